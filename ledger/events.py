@@ -1,0 +1,280 @@
+"""Typed events: a registry of pydantic payload models, schema versions and upcasters.
+
+Every stored event has a stable, hand-chosen ``type`` (past tense) and a ``schema_version``.
+Only the *current* version of each payload has a model; older versions are turned into it at
+read time by pure dict -> dict upcasters keyed by (type, from_version). Stored events are
+never rewritten. A change of meaning gets a new event type, not a new version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from ledger.errors import EventValidationError, UnknownEventType
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Registered:
+    __slots__ = ("model", "version")
+
+    def __init__(self, model: type[Payload], version: int) -> None:
+        self.model = model
+        self.version = version
+
+
+REGISTRY: dict[str, _Registered] = {}
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def register(type_name: str, model: type[Payload], version: int = 1) -> None:
+    REGISTRY[type_name] = _Registered(model, version)
+
+
+def upcaster(type_name: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    def deco(fn: Upcaster) -> Upcaster:
+        UPCASTERS[(type_name, from_version)] = fn
+        return fn
+
+    return deco
+
+
+def current_version(type_name: str) -> int:
+    reg = REGISTRY.get(type_name)
+    if reg is None:
+        raise UnknownEventType(f"unknown event type {type_name!r}")
+    return reg.version
+
+
+def _describe(exc: ValidationError, type_name: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(payload)"
+        parts.append(f"{loc}: {err['msg']}")
+    return f"invalid {type_name} payload: " + "; ".join(parts)
+
+
+def validate_payload(type_name: str, data: Any) -> dict[str, Any]:
+    """Validate ``data`` against the current model of ``type_name``; returns the plain dict."""
+    reg = REGISTRY.get(type_name)
+    if reg is None:
+        raise UnknownEventType(f"unknown event type {type_name!r}")
+    try:
+        model = reg.model.model_validate(data)
+    except ValidationError as exc:
+        raise EventValidationError(_describe(exc, type_name)) from None
+    try:
+        out: dict[str, Any] = model.model_dump(mode="json")
+    except PydanticSerializationError as exc:
+        raise EventValidationError(f"invalid {type_name} payload: not JSON-serialisable: {exc}") from None
+    return out
+
+
+def upcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """Bring a stored payload up to the current schema version (pure; the input is not mutated)."""
+    reg = REGISTRY.get(type_name)
+    if reg is None:
+        return data
+    version = schema_version
+    while version < reg.version:
+        fn = UPCASTERS.get((type_name, version))
+        if fn is None:
+            raise EventValidationError(f"no upcaster for {type_name} v{version}")
+        data = fn(dict(data))
+        version += 1
+    return data
+
+
+def load(type_name: str, schema_version: int, data: dict[str, Any]) -> Payload:
+    """Upcast then validate a stored payload into its current model."""
+    reg = REGISTRY.get(type_name)
+    if reg is None:
+        raise UnknownEventType(f"unknown event type {type_name!r}")
+    return reg.model.model_validate(upcast(type_name, schema_version, data))
+
+
+# ---------------------------------------------------------------------------------------------
+# Input events: one family per resource kind. The object is the normalized manifest
+# (upstream field names, quantities as exact integers), as produced by ledger.resources.
+
+
+class ObjectPayload(Payload):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    object: dict[str, Any]
+
+
+class ObjectDeleted(Payload):
+    kind: str
+    namespace: str = ""
+    name: str
+
+
+INPUT_KINDS = {
+    "Node": "Node",
+    "Pod": "Pod",
+    "PriorityClass": "PriorityClass",
+    "Workload": "Workload",
+    "PodGroup": "PodGroup",
+    "CompositePodGroup": "CompositePodGroup",
+    "PodDisruptionBudget": "Pdb",
+    "ElasticQuota": "Quota",
+    "ElasticQuotaTree": "QuotaTree",
+    "SchedulerConfig": "SchedulerConfig",
+}
+
+for _kind, _prefix in INPUT_KINDS.items():
+    register(f"{_prefix}Created", ObjectPayload)
+    register(f"{_prefix}Updated", ObjectPayload)
+    register(f"{_prefix}Deleted", ObjectDeleted)
+
+
+def input_event_type(kind: str, action: str) -> str:
+    """``("PodDisruptionBudget", "Created")`` -> ``"PdbCreated"``."""
+    return f"{INPUT_KINDS[kind]}{action}"
+
+
+class Rejection(Payload):
+    kind: str
+    namespace: str = ""
+    name: str = ""
+    field: str = ""
+    message: str
+
+
+class AdmissionRejected(Payload):
+    actor: str = "cli"
+    source: str = ""
+    rejections: list[Rejection] = Field(min_length=1)
+
+
+register("AdmissionRejected", AdmissionRejected)
+
+
+class Note(Payload):
+    """A free-form annotation appended by tools and demos (e.g. ``podledger demo``)."""
+
+    text: str
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+register("NoteRecorded", Note)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decision events, written by the scheduler worker (see scheduler/decisions.py).
+
+
+class SchedulingCycleStarted(Payload):
+    cycle: int
+    entity: str
+    snapshot_position: int
+
+
+class SchedulingCycleCompleted(Payload):
+    cycle: int
+    entity: str
+    result: str
+    durations_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class PodBound(Payload):
+    pod: str
+    node: str
+    group: str | None = None
+
+
+@upcaster("PodBound", 1)
+def _pod_bound_v1(data: dict[str, Any]) -> dict[str, Any]:
+    # v1 (before PodGroups) had no group; a v1 bind was always a plain pod.
+    data.setdefault("group", None)
+    return data
+
+
+class PodNominated(Payload):
+    pod: str
+    node: str | None
+
+
+class PodUnschedulable(Payload):
+    pod: str
+    reason: str
+    message: str
+
+
+class PodGated(Payload):
+    pod: str
+    plugin: str
+    message: str
+
+
+class GroupConditionChanged(Payload):
+    group: str
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
+class GroupScheduled(Payload):
+    group: str
+    pods: list[str]
+    placement: str | None = None
+
+
+class GroupUnschedulable(Payload):
+    group: str
+    reason: str
+    message: str
+    diagnosis: dict[str, Any] = Field(default_factory=dict)
+
+
+class GroupRetried(Payload):
+    group: str
+    diagnosis_position: int
+    fingerprint: str
+
+
+class PodPreempted(Payload):
+    victim: str
+    preemptor: str
+    preemptor_kind: str
+    node: str
+    rule: str
+    unit: str
+    disruption_mode: str
+    victim_priority: int
+    preemptor_priority: int
+    pdb_violation: bool = False
+    message: str = ""
+    condition_message: str = ""
+
+
+class EntityRequeued(Payload):
+    entity: str
+    queue: str
+    attempts: int
+    backoff_until: float | None = None
+
+
+register("SchedulingCycleStarted", SchedulingCycleStarted)
+register("SchedulingCycleCompleted", SchedulingCycleCompleted)
+register("PodBound", PodBound, version=2)
+register("PodNominated", PodNominated)
+register("PodUnschedulable", PodUnschedulable)
+register("PodGated", PodGated)
+register("PodGroupConditionChanged", GroupConditionChanged)
+register("CompositePodGroupConditionChanged", GroupConditionChanged)
+register("PodGroupScheduled", GroupScheduled)
+register("PodGroupUnschedulable", GroupUnschedulable)
+register("PodGroupRetried", GroupRetried)
+register("PodPreempted", PodPreempted)
+register("PodGroupRequeued", EntityRequeued)
+register("PodRequeued", EntityRequeued)

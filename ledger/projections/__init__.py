@@ -1,0 +1,1 @@
+"""Projections: inline (same transaction as the append) and async (checkpointed runner)."""

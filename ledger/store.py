@@ -1,0 +1,384 @@
+"""The event store: append with expected versions and idempotent event ids; ordered reads.
+
+Append protocol (one transaction, see spec/ledger-design.md §2-§3 and §8):
+1. validate every payload against its registered schema, size and JSON-ness (nothing is sent
+   to the database before this passes);
+2. idempotency: if every ``event_id`` of the batch is already stored, return the original
+   positions and append nothing; if only some are, raise ``IdempotencyConflict``;
+3. optimistic concurrency in ONE statement: ``INSERT INTO streams ... ON CONFLICT DO UPDATE
+   SET version = version + n RETURNING version``. The row lock taken by the upsert makes
+   ``returned - n`` the version our batch extends, which is checked against the caller's
+   expectation; a mismatch raises ``ConcurrencyError`` before the ledger lock is taken, so a
+   loser burns no position;
+4. take the ledger lock (the same advisory lock the insert trigger takes), read the newest
+   hash in a new statement (so its snapshot is taken *after* the lock was granted), chain the
+   hashes in Python, and insert the rows as the last statement (COPY for large batches).
+Readers tail by ``position > checkpoint``; position order equals commit order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ledger import events as registry
+from ledger.canonical import GENESIS, MAX_EVENT_BYTES, canonical, event_hash
+from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
+
+LEDGER_LOCK = 7243150001
+COPY_THRESHOLD = 64
+NO_STREAM = 0  # expected version of a stream that must not exist yet
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    stream: str
+    type: str
+    data: Mapping[str, Any]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    event_id: uuid.UUID | None = None
+    effective_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    position: int
+    stream: str
+    version: int
+    type: str
+    schema_version: int
+    event_id: uuid.UUID
+    data: dict[str, Any]
+    meta: dict[str, Any]
+    recorded_at: datetime
+    effective_at: datetime
+
+
+@dataclass(slots=True)
+class _Prepared:
+    stream: str
+    type: str
+    schema_version: int
+    event_id: uuid.UUID
+    data: bytes
+    meta: bytes
+    effective_at: datetime
+    version: int = 0
+    prev_hash: bytes = b""
+    hash: bytes = b""
+
+
+def _prepare(ev: NewEvent, now: datetime, validate: bool) -> _Prepared:
+    if not ev.stream:
+        raise EventValidationError(f"{ev.type}: stream must not be empty")
+    data = registry.validate_payload(ev.type, dict(ev.data)) if validate else dict(ev.data)
+    try:
+        data_bytes = canonical(data)
+        meta_bytes = canonical(dict(ev.meta))
+    except TypeError as exc:
+        raise EventValidationError(
+            f"{ev.type} on {ev.stream}: payload is not JSON-serialisable: {exc}"
+        ) from None
+    if len(data_bytes) > MAX_EVENT_BYTES:
+        raise EventValidationError(
+            f"{ev.type} on {ev.stream}: payload is {len(data_bytes)} bytes, over the 1 MiB limit"
+        )
+    if len(meta_bytes) > MAX_EVENT_BYTES:
+        raise EventValidationError(f"{ev.type} on {ev.stream}: meta is over the 1 MiB limit")
+    eff = (ev.effective_at or now).astimezone(UTC)
+    eff = eff.replace(microsecond=eff.microsecond)  # already microsecond precision
+    return _Prepared(
+        stream=ev.stream,
+        type=ev.type,
+        schema_version=registry.current_version(ev.type) if validate else 1,
+        event_id=ev.event_id or uuid.uuid4(),
+        data=data_bytes,
+        meta=meta_bytes,
+        effective_at=eff,
+    )
+
+
+def _raw(conn: Connection) -> psycopg.Connection[Any]:
+    driver = conn.connection.driver_connection
+    assert isinstance(driver, psycopg.Connection)
+    return driver
+
+
+def append(
+    target: Engine | Connection,
+    events: Sequence[NewEvent],
+    expected_versions: Mapping[str, int] | None = None,
+    *,
+    validate: bool = True,
+) -> list[int]:
+    """Append ``events`` (any number of streams) atomically; return their positions.
+
+    ``expected_versions`` maps a stream to the version it must have now (0 = must not exist);
+    streams not named accept any version. With an ``Engine`` the append is its own
+    transaction; with a ``Connection`` it joins the caller's transaction (the caller commits,
+    and must roll back if this raises).
+    """
+    if isinstance(target, Engine):
+        with target.begin() as conn:
+            return append(conn, events, expected_versions, validate=validate)
+    stored, _new = append_stored(target, events, expected_versions, validate=validate)
+    return [e.position for e in stored]
+
+
+def append_stored(
+    conn: Connection,
+    events: Sequence[NewEvent],
+    expected_versions: Mapping[str, int] | None = None,
+    *,
+    validate: bool = True,
+) -> tuple[list[StoredEvent], bool]:
+    """Like ``append`` within the caller's transaction, returning the stored events.
+
+    The flag is False when the whole batch had been stored before (idempotent re-send); the
+    events returned then carry only their original positions and ids.
+    """
+    if not events:
+        return [], False
+    target = conn
+    now = datetime.now(UTC)
+    prepared = [_prepare(ev, now, validate) for ev in events]
+    raw = _raw(target)
+    with raw.cursor() as cur:
+        ids = [p.event_id for p in prepared]
+        if len(set(ids)) != len(ids):
+            raise EventValidationError("duplicate event_id within one batch")
+        cur.execute("SELECT event_id, position FROM events WHERE event_id = ANY(%s)", (ids,))
+        found = dict(cur.fetchall())
+        if found:
+            if len(found) == len(ids):
+                return [
+                    StoredEvent(
+                        int(found[p.event_id]),
+                        p.stream,
+                        0,
+                        p.type,
+                        p.schema_version,
+                        p.event_id,
+                        {},
+                        {},
+                        now,
+                        p.effective_at,
+                    )
+                    for p in prepared
+                ], False
+            raise IdempotencyConflict(
+                f"{len(found)} of {len(ids)} event ids of this batch are already stored; refusing a partial re-send"
+            )
+
+        counts: dict[str, int] = {}
+        for p in prepared:
+            counts[p.stream] = counts.get(p.stream, 0) + 1
+        names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
+        cur.execute(
+            "INSERT INTO streams (stream, version) "
+            "SELECT s, n FROM unnest(%s::text[], %s::int[]) AS t(s, n) ORDER BY s "
+            "ON CONFLICT (stream) DO UPDATE SET version = streams.version + excluded.version "
+            "RETURNING stream, version",
+            (names, [counts[s] for s in names]),
+        )
+        new_versions = dict(cur.fetchall())
+        expected = expected_versions or {}
+        next_version: dict[str, int] = {}
+        for s in names:
+            before = int(new_versions[s]) - counts[s]
+            if s in expected and expected[s] != before:
+                raise ConcurrencyError(s, expected[s], before)
+            next_version[s] = before + 1
+        for s in expected:
+            if s not in counts:
+                raise EventValidationError(
+                    f"expected version given for stream {s!r} that the batch does not touch"
+                )
+        for p in prepared:
+            p.version = next_version[p.stream]
+            next_version[p.stream] += 1
+
+        # The ledger lock. The insert trigger takes it too (re-entrant within a transaction);
+        # taking it first lets us read the chain head with a snapshot taken after the grant.
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (LEDGER_LOCK,))
+        cur.execute("SELECT hash FROM events ORDER BY position DESC LIMIT 1")
+        row = cur.fetchone()
+        prev = bytes(row[0]) if row else GENESIS
+        for p in prepared:
+            p.prev_hash = prev
+            p.hash = event_hash(
+                prev,
+                stream=p.stream,
+                version=p.version,
+                type=p.type,
+                schema_version=p.schema_version,
+                event_id=p.event_id,
+                data_bytes=p.data,
+                meta_bytes=p.meta,
+                effective_at=p.effective_at,
+            )
+            prev = p.hash
+
+        if len(prepared) >= COPY_THRESHOLD:
+            with cur.copy(
+                "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, prev_hash, hash) "
+                "FROM STDIN"
+            ) as copy:
+                for p in prepared:
+                    copy.write_row(
+                        (
+                            p.stream,
+                            p.version,
+                            p.type,
+                            p.schema_version,
+                            p.event_id,
+                            p.data.decode(),
+                            p.meta.decode(),
+                            p.effective_at,
+                            p.prev_hash,
+                            p.hash,
+                        )
+                    )
+            # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
+            cur.execute("SELECT currval(pg_get_serial_sequence('events', 'position'))")
+            last = int(cur.fetchone()[0])  # type: ignore[index]
+            positions = list(range(last - len(prepared) + 1, last + 1))
+        else:
+            cur.execute(
+                "INSERT INTO events (stream, version, type, schema_version, event_id, data, meta, effective_at, prev_hash, hash) "
+                "SELECT s, v, t, sv, e, d::jsonb, m::jsonb, ea, ph, h FROM unnest("
+                "%s::text[], %s::int[], %s::text[], %s::smallint[], %s::uuid[], %s::text[], %s::text[], "
+                "%s::timestamptz[], %s::bytea[], %s::bytea[]) WITH ORDINALITY AS x(s, v, t, sv, e, d, m, ea, ph, h, o) "
+                "ORDER BY o RETURNING position",
+                (
+                    [p.stream for p in prepared],
+                    [p.version for p in prepared],
+                    [p.type for p in prepared],
+                    [p.schema_version for p in prepared],
+                    [p.event_id for p in prepared],
+                    [p.data.decode() for p in prepared],
+                    [p.meta.decode() for p in prepared],
+                    [p.effective_at for p in prepared],
+                    [p.prev_hash for p in prepared],
+                    [p.hash for p in prepared],
+                ),
+            )
+            positions = sorted(int(r[0]) for r in cur.fetchall())
+    return [
+        StoredEvent(
+            pos,
+            p.stream,
+            p.version,
+            p.type,
+            p.schema_version,
+            p.event_id,
+            orjson.loads(p.data),
+            orjson.loads(p.meta),
+            now,
+            p.effective_at,
+        )
+        for pos, p in zip(positions, prepared, strict=True)
+    ], True
+
+
+_COLUMNS = "position, stream, version, type, schema_version, event_id, data::text, meta::text, recorded_at, effective_at"
+
+
+def _row(r: Sequence[Any], upcast: bool) -> StoredEvent:
+    data = orjson.loads(r[6])
+    if upcast:
+        data = registry.upcast(r[3], r[4], data)
+    return StoredEvent(
+        position=r[0],
+        stream=r[1],
+        version=r[2],
+        type=r[3],
+        schema_version=r[4],
+        event_id=r[5],
+        data=data,
+        meta=orjson.loads(r[7]),
+        recorded_at=r[8],
+        effective_at=r[9],
+    )
+
+
+def read_all(
+    target: Engine | Connection,
+    after: int = 0,
+    limit: int = 1000,
+    types: Sequence[str] | None = None,
+    *,
+    upcast: bool = True,
+) -> list[StoredEvent]:
+    """Events with ``position > after`` in position order (decoded with orjson, upcast)."""
+    if isinstance(target, Engine):
+        with target.connect() as conn:
+            return read_all(conn, after, limit, types, upcast=upcast)
+    with _raw(target).cursor() as cur:
+        if types:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE position > %s AND type = ANY(%s) ORDER BY position LIMIT %s",
+                (after, list(types), limit),
+            )
+        else:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE position > %s ORDER BY position LIMIT %s",
+                (after, limit),
+            )
+        return [_row(r, upcast) for r in cur.fetchall()]
+
+
+def read_stream(target: Engine | Connection, stream: str, from_version: int = 1) -> list[StoredEvent]:
+    if isinstance(target, Engine):
+        with target.connect() as conn:
+            return read_stream(conn, stream, from_version)
+    with _raw(target).cursor() as cur:
+        cur.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE stream = %s AND version >= %s ORDER BY version",
+            (stream, from_version),
+        )
+        return [_row(r, True) for r in cur.fetchall()]
+
+
+def iter_all(
+    engine: Engine, after: int = 0, upto: int | None = None, batch: int = 5000, *, upcast: bool = True
+) -> Iterator[StoredEvent]:
+    """Stream the log in position order through a server-side cursor; never loads it whole."""
+    with engine.connect() as conn:
+        raw = _raw(conn)
+        with raw.transaction(), raw.cursor(name="podledger_replay") as cur:
+            cur.itersize = batch
+            if upto is None:
+                cur.execute(f"SELECT {_COLUMNS} FROM events WHERE position > %s ORDER BY position", (after,))
+            else:
+                cur.execute(
+                    f"SELECT {_COLUMNS} FROM events WHERE position > %s AND position <= %s ORDER BY position",
+                    (after, upto),
+                )
+            for r in cur:
+                yield _row(r, upcast)
+
+
+def head(target: Engine | Connection) -> int:
+    """The newest committed position (0 for an empty log)."""
+    if isinstance(target, Engine):
+        with target.connect() as conn:
+            return head(conn)
+    value = target.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
+    return int(value)
+
+
+def stream_version(target: Engine | Connection, stream: str) -> int:
+    if isinstance(target, Engine):
+        with target.connect() as conn:
+            return stream_version(conn, stream)
+    value = target.execute(sa.text("SELECT version FROM streams WHERE stream = :s"), {"s": stream}).scalar()
+    return int(value or 0)

@@ -1,0 +1,211 @@
+"""Pure data model of the scheduling core.
+
+Frozen dataclasses only: no pydantic, no SQL, no clock. Quantities are exact integers:
+``cpu`` in milli-CPU, ``memory`` and ``ephemeral-storage`` in bytes, ``pods`` and extended
+resources (``nvidia.com/gpu``) as counts. Time is a float of seconds on the caller's clock
+(virtual in simulation). ``seq`` is the log position at which an object was first observed;
+it breaks every tie of equal priority and timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+
+SINGLE = "Single"
+ALL = "All"
+PREEMPT_LOWER = "PreemptLowerPriority"
+NEVER = "Never"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""  # empty key with operator Exists tolerates everything
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty matches every effect
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A node selector / label selector requirement."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements of one term are ANDed; terms of a list are ORed."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    requests: Mapping[str, int] = field(default_factory=dict)  # effective requests (init/overhead folded in)
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] = ()
+    preferred_terms: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    priority: int = 0
+    preemption_policy: str = PREEMPT_LOWER
+    scheduler_name: str = DEFAULT_SCHEDULER
+    scheduling_gates: tuple[str, ...] = ()
+    node_name: str | None = None  # set = bound (or created already bound)
+    nominated_node: str | None = None
+    pod_group: str | None = None  # spec.schedulingGroup.podGroupName (same namespace)
+    has_controller: bool = False  # a controller ownerReference: recreated after preemption
+    seq: int = 0
+    created_at: float = 0.0
+    start_time: float | None = None  # when it was bound; victims' tie-break
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    min_count: int | None = None  # None = basic policy (M = 1)
+    topology_key: str | None = None
+    disruption_mode: str = SINGLE
+    priority: int = 0
+    preemption_policy: str = PREEMPT_LOWER
+    parent: str | None = None  # parentCompositePodGroupName (same namespace)
+    workload: str | None = None
+    template: str | None = None
+    uid: str = ""
+    seq: int = 0
+    created_at: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_gang(self) -> bool:
+        return self.min_count is not None
+
+    @property
+    def minimum(self) -> int:
+        return self.min_count if self.min_count is not None else 1
+
+
+@dataclass(frozen=True, slots=True)
+class CompositePodGroup:
+    namespace: str
+    name: str
+    min_group_count: int | None = None  # None = basic policy (M = 1)
+    topology_key: str | None = None
+    disruption_mode: str = SINGLE
+    priority: int = 0
+    preemption_policy: str = PREEMPT_LOWER
+    parent: str | None = None
+    workload: str | None = None
+    template: str | None = None
+    uid: str = ""
+    seq: int = 0
+    created_at: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_gang(self) -> bool:
+        return self.min_group_count is not None
+
+    @property
+    def minimum(self) -> int:
+        return self.min_group_count if self.min_group_count is not None else 1
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Requirement, ...] = ()
+    min_available: int | str | None = None  # int or "50%"
+    max_unavailable: int | str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaNode:
+    """One elastic quota: a flat ElasticQuota (one namespace) or a node of an ElasticQuotaTree."""
+
+    name: str
+    min: Mapping[str, int] = field(default_factory=dict)
+    max: Mapping[str, int] | None = None  # None = unlimited
+    namespaces: tuple[str, ...] = ()
+    parent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    scoring_strategy: str = "LeastAllocated"  # LeastAllocated | MostAllocated
+    resource_weights: Mapping[str, int] = field(default_factory=lambda: {CPU: 1, MEMORY: 1})
+    plugin_weights: Mapping[str, int] = field(
+        default_factory=lambda: {
+            "NodeResourcesFit": 1,
+            "TaintToleration": 3,
+            "NodeAffinity": 2,
+            "PodGroupPodsCount": 1,
+        }
+    )
+    preemption_algorithm: str = "Auto"  # Default | ElasticQuota | Auto | None
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 10.0
+    unschedulable_flush_seconds: float = 300.0
+    feature_gates: Mapping[str, bool] = field(
+        default_factory=lambda: {
+            "GenericWorkload": True,
+            "TopologyAwareWorkloadScheduling": True,
+            "CompositePodGroup": True,
+            "PodGroupPreemptionPolicy": True,
+            "WorkloadAwarePreemption": True,
+        }
+    )
+
+    def gate(self, name: str) -> bool:
+        return bool(self.feature_gates.get(name, True))

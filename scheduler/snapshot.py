@@ -1,0 +1,385 @@
+"""Cluster snapshot as a NumPy structure of arrays.
+
+Layout (resource-major so that one resource of all nodes is one contiguous row):
+
+* ``names[i]`` / ``index[name]``: node order = sorted by ``(Node.seq, Node.name)``; this order is
+  the deterministic tie-break of the whole scheduler ("lowest node index wins").
+* ``alloc[r, n]`` and ``free[r, n]`` (int64): allocatable and allocatable minus requested over a
+  resource index (``cpu``, ``memory``, ``pods`` first, then extended resources discovered
+  dynamically, e.g. ``nvidia.com/gpu``). A resource a node does not list has allocatable 0.
+  ``pods`` is implicit: every pod requests exactly one. A node that does not list ``pods`` gets
+  the kubelet default of 110.
+* ``nz[0|1, n]``: non-zero requested cpu / memory (kube-scheduler scoring counts a pod without a
+  cpu request as 100m and without a memory request as 200Mi).
+* label index: per key the value id of every node (``-1`` = label absent); masks for
+  ``(key, operator, values)`` are cached until the node set changes (``generation``).
+* taint sets: ``taint_set[n]`` indexes a small list of distinct taint tuples.
+
+``assume``/``forget`` change the arrays in place. ``backup()`` returns a mark and starts journaling;
+``restore(mark)`` undoes every change made after the mark, ``release(mark)`` keeps them. Both cost
+O(what changed), not O(cluster). Adding, removing or changing nodes marks the arrays stale; they
+are rebuilt (O(nodes + assigned pods)) on the next access, which is rare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Taint
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+IDX = npt.NDArray[np.intp]
+
+DEFAULT_MAX_PODS = 110
+DEFAULT_MILLI_CPU_REQUEST = 100  # kube-scheduler util.DefaultMilliCPURequest
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # util.DefaultMemoryRequest
+
+BASE_RESOURCES = (CPU, MEMORY, PODS)
+R_CPU, R_MEM, R_PODS = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """A pod's resource request in snapshot terms (built by ``Snapshot.demand``)."""
+
+    names: tuple[str, ...]  # requested resources with amount > 0 (never "pods")
+    amounts: tuple[int, ...]
+    nz_cpu: int
+    nz_mem: int
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(zip(self.names, self.amounts, strict=True))
+
+
+def make_demand(requests: Mapping[str, int]) -> Demand:
+    items = sorted((k, int(v)) for k, v in requests.items() if k != PODS and int(v) > 0)
+    cpu = int(requests.get(CPU, 0))
+    mem = int(requests.get(MEMORY, 0))
+    return Demand(
+        names=tuple(k for k, _ in items),
+        amounts=tuple(v for _, v in items),
+        nz_cpu=cpu if cpu > 0 else DEFAULT_MILLI_CPU_REQUEST,
+        nz_mem=mem if mem > 0 else DEFAULT_MEMORY_REQUEST,
+    )
+
+
+class LabelColumn:
+    """Values of one label key over all nodes."""
+
+    __slots__ = ("ids", "values", "value_of", "ints", "int_ok")
+
+    def __init__(self, key: str, nodes: list[Node]) -> None:
+        value_of: dict[str, int] = {}
+        ids = np.full(len(nodes), -1, dtype=np.int32)
+        ints = np.zeros(len(nodes), dtype=np.int64)
+        int_ok = np.zeros(len(nodes), dtype=np.bool_)
+        for i, node in enumerate(nodes):
+            v = node.labels.get(key)
+            if v is None:
+                continue
+            vid = value_of.setdefault(v, len(value_of))
+            ids[i] = vid
+            parsed = parse_int64(v)
+            if parsed is not None:
+                ints[i] = parsed
+                int_ok[i] = True
+        self.ids = ids
+        self.value_of = value_of
+        self.values = list(value_of)
+        self.ints = ints
+        self.int_ok = int_ok
+
+
+def parse_int64(v: str) -> int | None:
+    """strconv.ParseInt(v, 10, 64) semantics (optional sign, decimal digits only)."""
+    s = v[1:] if v[:1] in ("+", "-") else v
+    if not s or not s.isascii() or not s.isdigit():
+        return None
+    n = int(v)
+    if n < -(2**63) or n >= 2**63:
+        return None
+    return n
+
+
+class Domains:
+    """Partition of the nodes by the value of one topology label key."""
+
+    __slots__ = ("key", "ids", "values", "order", "starts", "counts")
+
+    def __init__(self, key: str, col: LabelColumn) -> None:
+        self.key = key
+        # domain ids in sorted value order (deterministic placement order)
+        sorted_vals = sorted(col.values)
+        remap = np.full(len(col.values) + 1, -1, dtype=np.int32)
+        for new, v in enumerate(sorted_vals):
+            remap[col.value_of[v] + 1] = new
+        self.ids: npt.NDArray[np.int32] = remap[col.ids + 1]
+        self.values = sorted_vals
+        valid = np.flatnonzero(self.ids >= 0)
+        order = valid[np.argsort(self.ids[valid], kind="stable")]
+        self.order: IDX = order.astype(np.intp)
+        counts = np.bincount(self.ids[valid], minlength=len(sorted_vals)).astype(np.int64)
+        self.counts: I64 = counts
+        starts = np.zeros(len(sorted_vals), dtype=np.intp)
+        if len(sorted_vals) > 1:
+            starts[1:] = np.cumsum(counts)[:-1]
+        self.starts: IDX = starts
+
+    def sums(self, arr: I64) -> I64:
+        """Exact per-domain sums of a per-node int64 array (nodes without the label excluded)."""
+        if len(self.values) == 0:
+            return np.zeros(0, dtype=np.int64)
+        if len(self.order) == 0:
+            return np.zeros(len(self.values), dtype=np.int64)
+        out: I64 = np.add.reduceat(arr[self.order], self.starts)
+        # reduceat returns arr[start] for empty segments; domains are never empty here
+        return out
+
+
+class Snapshot:
+    """Mutable cluster view used by the scheduling cycles (see module docstring)."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, Node] = {}
+        # assigned/assumed pods: key -> (node name, demand, group key or None)
+        self._pods: dict[str, tuple[str, Demand, str | None]] = {}
+        self.res_names: list[str] = list(BASE_RESOURCES)
+        self.res_index: dict[str, int] = {r: i for i, r in enumerate(self.res_names)}
+        self.generation = 0
+        self._stale = True
+        self._journal: list[tuple[int, str, str, Demand, str | None]] = []
+        self._depth = 0
+        # derived
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.nodes: list[Node] = []
+        self.alloc: I64 = np.zeros((3, 0), dtype=np.int64)
+        self.free: I64 = np.zeros((3, 0), dtype=np.int64)
+        self.nz: I64 = np.zeros((2, 0), dtype=np.int64)
+        self.unschedulable: BOOL = np.zeros(0, dtype=np.bool_)
+        self.taint_sets: list[tuple[Taint, ...]] = []
+        self.taint_set: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self.all_nodes: BOOL = np.zeros(0, dtype=np.bool_)
+        self._labels: dict[str, LabelColumn] = {}
+        self._domains: dict[str, Domains] = {}
+        self.mask_cache: dict[object, object] = {}
+        # scheduled pods per node / per group (assigned + assumed), on known nodes or not
+        self.node_pods: dict[str, set[str]] = {}
+        self.group_pods: dict[str, dict[str, str]] = {}
+
+    # ------------------------------------------------------------------ nodes
+    def upsert_node(self, node: Node) -> None:
+        self._nodes[node.name] = node
+        self._stale = True
+
+    def remove_node(self, name: str) -> None:
+        if self._nodes.pop(name, None) is not None:
+            self._stale = True
+
+    def node(self, name: str) -> Node | None:
+        return self._nodes.get(name)
+
+    @property
+    def n(self) -> int:
+        self.refresh()
+        return len(self.names)
+
+    def refresh(self) -> None:
+        if self._stale:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        assert self._depth == 0, "node set changed during a cycle"
+        nodes = sorted(self._nodes.values(), key=lambda nd: (nd.seq, nd.name))
+        for nd in nodes:
+            for r in nd.allocatable:
+                self._ensure_name(r)
+        for _, d, _ in self._pods.values():
+            for r in d.names:
+                self._ensure_name(r)
+        self.nodes = nodes
+        self.names = [nd.name for nd in nodes]
+        self.index = {nm: i for i, nm in enumerate(self.names)}
+        n, r = len(nodes), len(self.res_names)
+        alloc = np.zeros((r, n), dtype=np.int64)
+        for i, nd in enumerate(nodes):
+            for res, q in nd.allocatable.items():
+                alloc[self.res_index[res], i] = int(q)
+            if PODS not in nd.allocatable:
+                alloc[R_PODS, i] = DEFAULT_MAX_PODS
+        self.alloc = alloc
+        self.free = alloc.copy()
+        self.nz = np.zeros((2, n), dtype=np.int64)
+        for key, (node_name, d, _) in self._pods.items():
+            i = self.index.get(node_name)
+            if i is not None:
+                self._apply(i, d, 1)
+            del key
+        self.unschedulable = np.array([nd.unschedulable for nd in nodes], dtype=np.bool_)
+        sets: dict[tuple[Taint, ...], int] = {}
+        ts = np.zeros(n, dtype=np.int32)
+        for i, nd in enumerate(nodes):
+            ts[i] = sets.setdefault(tuple(nd.taints), len(sets))
+        self.taint_sets = list(sets)
+        self.taint_set = ts
+        self.all_nodes = np.ones(n, dtype=np.bool_)
+        self._labels = {}
+        self._domains = {}
+        self.mask_cache = {}
+        self.generation += 1
+        self._stale = False
+
+    # -------------------------------------------------------------- resources
+    def _ensure_name(self, name: str) -> int:
+        i = self.res_index.get(name)
+        if i is None:
+            i = len(self.res_names)
+            self.res_names.append(name)
+            self.res_index[name] = i
+            if not self._stale:
+                n = len(self.names)
+                self.alloc = np.vstack([self.alloc, np.zeros((1, n), dtype=np.int64)])
+                self.free = np.vstack([self.free, np.zeros((1, n), dtype=np.int64)])
+        return i
+
+    def ensure_resources(self, names: Iterable[str]) -> None:
+        for r in names:
+            if r not in self.res_index:
+                self._ensure_name(r)
+
+    def resource_rows(self, d: Demand) -> tuple[int, ...]:
+        self.ensure_resources(d.names)
+        ri = self.res_index
+        return tuple(ri[r] for r in d.names)
+
+    # ------------------------------------------------------------------- pods
+    def _apply(self, i: int, d: Demand, sign: int) -> None:
+        free = self.free
+        ri = self.res_index
+        for name, amt in zip(d.names, d.amounts, strict=True):
+            free[ri[name], i] -= sign * amt
+        free[R_PODS, i] -= sign
+        self.nz[R_CPU, i] += sign * d.nz_cpu
+        self.nz[R_MEM, i] += sign * d.nz_mem
+
+    def add_pod(self, key: str, node_name: str, d: Demand, group: str | None) -> None:
+        """Account an assigned or assumed pod (journaled while a backup is active)."""
+        if key in self._pods:
+            self.remove_pod(key)
+        self.ensure_resources(d.names)
+        self._pods[key] = (node_name, d, group)
+        self.node_pods.setdefault(node_name, set()).add(key)
+        if group is not None:
+            self.group_pods.setdefault(group, {})[key] = node_name
+        if not self._stale:
+            i = self.index.get(node_name)
+            if i is not None:
+                self._apply(i, d, 1)
+        if self._depth:
+            self._journal.append((1, key, node_name, d, group))
+
+    def remove_pod(self, key: str) -> None:
+        entry = self._pods.pop(key, None)
+        if entry is None:
+            return
+        node_name, d, group = entry
+        s = self.node_pods.get(node_name)
+        if s is not None:
+            s.discard(key)
+            if not s:
+                del self.node_pods[node_name]
+        if group is not None:
+            g = self.group_pods.get(group)
+            if g is not None:
+                g.pop(key, None)
+                if not g:
+                    del self.group_pods[group]
+        if not self._stale:
+            i = self.index.get(node_name)
+            if i is not None:
+                self._apply(i, d, -1)
+        if self._depth:
+            self._journal.append((-1, key, node_name, d, group))
+
+    def assume(self, key: str, node_idx: int, d: Demand, group: str | None) -> None:
+        self.add_pod(key, self.names[node_idx], d, group)
+
+    def forget(self, key: str) -> None:
+        self.remove_pod(key)
+
+    def pod_node(self, key: str) -> str | None:
+        e = self._pods.get(key)
+        return e[0] if e is not None else None
+
+    def has_pod(self, key: str) -> bool:
+        return key in self._pods
+
+    # ---------------------------------------------------------------- journal
+    def backup(self) -> int:
+        self.refresh()
+        self._depth += 1
+        return len(self._journal)
+
+    def restore(self, mark: int) -> None:
+        j = self._journal
+        depth = self._depth
+        self._depth = 0  # undo without journaling
+        while len(j) > mark:
+            op, key, node_name, d, group = j.pop()
+            if op == 1:
+                self.remove_pod(key)
+            else:
+                self.add_pod(key, node_name, d, group)
+        self._depth = depth - 1
+        if self._depth == 0:
+            j.clear()
+
+    def release(self, mark: int) -> None:
+        """Keep the changes made since ``mark``."""
+        self._depth -= 1
+        if self._depth == 0:
+            self._journal.clear()
+        del mark
+
+    # ------------------------------------------------------------------ index
+    def label(self, key: str) -> LabelColumn:
+        self.refresh()
+        col = self._labels.get(key)
+        if col is None:
+            col = LabelColumn(key, self.nodes)
+            self._labels[key] = col
+        return col
+
+    def domains(self, key: str) -> Domains:
+        self.refresh()
+        d = self._domains.get(key)
+        if d is None:
+            d = Domains(key, self.label(key))
+            self._domains[key] = d
+        return d
+
+    def requested_row(self, r: int) -> I64:
+        out: I64 = self.alloc[r] - self.free[r]
+        return out
+
+    def usage(self) -> list[tuple[str, dict[str, int], dict[str, int]]]:
+        self.refresh()
+        out: list[tuple[str, dict[str, int], dict[str, int]]] = []
+        for i, nm in enumerate(self.names):
+            alloc = {r: int(self.alloc[k, i]) for k, r in enumerate(self.res_names) if self.alloc[k, i] or r in BASE_RESOURCES}
+            req = {
+                r: int(self.alloc[k, i] - self.free[k, i])
+                for k, r in enumerate(self.res_names)
+                if self.alloc[k, i] - self.free[k, i] or r in BASE_RESOURCES
+            }
+            out.append((nm, alloc, req))
+        return out
+
+
+def pod_demand(pod: Pod) -> Demand:
+    return make_demand(pod.requests)

