@@ -141,7 +141,7 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True) -> Engi
         ensure_database(url)
         migrate(url)
         _migrated.add(url)
-    engine = sa.create_engine(sqlalchemy_url(url), pool_size=5, max_overflow=5, pool_pre_ping=True)
+    engine = sa.create_engine(sqlalchemy_url(url), pool_size=5, max_overflow=5, pool_recycle=1800)
     sa.event.listen(engine, "connect", _on_connect)
     with _lock:
         _engines[url] = engine
