@@ -14,14 +14,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="podledger: an event-sourced scheduling ledger.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="podledger: an event-sourced scheduling ledger.",
+)
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 proj_app = typer.Typer(no_args_is_help=True, help="Projections.")
 app.add_typer(db_app, name="db")
 app.add_typer(proj_app, name="projections")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+_WIDTH = None if sys.stdout.isatty() else 180  # Rich falls back to 80 columns when piped
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
 
 
 class UserError(Exception):
@@ -54,7 +60,9 @@ def verify() -> None:
     if res.ok:
         out.print(f"ok: {res.checked} events, hash chain intact")
         return
-    out.print(f"BROKEN at position {res.first_bad_position}: {res.reason} ({res.checked} events verified before it)")
+    out.print(
+        f"BROKEN at position {res.first_bad_position}: {res.reason} ({res.checked} events verified before it)"
+    )
     raise typer.Exit(1)
 
 
@@ -85,8 +93,15 @@ def log_cmd(
         for ev in events:
             sys.stdout.write(
                 orjson.dumps(
-                    {"position": ev.position, "stream": ev.stream, "version": ev.version, "type": ev.type,
-                     "data": ev.data, "meta": ev.meta, "effective_at": ev.effective_at.isoformat()}
+                    {
+                        "position": ev.position,
+                        "stream": ev.stream,
+                        "version": ev.version,
+                        "type": ev.type,
+                        "data": ev.data,
+                        "meta": ev.meta,
+                        "effective_at": ev.effective_at.isoformat(),
+                    }
                 ).decode()
                 + "\n"
             )
@@ -94,24 +109,17 @@ def log_cmd(
     table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None)
     for ev in events:
         data = orjson.dumps(ev.data).decode()
-        table.add_row(str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else ""))
+        table.add_row(
+            str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else "")
+        )
     out.print(table)
 
 
-def _register_optional() -> None:
-    """Commands whose modules may be absent in a partial checkout are registered if present."""
-    for module in ("api.commands",):
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-
-
 def main() -> None:
+    import api.cli_objects  # noqa: F401  (registers apply/get/delete)
+    import api.cli_sched  # noqa: F401  (registers schedule/simulate/demo)
     from ledger.errors import LedgerError
 
-    _register_optional()
     try:
         app()
     except (UserError, LedgerError) as exc:

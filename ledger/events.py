@@ -147,18 +147,21 @@ def input_event_type(kind: str, action: str) -> str:
     return f"{INPUT_KINDS[kind]}{action}"
 
 
-class Rejection(Payload):
+class RejectedObject(Payload):
     kind: str
-    namespace: str = ""
-    name: str = ""
-    field: str = ""
+    namespace: str | None = None
+    name: str
+    reasons: list[dict[str, str]] = Field(default_factory=list)
     message: str
 
 
 class AdmissionRejected(Payload):
+    """A refused request: who asked (actor), what (objects) and why (rejected)."""
+
     actor: str = "cli"
     source: str = ""
-    rejections: list[Rejection] = Field(min_length=1)
+    objects: list[dict[str, Any]] = Field(default_factory=list)
+    rejected: list[RejectedObject] = Field(min_length=1)
 
 
 register("AdmissionRejected", AdmissionRejected)

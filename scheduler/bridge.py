@@ -1,0 +1,457 @@
+"""The bridge between the ledger and the pure scheduling core.
+
+It is one of the two scheduler modules allowed to touch the ledger (with ``worker.py``):
+
+* inputs: it folds input events (nodes, pods, groups, PDBs, config) from the log into the
+  core's ``Scheduler`` in position order, converting normalized manifests into
+  ``scheduler.model`` objects. The position at which an object was first observed becomes its
+  ``seq`` (the tie-breaker of equal priority and timestamp);
+* decisions: each ``CycleResult`` becomes events, appended (with the inline projection) in
+  one transaction per flush; every event's meta carries the cycle number, the snapshot
+  position, the config hash and the scheduler version;
+* bootstrap: a fresh bridge rebuilds the core's state by folding the log from position 0,
+  including decision events written earlier (binds, preemptions), so a restarted worker
+  continues where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.engine import Engine
+
+from ledger import store, writer
+from ledger.events import INPUT_KINDS
+from ledger.store import NewEvent, StoredEvent
+from scheduler import decisions as d
+from scheduler import model as m
+from scheduler.scheduler import Scheduler
+
+SCHEDULER_VERSION = "podledger-scheduler/0.1"
+CYCLES_STREAM = "sched/cycles"
+PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
+FLUSH_EVERY_CYCLES = 256
+EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
+
+
+def ts(dt: datetime) -> float:
+    return dt.timestamp()
+
+
+def from_ts(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+# ----------------------------------------------------------------------------- conversions
+
+
+def _requirements(exprs: Iterable[Mapping[str, Any]] | None) -> tuple[m.Requirement, ...]:
+    return tuple(
+        m.Requirement(e["key"], e["operator"], tuple(str(v) for v in (e.get("values") or ())))
+        for e in exprs or ()
+    )
+
+
+def _policy_min(spec: Mapping[str, Any], field_name: str) -> int | None:
+    pol = spec.get("schedulingPolicy") or {}
+    gang = pol.get("gang")
+    if gang is None:
+        return None
+    return int(gang.get(field_name) or 1)
+
+
+def _topology_key(spec: Mapping[str, Any]) -> str | None:
+    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    return str(topo[0]["key"]) if topo else None
+
+
+def _mode(spec: Mapping[str, Any]) -> str:
+    dm = spec.get("disruptionMode") or {}
+    return m.ALL if "all" in dm else m.SINGLE
+
+
+def node_from(obj: Mapping[str, Any], seq: int) -> m.Node:
+    meta, spec, status = obj.get("metadata", {}), obj.get("spec") or {}, obj.get("status") or {}
+    alloc = dict(status.get("allocatable") or status.get("capacity") or {})
+    alloc.setdefault(m.PODS, 110)
+    return m.Node(
+        name=meta["name"],
+        allocatable={k: int(v) for k, v in alloc.items()},
+        labels=dict(meta.get("labels") or {}),
+        taints=tuple(
+            m.Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule")
+            for t in spec.get("taints") or ()
+        ),
+        unschedulable=bool(spec.get("unschedulable")),
+        seq=seq,
+    )
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Kubernetes' effective request: max(sum of containers, max of init containers) + overhead."""
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or ():
+        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[k] = total.get(k, 0) + int(v)
+    for c in spec.get("initContainers") or ():
+        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[k] = max(total.get(k, 0), int(v))
+    for k, v in (spec.get("overhead") or {}).items():
+        total[k] = total.get(k, 0) + int(v)
+    return total
+
+
+def pod_from(
+    obj: Mapping[str, Any], seq: int, created_at: float, status: Mapping[str, Any] | None = None
+) -> m.Pod:
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    aff = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
+    req = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    pref = aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    status = status or {}
+    node = status.get("nodeName") or spec.get("nodeName")
+    return m.Pod(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        requests=pod_requests(spec),
+        uid=str(meta.get("uid") or ""),
+        labels=dict(meta.get("labels") or {}),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        required_terms=tuple(m.NodeSelectorTerm(_requirements(t.get("matchExpressions"))) for t in req),
+        preferred_terms=tuple(
+            m.PreferredTerm(
+                int(p.get("weight", 1)),
+                m.NodeSelectorTerm(_requirements((p.get("preference") or {}).get("matchExpressions"))),
+            )
+            for p in pref
+        ),
+        tolerations=tuple(
+            m.Toleration(
+                t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "", t.get("effect") or ""
+            )
+            for t in spec.get("tolerations") or ()
+        ),
+        priority=int(spec.get("priority") or 0),
+        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
+        scheduler_name=spec.get("schedulerName") or m.DEFAULT_SCHEDULER,
+        scheduling_gates=tuple(g["name"] for g in spec.get("schedulingGates") or ()),
+        node_name=node,
+        nominated_node=status.get("nominatedNodeName"),
+        pod_group=(spec.get("schedulingGroup") or {}).get("podGroupName"),
+        has_controller=any(o.get("controller") for o in meta.get("ownerReferences") or ()),
+        seq=seq,
+        created_at=created_at,
+        start_time=created_at if node else None,
+    )
+
+
+def group_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.PodGroup:
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    ref = spec.get("workloadRef") or {}
+    return m.PodGroup(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        min_count=_policy_min(spec, "minCount"),
+        topology_key=_topology_key(spec),
+        disruption_mode=_mode(spec),
+        priority=int(spec.get("priority") or 0),
+        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
+        parent=spec.get("parentCompositePodGroupName"),
+        workload=ref.get("workloadName"),
+        template=ref.get("templateName"),
+        uid=str(meta.get("uid") or ""),
+        seq=seq,
+        created_at=created_at,
+    )
+
+
+def composite_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.CompositePodGroup:
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    ref = spec.get("workloadRef") or {}
+    return m.CompositePodGroup(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        min_group_count=_policy_min(spec, "minGroupCount"),
+        topology_key=_topology_key(spec),
+        disruption_mode=_mode(spec),
+        priority=int(spec.get("priority") or 0),
+        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
+        parent=spec.get("parentCompositePodGroupName"),
+        workload=ref.get("workloadName"),
+        template=ref.get("templateName"),
+        uid=str(meta.get("uid") or ""),
+        seq=seq,
+        created_at=created_at,
+    )
+
+
+def pdb_from(obj: Mapping[str, Any]) -> m.PodDisruptionBudget:
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    sel = spec.get("selector") or {}
+    return m.PodDisruptionBudget(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        match_labels=dict(sel.get("matchLabels") or {}),
+        match_expressions=_requirements(sel.get("matchExpressions")),
+        min_available=spec.get("minAvailable"),
+        max_unavailable=spec.get("maxUnavailable"),
+    )
+
+
+def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
+    if not obj:
+        return m.SchedulerConfig()
+    spec = obj.get("spec") or obj
+    base = m.SchedulerConfig()
+    backoff = spec.get("backoff") or {}
+    gates = dict(base.feature_gates)
+    gates.update({k: bool(v) for k, v in (spec.get("featureGates") or {}).items()})
+    weights = dict(base.plugin_weights)
+    weights.update({k: int(v) for k, v in (spec.get("pluginWeights") or {}).items()})
+    return m.SchedulerConfig(
+        scoring_strategy=spec.get("scoringStrategy") or base.scoring_strategy,
+        resource_weights={
+            k: int(v) for k, v in (spec.get("resourceWeights") or base.resource_weights).items()
+        },
+        plugin_weights=weights,
+        preemption_algorithm=spec.get("preemptionAlgorithm") or base.preemption_algorithm,
+        backoff_initial_seconds=float(backoff.get("initialSeconds", base.backoff_initial_seconds)),
+        backoff_max_seconds=float(backoff.get("maxSeconds", base.backoff_max_seconds)),
+        unschedulable_flush_seconds=float(
+            spec.get("podMaxInUnschedulablePodsDuration", base.unschedulable_flush_seconds)
+        ),
+        feature_gates=gates,
+    )
+
+
+def config_hash(config: m.SchedulerConfig) -> str:
+    return hashlib.sha256(orjson.dumps(asdict(config), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- decisions → events
+
+
+def _entity_stream(entity: str) -> str:
+    kind, _, rest = entity.partition("/")
+    if kind == "pg":
+        return f"sched/podgroup/{rest}"
+    if kind == "cpg":
+        return f"sched/compositepodgroup/{rest}"
+    return f"sched/pod/{entity}"
+
+
+def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
+    """(stream, event type, payload) for one decision."""
+    data = asdict(dec)
+    if isinstance(dec, d.PodBound):
+        return f"sched/pod/{dec.pod}", "PodBound", data
+    if isinstance(dec, d.PodNominated):
+        return f"sched/pod/{dec.pod}", "PodNominated", data
+    if isinstance(dec, d.PodUnschedulable):
+        return f"sched/pod/{dec.pod}", "PodUnschedulable", data
+    if isinstance(dec, d.PodGated):
+        return f"sched/pod/{dec.pod}", "PodGated", data
+    if isinstance(dec, d.GroupConditionChanged):
+        kind = data.pop("kind")
+        prefix = "compositepodgroup" if kind == "CompositePodGroup" else "podgroup"
+        return f"sched/{prefix}/{dec.group}", f"{kind}ConditionChanged", data
+    if isinstance(dec, d.GroupScheduled):
+        data["pods"] = list(dec.pods)
+        return f"sched/podgroup/{dec.group}", "PodGroupScheduled", data
+    if isinstance(dec, d.GroupUnschedulable):
+        return f"sched/podgroup/{dec.group}", "PodGroupUnschedulable", data
+    if isinstance(dec, d.PodPreempted):
+        return f"sched/pod/{dec.victim}", "PodPreempted", data
+    if isinstance(dec, d.EntityRequeued):
+        typ = (
+            "PodRequeued"
+            if "/" in dec.entity and dec.entity.split("/")[0] not in ("pg", "cpg")
+            else "PodGroupRequeued"
+        )
+        return _entity_stream(dec.entity), typ, data
+    raise TypeError(f"unknown decision {type(dec).__name__}")
+
+
+@dataclass
+class Bridge:
+    """Feeds a ``Scheduler`` from the log and appends its decisions."""
+
+    engine: Engine
+    config: m.SchedulerConfig = field(default_factory=m.SchedulerConfig)
+    actor: str = "scheduler"
+    position: int = 0
+    cycle: int = 0
+    scheduler: Scheduler = field(init=False)
+    _own: set[int] = field(default_factory=set)
+    _pending: list[NewEvent] = field(default_factory=list)
+    _created: dict[str, tuple[int, float]] = field(default_factory=dict)  # stream -> (seq, created_at)
+    on_cycle: Callable[[d.CycleResult], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.scheduler = Scheduler(self.config)
+        self._config_hash = config_hash(self.config)
+
+    # -- inputs -----------------------------------------------------------------------------
+    def catch_up(self, upto: int | None = None) -> int:
+        """Fold every event after ``self.position`` (up to ``upto``); returns how many."""
+        n = 0
+        for ev in store.iter_all(self.engine, after=self.position, upto=upto):
+            self.fold(ev)
+            n += 1
+        return n
+
+    def fold(self, ev: StoredEvent) -> None:
+        self.position = ev.position
+        if ev.position in self._own:
+            self._own.discard(ev.position)
+            return
+        now = ts(ev.effective_at)
+        typ, data = ev.type, ev.data
+        for action in ("Created", "Updated", "Deleted"):
+            if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
+                self._fold_input(PREFIX_TO_KIND[typ[: -len(action)]], action, ev, now)
+                return
+        sch = self.scheduler
+        if typ == "PodBound":
+            pod = sch.pod(data["pod"])
+            if pod is not None and pod.node_name != data["node"]:
+                sch.upsert_pod(
+                    _replace(pod, node_name=data["node"], nominated_node=None, start_time=now), now
+                )
+        elif typ == "PodNominated":
+            pod = sch.pod(data["pod"])
+            if pod is not None:
+                sch.upsert_pod(_replace(pod, nominated_node=data["node"]), now)
+        elif typ == "PodPreempted":
+            sch.remove_pod(data["victim"], now)
+
+    def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
+        sch = self.scheduler
+        if action == "Deleted":
+            ns, name = ev.data.get("namespace") or "", ev.data["name"]
+            key = f"{ns}/{name}" if ns else name
+            self._created.pop(ev.stream, None)
+            if kind == "Node":
+                sch.remove_node(name)
+            elif kind == "Pod":
+                sch.remove_pod(key, now)
+            elif kind == "PodGroup":
+                sch.remove_pod_group(key, now)
+            elif kind == "CompositePodGroup":
+                sch.remove_composite(key, now)
+            elif kind == "PodDisruptionBudget":
+                sch.remove_pdb(key)
+            elif kind == "SchedulerConfig":
+                self._set_config(None)
+            return
+        obj = ev.data["object"]
+        seq, created = self._created.setdefault(ev.stream, (ev.position, now))
+        if kind == "Node":
+            sch.upsert_node(node_from(obj, seq))
+        elif kind == "Pod":
+            current = sch.pod(f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}")
+            status = {}
+            if current is not None:
+                status = {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
+            sch.upsert_pod(pod_from(obj, seq, created, status), now)
+        elif kind == "PodGroup":
+            sch.upsert_pod_group(group_from(obj, seq, created), now)
+        elif kind == "CompositePodGroup":
+            sch.upsert_composite(composite_from(obj, seq, created), now)
+        elif kind == "PodDisruptionBudget":
+            sch.upsert_pdb(pdb_from(obj))
+        elif kind == "SchedulerConfig":
+            self._set_config(obj)
+
+    def _set_config(self, obj: Mapping[str, Any] | None) -> None:
+        self.config = config_from(obj)
+        self._config_hash = config_hash(self.config)
+        self.scheduler.set_config(self.config)
+
+    # -- running ----------------------------------------------------------------------------
+    def record(self, result: d.CycleResult) -> None:
+        """Queue the events of one cycle (flushed by ``flush``)."""
+        self.cycle += 1
+        meta = {
+            "actor": self.actor,
+            "cycle": result.cycle,
+            "snapshot_position": self.position,
+            "config_hash": self._config_hash,
+            "scheduler_version": SCHEDULER_VERSION,
+        }
+        when = from_ts(result.now)
+        # Content-addressed event ids: a restarted worker that redoes a cycle from the same
+        # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
+        for j, dec in enumerate(result.decisions):
+            stream, typ, data = decision_event(dec)
+            self._pending.append(
+                NewEvent(stream, typ, data, meta, self._event_id(result, j, typ, stream, data), when)
+            )
+        summary = {
+            "cycle": result.cycle,
+            "entity": result.entity,
+            "result": result.result,
+            "durations_ms": {},
+        }
+        self._pending.append(
+            NewEvent(
+                CYCLES_STREAM,
+                "SchedulingCycleCompleted",
+                summary,
+                meta,
+                self._event_id(result, -1, "SchedulingCycleCompleted", CYCLES_STREAM, summary),
+                when,
+            )
+        )
+        if self.on_cycle is not None:
+            self.on_cycle(result)
+
+    def _event_id(
+        self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]
+    ) -> uuid.UUID:
+        digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        return uuid.uuid5(
+            EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
+        )
+
+    def flush(self) -> list[StoredEvent]:
+        if not self._pending:
+            return []
+        batch, self._pending = self._pending, []
+        stored = writer.write(self.engine, batch)
+        self._own.update(e.position for e in stored)
+        return stored
+
+    def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[d.CycleResult]:
+        """Catch up with the log, run cycles until idle at ``now``, append every decision."""
+        self.catch_up()
+        results = self.scheduler.run_until_idle(now, max_cycles=max_cycles)
+        for i, res in enumerate(results, 1):
+            self.record(res)
+            if i % FLUSH_EVERY_CYCLES == 0:
+                self.flush()
+        self.flush()
+        self.catch_up()
+        return results
+
+
+def _replace(pod: m.Pod, **changes: Any) -> m.Pod:
+    from dataclasses import replace
+
+    return replace(pod, **changes)
+
+
+def decisions_payloads(results: Sequence[d.CycleResult]) -> list[dict[str, Any]]:
+    """Deterministic, JSON-able view of cycle results (used by replay --verify and tests)."""
+    out = []
+    for r in results:
+        for dec in r.decisions:
+            stream, typ, data = decision_event(dec)
+            out.append({"cycle": r.cycle, "type": typ, "stream": stream, "data": data})
+    return out
