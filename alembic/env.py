@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import context
 
+from alembic import context
 from ledger import db
 from ledger.tables import metadata
 

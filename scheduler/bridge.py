@@ -28,6 +28,7 @@ from sqlalchemy.engine import Engine
 
 from ledger import store, writer
 from ledger.events import INPUT_KINDS
+from ledger.resources.models import pod_effective_requests
 from ledger.store import NewEvent, StoredEvent
 from scheduler import decisions as d
 from scheduler import model as m
@@ -94,17 +95,8 @@ def node_from(obj: Mapping[str, Any], seq: int) -> m.Node:
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """Kubernetes' effective request: max(sum of containers, max of init containers) + overhead."""
-    total: dict[str, int] = {}
-    for c in spec.get("containers") or ():
-        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
-            total[k] = total.get(k, 0) + int(v)
-    for c in spec.get("initContainers") or ():
-        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
-            total[k] = max(total.get(k, 0), int(v))
-    for k, v in (spec.get("overhead") or {}).items():
-        total[k] = total.get(k, 0) + int(v)
-    return total
+    """Kubernetes' effective request (containers, init containers incl. sidecars, overhead)."""
+    return pod_effective_requests({"spec": spec})
 
 
 def pod_from(

@@ -145,7 +145,12 @@ def resolve_kind(user_string: str) -> KindInfo:
 
 def check_api_version(kind: str, api_version: str) -> KindInfo:
     """Return the kind's info if ``apiVersion`` serves it, else raise a kubectl-like error."""
-    info = get_kind(kind)
+    info = _BY_KIND.get(kind)
+    if info is None:
+        known = ", ".join(k.kind for k in KINDS)
+        raise UnknownKindError(
+            f'no matches for kind "{kind}" in version "{api_version}" (known kinds: {known})'
+        )
     if api_version not in info.api_versions:
         raise WrongApiVersionError(
             f'no matches for kind "{kind}" in version "{api_version}" '

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from fractions import Fraction
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -42,6 +42,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from ledger.resources.errors import format_path
 from ledger.resources.kinds import KindInfo, get_kind
 from ledger.resources.quantity import parse_quantity, to_base_units
 
@@ -69,7 +70,11 @@ __all__ = [
     "SchedulerConfigSpec",
     "Workload",
     "effective_requests",
+    "from_normalized",
     "model_for",
+    "pod_effective_requests",
+    "validate_raw",
+    "validate_scheduler_config_spec",
 ]
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace or "" for cluster-scoped kinds, name)
@@ -126,8 +131,10 @@ def dns_label_problem(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
     if not _DNS_LABEL.match(value):
-        return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                "and must start and end with an alphanumeric character")
+        return (
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+            "and must start and end with an alphanumeric character"
+        )
     return None
 
 
@@ -135,8 +142,10 @@ def dns_subdomain_problem(value: str) -> str | None:
     if len(value) > 253:
         return "must be no more than 253 characters"
     if not _DNS_SUBDOMAIN.match(value):
-        return ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                "'-' or '.', and must start and end with an alphanumeric character")
+        return (
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+            "'-' or '.', and must start and end with an alphanumeric character"
+        )
     return None
 
 
@@ -153,8 +162,10 @@ def qualified_name_problem(value: str) -> str | None:
     if len(name) > 63:
         return "name part must be no more than 63 characters"
     if not _QUALIFIED_NAME.match(name):
-        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                "and end with an alphanumeric character")
+        return (
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character"
+        )
     return None
 
 
@@ -162,8 +173,10 @@ def label_value_problem(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
     if value and not _QUALIFIED_NAME.match(value):
-        return ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-                "or '.', and must start and end with an alphanumeric character")
+        return (
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character"
+        )
     return None
 
 
@@ -215,7 +228,7 @@ def _seconds_value(value: Any, info: ValidationInfo) -> Any:
     return float(round(Decimal(seconds.numerator) / Decimal(seconds.denominator), 6))
 
 
-Seconds = Annotated[float, PlainValidator(_seconds_value)]
+Seconds = Annotated[int | float, PlainValidator(_seconds_value)]
 
 
 def _int32(path: str, value: int | None, problems: Problems) -> None:
@@ -307,7 +320,9 @@ class ObjectMeta(K8sModel):
             if not ref.name:
                 problems.append((f"metadata.ownerReferences[{i}].name", "must not be empty"))
         if sum(1 for r in self.owner_references if r.controller) > 1:
-            problems.append(("metadata.ownerReferences", "only one reference can have controller set to true"))
+            problems.append(
+                ("metadata.ownerReferences", "only one reference can have controller set to true")
+            )
         return problems
 
 
@@ -372,8 +387,11 @@ class Resource(K8sModel):
         if self.metadata.namespace is not None:
             meta["namespace"] = self.metadata.namespace
         # fixed key order: apiVersion, kind, metadata, then the rest as declared
-        ordered = {"apiVersion": data.pop("apiVersion"), "kind": data.pop("kind"),
-                   "metadata": {"name": meta.pop("name"), **meta}}
+        ordered = {
+            "apiVersion": data.pop("apiVersion"),
+            "kind": data.pop("kind"),
+            "metadata": {"name": meta.pop("name"), **meta},
+        }
         data.pop("metadata")
         ordered.update(data)
         return ordered
@@ -435,8 +453,12 @@ class Node(Resource):
         seen = set()
         for i, taint in enumerate(self.spec.taints):
             if (taint.key, taint.effect) in seen:
-                problems.append((f"spec.taints[{i}]", f"taints must be unique by key and effect pair: "
-                                 f"{taint.key}:{taint.effect}"))
+                problems.append(
+                    (
+                        f"spec.taints[{i}]",
+                        f"taints must be unique by key and effect pair: {taint.key}:{taint.effect}",
+                    )
+                )
             seen.add((taint.key, taint.effect))
         return problems
 
@@ -459,8 +481,9 @@ class NodeSelectorRequirement(K8sModel):
             problems.append((f"{path}.values", f"may not be specified when `operator` is '{self.operator}'"))
         if self.operator in ("Gt", "Lt"):
             if len(self.values) != 1:
-                problems.append((f"{path}.values", f"must be specified single value when `operator` is "
-                                 f"'{self.operator}'"))
+                problems.append(
+                    (f"{path}.values", f"must be specified single value when `operator` is '{self.operator}'")
+                )
             elif not re.fullmatch(r"-?\d+", self.values[0]):
                 problems.append((f"{path}.values[0]", f"must be an integer, got {self.values[0]!r}"))
         return problems
@@ -633,6 +656,19 @@ def effective_requests(
     return dict(sorted(total.items()))
 
 
+def pod_effective_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """``effective_requests`` straight from a normalized Pod dict (no model needed)."""
+    spec = pod["spec"]
+    return effective_requests(
+        (c.get("resources", {}).get("requests", {}) for c in spec.get("containers", [])),
+        (
+            (c.get("resources", {}).get("requests", {}), c.get("restartPolicy") == "Always")
+            for c in spec.get("initContainers", [])
+        ),
+        spec.get("overhead"),
+    )
+
+
 class Pod(Resource):
     KIND: ClassVar[str] = "Pod"
     spec: PodSpec
@@ -680,22 +716,34 @@ class Pod(Resource):
                 res = c.resources
                 for rname, limit in res.limits.items():
                     if res.requests.get(rname, 0) > limit:
-                        problems.append((f"{path}.resources.requests[{rname}]"
-                                         if not rname.isidentifier() else f"{path}.resources.requests.{rname}",
-                                         f"must be less than or equal to {rname} limit"))
+                        problems.append(
+                            (
+                                f"{path}.resources.requests[{rname}]"
+                                if not rname.isidentifier()
+                                else f"{path}.resources.requests.{rname}",
+                                f"must be less than or equal to {rname} limit",
+                            )
+                        )
         for i, tol in enumerate(spec.tolerations):
             path = f"spec.tolerations[{i}]"
             if tol.operator == "Exists" and tol.value:
                 problems.append((f"{path}.operator", "value must be empty when `operator` is 'Exists'"))
             if not tol.key and tol.operator != "Exists":
-                problems.append((f"{path}.operator", "operator must be Exists when `key` is empty, which "
-                                 "means \"match all values and all keys\""))
+                problems.append(
+                    (
+                        f"{path}.operator",
+                        "operator must be Exists when `key` is empty, which "
+                        'means "match all values and all keys"',
+                    )
+                )
             if tol.key:
                 problem = qualified_name_problem(tol.key)
                 if problem:
                     problems.append((f"{path}.key", f"invalid value {tol.key!r}: {problem}"))
             if tol.toleration_seconds is not None and tol.effect != "NoExecute":
-                problems.append((f"{path}.effect", "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+                problems.append(
+                    (f"{path}.effect", "effect must be 'NoExecute' when `tolerationSeconds` is set")
+                )
         _labels("spec.nodeSelector", spec.node_selector, problems)
         node_affinity = spec.affinity.node_affinity if spec.affinity else None
         if node_affinity:
@@ -748,7 +796,9 @@ class PriorityClass(Resource):
         if self.name.startswith("system-"):
             problems.append(("metadata.name", "priority class names with 'system-' prefix are reserved"))
         if self.value > MAX_USER_PRIORITY:
-            problems.append(("value", f"must be <= {MAX_USER_PRIORITY} (the highest user-definable priority)"))
+            problems.append(
+                ("value", f"must be <= {MAX_USER_PRIORITY} (the highest user-definable priority)")
+            )
         else:
             _int32("value", self.value, problems)
         return problems
@@ -764,11 +814,17 @@ BUILTIN_PRIORITY_CLASSES: dict[str, dict[str, Any]] = {
         "preemptionPolicy": PREEMPT_LOWER_PRIORITY,
     }
     for name, value, description in (
-        ("system-cluster-critical", 2_000_000_000,
-         "Used for system critical pods that must run in the cluster, but can be moved to another node "
-         "if necessary."),
-        ("system-node-critical", 2_000_001_000,
-         "Used for system critical pods that must not be moved from their current node."),
+        (
+            "system-cluster-critical",
+            2_000_000_000,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node "
+            "if necessary.",
+        ),
+        (
+            "system-node-critical",
+            2_000_001_000,
+            "Used for system critical pods that must not be moved from their current node.",
+        ),
     )
 }
 
@@ -834,8 +890,12 @@ class SchedulingConstraints(K8sModel):
     def check(self, path: str) -> Problems:
         problems: Problems = []
         if len(self.topology) > MAX_TOPOLOGY_CONSTRAINTS:
-            problems.append((f"{path}.topology", f"too many: {len(self.topology)}: must have at most "
-                             f"{MAX_TOPOLOGY_CONSTRAINTS} item"))
+            problems.append(
+                (
+                    f"{path}.topology",
+                    f"too many: {len(self.topology)}: must have at most {MAX_TOPOLOGY_CONSTRAINTS} item",
+                )
+            )
         for i, item in enumerate(self.topology):
             problem = qualified_name_problem(item.key) if item.key else "must not be empty"
             if problem:
@@ -876,14 +936,19 @@ class WorkloadRef(K8sModel):
         return problems
 
 
-class _GroupFields(K8sModel):
-    """Fields shared by PodGroup/CompositePodGroup specs and their Workload templates."""
+class _GroupBase(K8sModel):
+    """Methods shared by PodGroup/CompositePodGroup specs and their Workload templates.
 
-    scheduling_constraints: SchedulingConstraints | None = None
-    disruption_mode: DisruptionMode | None = None
-    priority_class_name: str | None = None
-    priority: int | None = None
-    preemption_policy: PreemptionPolicy | None = None
+    Fields are declared on each subclass (to keep the upstream field order in dumps); the
+    annotations below only inform the type checker.
+    """
+
+    if TYPE_CHECKING:
+        scheduling_constraints: SchedulingConstraints | None
+        disruption_mode: DisruptionMode | None
+        priority_class_name: str | None
+        priority: int | None
+        preemption_policy: PreemptionPolicy | None
 
     @model_validator(mode="after")
     def _empty_class_name(self) -> Self:
@@ -908,13 +973,19 @@ class _GroupFields(K8sModel):
 
     @property
     def disruption(self) -> Literal["Single", "All"]:
+        """``"Single"`` or ``"All"`` (absent = Single)."""
         return self.disruption_mode.mode if self.disruption_mode else "Single"
 
 
-class PodGroupTemplate(_GroupFields):
+class PodGroupTemplate(_GroupBase):
     name: str
     scheduling_policy: PodGroupSchedulingPolicy
+    scheduling_constraints: SchedulingConstraints | None = None
     resource_claims: list[dict[str, Any]] = Field(default_factory=list)
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    preemption_policy: PreemptionPolicy | None = None
 
     def check(self, path: str) -> Problems:
         problems: Problems = []
@@ -926,9 +997,14 @@ class PodGroupTemplate(_GroupFields):
         return problems
 
 
-class CompositePodGroupTemplate(_GroupFields):
+class CompositePodGroupTemplate(_GroupBase):
     name: str
     scheduling_policy: CompositePodGroupSchedulingPolicy
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    preemption_policy: PreemptionPolicy | None = None
     pod_group_templates: list[PodGroupTemplate] = Field(default_factory=list)
     composite_pod_group_templates: list[CompositePodGroupTemplate] = Field(default_factory=list)
 
@@ -977,14 +1053,22 @@ class Workload(Resource):
             problems += c.check(f"spec.compositePodGroupTemplates[{i}]")
         return problems
 
-    def templates(self) -> Iterable[tuple[str, int, PodGroupTemplate | CompositePodGroupTemplate,
-                                          CompositePodGroupTemplate | None]]:
+    def templates(
+        self,
+    ) -> Iterable[
+        tuple[str, int, PodGroupTemplate | CompositePodGroupTemplate, CompositePodGroupTemplate | None]
+    ]:
         """Every template at any depth: ``(path, depth, template, parent)``; roots have depth 1."""
 
-        def walk(path: str, depth: int, parent: CompositePodGroupTemplate | None,
-                 pgs: list[PodGroupTemplate], cpgs: list[CompositePodGroupTemplate]
-                 ) -> Iterable[tuple[str, int, PodGroupTemplate | CompositePodGroupTemplate,
-                                     CompositePodGroupTemplate | None]]:
+        def walk(
+            path: str,
+            depth: int,
+            parent: CompositePodGroupTemplate | None,
+            pgs: list[PodGroupTemplate],
+            cpgs: list[CompositePodGroupTemplate],
+        ) -> Iterable[
+            tuple[str, int, PodGroupTemplate | CompositePodGroupTemplate, CompositePodGroupTemplate | None]
+        ]:
             for i, t in enumerate(pgs):
                 yield f"{path}.podGroupTemplates[{i}]", depth, t, parent
             for i, c in enumerate(cpgs):
@@ -992,8 +1076,9 @@ class Workload(Resource):
                 yield cpath, depth, c, parent
                 yield from walk(cpath, depth + 1, c, c.pod_group_templates, c.composite_pod_group_templates)
 
-        return list(walk("spec", 1, None, self.spec.pod_group_templates,
-                         self.spec.composite_pod_group_templates))
+        return list(
+            walk("spec", 1, None, self.spec.pod_group_templates, self.spec.composite_pod_group_templates)
+        )
 
     def find_template(self, name: str) -> PodGroupTemplate | CompositePodGroupTemplate | None:
         for _, _, t, _ in self.templates():
@@ -1002,12 +1087,16 @@ class Workload(Resource):
         return None
 
 
-class PodGroupSpec(_GroupFields):
+class PodGroupSpec(_GroupBase):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadRef | None = None
     scheduling_policy: PodGroupSchedulingPolicy
+    scheduling_constraints: SchedulingConstraints | None = None
     resource_claims: list[dict[str, Any]] = Field(default_factory=list)
-    disruption_mode: DisruptionMode | None = Field(default=None)
+    disruption_mode: DisruptionMode | None = None  # filled with {single: {}} after validation
+    priority_class_name: str | None = None
+    priority: int | None = None  # set by admission
+    preemption_policy: PreemptionPolicy | None = None  # set by admission
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:
@@ -1048,10 +1137,15 @@ class PodGroup(Resource):
         return problems
 
 
-class CompositePodGroupSpec(_GroupFields):
+class CompositePodGroupSpec(_GroupBase):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadRef
     scheduling_policy: CompositePodGroupSchedulingPolicy
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: DisruptionMode | None = None  # filled with {single: {}} after validation
+    priority_class_name: str | None = None
+    priority: int | None = None  # set by admission
+    preemption_policy: PreemptionPolicy | None = None  # set by admission
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:
@@ -1113,8 +1207,13 @@ class PodDisruptionBudget(Resource):
                 problems.append((f"spec.{field}", "must be greater than or equal to 0"))
             if isinstance(value, str):
                 if not _PERCENT.match(value):
-                    problems.append((f"spec.{field}", f"a valid percent string must be a numeric string "
-                                     f"followed by an ending '%' (e.g. '1%',  or '93%'), got {value!r}"))
+                    problems.append(
+                        (
+                            f"spec.{field}",
+                            f"a valid percent string must be a numeric string "
+                            f"followed by an ending '%' (e.g. '1%',  or '93%'), got {value!r}",
+                        )
+                    )
                 elif int(value[:-1]) > 100:
                     problems.append((f"spec.{field}", "must not be greater than 100%"))
         if spec.selector is not None:
@@ -1131,8 +1230,12 @@ def _check_min_max(path: str, mins: Mapping[str, int], maxs: Mapping[str, int] |
         return problems
     for rname, value in mins.items():
         if rname in maxs and value > maxs[rname]:
-            problems.append((f"{path}.min.{rname}" if rname.isidentifier() else f"{path}.min[{rname}]",
-                             f"min must be less than or equal to max ({rname})"))
+            problems.append(
+                (
+                    f"{path}.min.{rname}" if rname.isidentifier() else f"{path}.min[{rname}]",
+                    f"min must be less than or equal to max ({rname})",
+                )
+            )
     return problems
 
 
@@ -1156,8 +1259,9 @@ class QuotaTreeNode(K8sModel):
     children: list[QuotaTreeNode] = Field(default_factory=list)
     namespaces: list[str] = Field(default_factory=list)
 
-    def walk(self, path: str = "spec.root", parent: QuotaTreeNode | None = None
-             ) -> Iterable[tuple[str, QuotaTreeNode, QuotaTreeNode | None]]:
+    def walk(
+        self, path: str = "spec.root", parent: QuotaTreeNode | None = None
+    ) -> Iterable[tuple[str, QuotaTreeNode, QuotaTreeNode | None]]:
         yield path, self, parent
         for i, child in enumerate(self.children):
             yield from child.walk(f"{path}.children[{i}]", self)
@@ -1186,12 +1290,19 @@ class ElasticQuotaTree(Resource):
             names.add(node.name)
             problems += _check_min_max(path, node.min, node.max)
             if node.namespaces and node.children:
-                problems.append((f"{path}.namespaces", "only leaf quotas (without children) may list namespaces"))
+                problems.append(
+                    (f"{path}.namespaces", "only leaf quotas (without children) may list namespaces")
+                )
             for j, ns in enumerate(node.namespaces):
                 _name(f"{path}.namespaces[{j}]", ns, problems, label=True)
                 if ns in namespaces:
-                    problems.append((f"{path}.namespaces[{j}]", f"namespace {ns!r} already belongs to quota "
-                                     f"{namespaces[ns]!r}; a namespace belongs to at most one leaf"))
+                    problems.append(
+                        (
+                            f"{path}.namespaces[{j}]",
+                            f"namespace {ns!r} already belongs to quota "
+                            f"{namespaces[ns]!r}; a namespace belongs to at most one leaf",
+                        )
+                    )
                 namespaces.setdefault(ns, node.name)
             if node.children:
                 sums: dict[str, int] = {}
@@ -1199,14 +1310,23 @@ class ElasticQuotaTree(Resource):
                     _add(sums, child.min)
                 for rname, total in sorted(sums.items()):
                     if total > node.min.get(rname, 0):
-                        problems.append((f"{path}.children", f"the children's min {rname} sums to more than "
-                                         f"the min of {node.name!r}"))
+                        problems.append(
+                            (
+                                f"{path}.children",
+                                f"the children's min {rname} sums to more than the min of {node.name!r}",
+                            )
+                        )
                 if node.max is not None:
                     for i, child in enumerate(node.children):
                         for rname, limit in node.max.items():
                             if child.max is not None and child.max.get(rname, 0) > limit:
-                                problems.append((f"{path}.children[{i}].max", f"max {rname} of {child.name!r} "
-                                                 f"exceeds the max of its parent {node.name!r}"))
+                                problems.append(
+                                    (
+                                        f"{path}.children[{i}].max",
+                                        f"max {rname} of {child.name!r} "
+                                        f"exceeds the max of its parent {node.name!r}",
+                                    )
+                                )
         return problems
 
 
@@ -1239,7 +1359,8 @@ class SchedulerConfigSpec(K8sModel):
             self.preemption_algorithm = "Auto"
         backoff = self.backoff or Backoff()
         self.backoff = Backoff(
-            initial_seconds=DEFAULT_BACKOFF_INITIAL_SECONDS if backoff.initial_seconds is None
+            initial_seconds=DEFAULT_BACKOFF_INITIAL_SECONDS
+            if backoff.initial_seconds is None
             else backoff.initial_seconds,
             max_seconds=DEFAULT_BACKOFF_MAX_SECONDS if backoff.max_seconds is None else backoff.max_seconds,
         )
@@ -1253,14 +1374,24 @@ class SchedulerConfigSpec(K8sModel):
         problems: Problems = []
         for gate in self.feature_gates or {}:
             if gate not in DEFAULT_FEATURE_GATES:
-                problems.append((f"{path}.featureGates.{gate}", f"unrecognized feature gate {gate!r} "
-                                 f"(known: {', '.join(FEATURE_GATES)})"))
-        for field, weights in (("resourceWeights", self.resource_weights),
-                               ("pluginWeights", self.plugin_weights)):
+                problems.append(
+                    (
+                        f"{path}.featureGates.{gate}",
+                        f"unrecognized feature gate {gate!r} (known: {', '.join(FEATURE_GATES)})",
+                    )
+                )
+        for field, weights in (
+            ("resourceWeights", self.resource_weights),
+            ("pluginWeights", self.plugin_weights),
+        ):
             for key, weight in (weights or {}).items():
                 if not 0 <= weight <= 100:
-                    problems.append((f"{path}.{field}[{key}]" if not key.isidentifier()
-                                     else f"{path}.{field}.{key}", "must be in the range 0-100"))
+                    problems.append(
+                        (
+                            f"{path}.{field}[{key}]" if not key.isidentifier() else f"{path}.{field}.{key}",
+                            "must be in the range 0-100",
+                        )
+                    )
         b = self.backoff
         if b is not None and b.initial_seconds is not None and b.max_seconds is not None:
             if b.initial_seconds < 0:
@@ -1297,8 +1428,18 @@ class SchedulerConfig(Resource):
 
 MODELS: dict[str, type[Resource]] = {
     cls.KIND: cls
-    for cls in (Node, Pod, PriorityClass, Workload, PodGroup, CompositePodGroup, PodDisruptionBudget,
-                ElasticQuota, ElasticQuotaTree, SchedulerConfig)
+    for cls in (
+        Node,
+        Pod,
+        PriorityClass,
+        Workload,
+        PodGroup,
+        CompositePodGroup,
+        PodDisruptionBudget,
+        ElasticQuota,
+        ElasticQuotaTree,
+        SchedulerConfig,
+    )
 }
 
 
@@ -1313,21 +1454,53 @@ def from_normalized(data: Mapping[str, Any]) -> Resource:
     return model_for(str(data["kind"])).from_normalized(data)
 
 
-def validate_raw(kind: str, raw: Mapping[str, Any]) -> tuple[Resource | None, list[tuple[tuple[str | int, ...] | str, str, str]]]:
-    """Validate user input for ``kind``: ``(object, [])`` or ``(None, [(loc, error type, message)])``.
-
-    ``loc`` is a pydantic location tuple (shape/type errors) or an already formatted path string
-    (value rules from ``check()``).
-    """
+def validate_raw(kind: str, raw: Mapping[str, Any]) -> tuple[Resource | None, Problems]:
+    """Validate user input for ``kind``: ``(object, [])`` or ``(None, [(field path, message), ...])``."""
     cls = model_for(kind)
     try:
         obj = cls.from_raw(raw)
     except ValidationError as exc:
-        return None, [(tuple(e["loc"]), e["type"], _message(e)) for e in exc.errors()]
+        return None, _merge_union_errors(exc.errors())
     problems = obj.check()
     if problems:
-        return None, [(path, "value_error", message) for path, message in problems]
+        return None, problems
     return obj, []
+
+
+_UNION_TAGS = {"int": "an integer", "str": "a string", "float": "a number", "bool": "a boolean"}
+
+
+def validate_scheduler_config_spec(raw: Mapping[str, Any]) -> tuple[dict[str, Any] | None, Problems]:
+    """Validate a bare SchedulerConfig ``spec`` (e.g. a Scenario's ``spec.config``).
+
+    Returns the complete normalized spec (defaults filled) or ``(None, problems)`` with paths
+    relative to the spec (``backoff.maxSeconds``).
+    """
+    try:
+        spec = SchedulerConfigSpec.model_validate(raw)
+    except ValidationError as exc:
+        return None, _merge_union_errors(exc.errors())
+    problems = [(path.removeprefix("spec."), msg) for path, msg in spec.check("spec")]
+    return (None, problems) if problems else (spec.normalized(), [])
+
+
+def _merge_union_errors(errors: Iterable[Mapping[str, Any]]) -> Problems:
+    """One message per field for ``int | str`` style unions (pydantic reports one per member)."""
+    problems: Problems = []
+    merged: dict[str, int] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        if loc and isinstance(loc[-1], str) and loc[-1] in _UNION_TAGS and err["type"].endswith("_type"):
+            path = format_path(loc[:-1])
+            if path in merged:
+                i = merged[path]
+                problems[i] = (path, problems[i][1].replace(", got", f" or {_UNION_TAGS[loc[-1]]}, got", 1))
+            else:
+                merged[path] = len(problems)
+                problems.append((path, f"expected {_UNION_TAGS[loc[-1]]}, got {_describe(err.get('input'))}"))
+            continue
+        problems.append((format_path(loc), _message(err)))
+    return problems
 
 
 def _message(err: Mapping[str, Any]) -> str:

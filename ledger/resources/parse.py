@@ -1,0 +1,250 @@
+"""Reading manifests: YAML or JSON text → documents → validated objects.
+
+``iter_documents`` streams a source one document at a time (``kind: List`` and its ``*List``
+cousins are flattened into their items; empty documents are skipped but still counted, so
+"document 3" is the third document of the file as the user sees it). A malformed document
+raises :class:`DocumentParseError` with its line number; documents before it were already
+yielded. ``validate`` turns a document into a model or a list of :class:`FieldError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from ledger.resources.errors import DocumentParseError, FieldError
+from ledger.resources.kinds import UnknownKindError, WrongApiVersionError, check_api_version
+from ledger.resources.models import Resource, validate_raw
+
+__all__ = [
+    "Document",
+    "MANIFEST_SUFFIXES",
+    "iter_documents",
+    "iter_path",
+    "load_objects",
+    "parse_documents",
+    "validate",
+]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# libyaml is much faster on large files; fall back to the pure-Python loader
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One object read from a source. ``raw`` is the document as parsed (not yet validated)."""
+
+    index: int  # 1-based document number in the source
+    source: str  # file path, "-" for stdin, "request body"...
+    raw: Mapping[str, Any]
+    line: int | None = None  # 1-based line where the document starts (YAML only)
+    item: int | None = None  # 1-based position inside a `kind: List` document
+
+    @property
+    def kind(self) -> str:
+        kind = self.raw.get("kind")
+        return kind if isinstance(kind, str) else ""
+
+    @property
+    def api_version(self) -> str:
+        value = self.raw.get("apiVersion")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def name(self) -> str:
+        meta = self.raw.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        return name if isinstance(name, str) else ""
+
+    @property
+    def namespace(self) -> str | None:
+        meta = self.raw.get("metadata")
+        ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+        return ns if isinstance(ns, str) and ns else None
+
+    @property
+    def location(self) -> str:
+        where = f"document {self.index}"
+        if self.item is not None:
+            where += f" item {self.item}"
+        return f"{where} of {self.source}"
+
+
+def parse_documents(text: str, source: str = "-") -> list[Document]:
+    """All documents of a YAML or JSON text. Raises DocumentParseError on malformed input."""
+    return list(iter_documents(text, source))
+
+
+def iter_documents(stream: str | IO[str], source: str = "-") -> Iterator[Document]:
+    """Stream documents from text or a text file object, one at a time."""
+    head, rest = _peek(stream)
+    if head.lstrip().startswith(("{", "[")):
+        text = head + (rest.read() if rest is not None else "")
+        yield from _json_documents(text, source)
+        return
+    body: str | _Prefixed = head if rest is None else _Prefixed(head, rest, source)
+    yield from _yaml_documents(body, source)
+
+
+def iter_path(path: str | Path) -> Iterator[Document]:
+    """Documents of a file, or of every ``*.yaml|*.yml|*.json`` file under a directory, read
+    recursively in path order (``kubectl apply -R -f DIR``). ``"-"`` reads stdin."""
+    if str(path) == "-":
+        import sys
+
+        yield from iter_documents(sys.stdin, "-")
+        return
+    p = Path(path)
+    files = (
+        sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES) if p.is_dir() else [p]
+    )
+    for file in files:
+        with file.open(encoding="utf-8") as fh:
+            yield from iter_documents(fh, str(file))
+
+
+def validate(doc: Document) -> tuple[Resource | None, list[FieldError]]:
+    """Validate one document: ``(object, [])`` or ``(None, [FieldError, ...])``."""
+    kind, api_version = doc.raw.get("kind"), doc.raw.get("apiVersion")
+    namespace = doc.namespace
+
+    def err(field: str, message: str, *, kind_name: str = doc.kind, ns: str | None = namespace) -> FieldError:
+        return FieldError(kind_name, ns, doc.name, field, message, doc.source, doc.index, doc.item)
+
+    errors: list[FieldError] = []
+    if not isinstance(api_version, str) or not api_version:
+        errors.append(
+            err("apiVersion", "required value" if api_version is None else "must be a non-empty string")
+        )
+    if not isinstance(kind, str) or not kind:
+        errors.append(err("kind", "required value" if kind is None else "must be a non-empty string"))
+    if errors or not isinstance(kind, str) or not isinstance(api_version, str):
+        return None, errors
+    try:
+        info = check_api_version(kind, api_version)
+    except UnknownKindError as exc:
+        return None, [err("kind", str(exc))]
+    except WrongApiVersionError as exc:
+        return None, [err("apiVersion", str(exc))]
+    ns = (namespace or "default") if info.namespaced else None
+    obj, problems = validate_raw(kind, doc.raw)
+    return obj, [err(path, message, kind_name=info.kind, ns=ns) for path, message in problems]
+
+
+def load_objects(stream: str | IO[str], source: str = "-") -> tuple[list[Resource], list[FieldError]]:
+    """Parse and validate every document. Raises DocumentParseError on malformed YAML/JSON."""
+    objects: list[Resource] = []
+    errors: list[FieldError] = []
+    for doc in iter_documents(stream, source):
+        obj, errs = validate(doc)
+        if obj is not None:
+            objects.append(obj)
+        errors.extend(errs)
+    return objects, errors
+
+
+# --------------------------------------------------------------------------- internals
+
+
+class _Prefixed:
+    """A text stream whose first characters were already read (to sniff JSON vs YAML)."""
+
+    def __init__(self, head: str, rest: IO[str], name: str) -> None:
+        self._head = head
+        self._rest = rest
+        self.name = name
+
+    def read(self, size: int = -1) -> str:
+        if self._head:
+            if size < 0:
+                out, self._head = self._head + self._rest.read(), ""
+                return out
+            out, self._head = self._head[:size], self._head[size:]
+            return out
+        return self._rest.read(size)
+
+
+def _peek(stream: str | IO[str]) -> tuple[str, IO[str] | None]:
+    if isinstance(stream, str):
+        return stream, None
+    head = stream.read(4096)
+    while head and not head.strip():  # skip leading blank chunks to see the first character
+        more = stream.read(4096)
+        if not more:
+            break
+        head += more
+    return head, stream
+
+
+def _expand(data: Any, *, index: int, source: str, line: int | None) -> Iterator[Document]:
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise DocumentParseError(
+            f"a document must be an object with apiVersion, kind and metadata, got {type(data).__name__}",
+            source=source,
+            index=index,
+            line=line,
+        )
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(data.get("items"), list):
+        for i, item in enumerate(data["items"], start=1):
+            if not isinstance(item, dict):
+                raise DocumentParseError(
+                    f"item {i} of the {kind} must be an object, got {type(item).__name__}",
+                    source=source,
+                    index=index,
+                    line=line,
+                )
+            yield Document(index=index, source=source, raw=item, line=line, item=i)
+        return
+    yield Document(index=index, source=source, raw=data, line=line)
+
+
+def _yaml_documents(body: str | _Prefixed, source: str) -> Iterator[Document]:
+    loader = _Loader(body)
+    index = 0
+    try:
+        while True:
+            try:
+                if not loader.check_node():
+                    break
+                index += 1
+                node = loader.get_node()
+                line = node.start_mark.line + 1 if node is not None else None
+                data = loader.construct_document(node) if node is not None else None
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                problem = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
+                raise DocumentParseError(
+                    problem,
+                    source=source,
+                    index=max(index, 1),
+                    line=mark.line + 1 if mark is not None else None,
+                    column=mark.column + 1 if mark is not None else None,
+                ) from None
+            except yaml.YAMLError as exc:
+                raise DocumentParseError(str(exc), source=source, index=max(index, 1), line=None) from None
+            yield from _expand(data, index=index, source=source, line=line)
+    finally:
+        loader.dispose()
+
+
+def _json_documents(text: str, source: str) -> Iterator[Document]:
+    try:
+        data = json.loads(text, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        raise DocumentParseError(exc.msg, source=source, index=1, line=exc.lineno, column=exc.colno) from None
+    if isinstance(data, list):
+        for i, item in enumerate(data, start=1):
+            yield from _expand(item, index=i, source=source, line=None)
+    else:
+        yield from _expand(data, index=1, source=source, line=1)

@@ -1,0 +1,150 @@
+"""The CLI as a user runs it: a subprocess against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "cluster"
+PODLEDGER = str(Path(sys.executable).parent / "podledger")
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PODLEDGER, *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ), timeout=180)
+
+
+def events(engine: sa.Engine) -> int:
+    with engine.connect() as c:
+        return int(c.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+
+
+def test_apply_twice_second_run_is_unchanged_and_appends_nothing(engine):
+    first = cli("apply", "-f", str(EXAMPLES))
+    assert first.returncode == 0, first.stderr
+    assert "podgroup.scheduling.k8s.io/llm-pretrain created" in first.stdout
+    assert "pod/llm-pretrain-0 created" in first.stdout
+    n = events(engine)
+    assert n == len([line for line in first.stdout.splitlines() if line.endswith("created")])
+    second = cli("apply", "-f", str(EXAMPLES))
+    assert second.returncode == 0, second.stderr
+    lines = second.stdout.splitlines()
+    assert lines and all(line.endswith(" unchanged") for line in lines)
+    assert events(engine) == n
+
+
+def _ten_docs(bad_index: int) -> str:
+    docs = []
+    for i in range(10):
+        cpu = "-1" if i == bad_index else "100m"
+        docs.append(
+            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}}}\n"
+            f"spec: {{containers: [{{name: c, resources: {{requests: {{cpu: '{cpu}'}}}}}}]}}\n"
+        )
+    return "---\n".join(docs)
+
+
+def test_one_invalid_document_of_ten_appends_nothing(engine, tmp_path):
+    f = tmp_path / "ten.yaml"
+    f.write_text(_ten_docs(6))
+    res = cli("apply", "-f", str(f))
+    assert res.returncode == 1
+    assert "Pod default/p6" in res.stderr and "spec.containers[0].resources.requests.cpu" in res.stderr
+    assert "document 7" in res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert events(engine) == 0
+
+
+def test_malformed_yaml_reports_its_line(engine, tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
+    res = cli("apply", "-f", str(f))
+    assert res.returncode == 1
+    assert "line" in res.stderr and "Traceback" not in res.stderr
+    assert events(engine) == 0
+
+
+def test_unknown_kind_and_api_version(engine, tmp_path):
+    f = tmp_path / "k.yaml"
+    f.write_text("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n---\napiVersion: v2\nkind: Pod\nmetadata: {name: p}\n")
+    res = cli("apply", "-f", str(f))
+    assert res.returncode == 1
+    assert "Gadget" in res.stderr and "apiVersion" in res.stderr
+    assert events(engine) == 0
+
+
+def test_admission_refusal_records_one_event_and_changes_no_state(engine):
+    manifest = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: 4}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p1}\n"
+        "spec: {priorityClassName: gold, containers: [{name: c}]}\n"
+    )
+    res = cli("apply", "-f", "-", stdin=manifest)
+    assert res.returncode == 1
+    assert 'no PriorityClass with name "gold" was found' in res.stderr
+    with engine.connect() as c:
+        rows = c.execute(sa.text("SELECT type, data FROM events")).all()
+        assert [r[0] for r in rows] == ["AdmissionRejected"]
+        assert rows[0][1]["rejected"][0]["name"] == "p1"
+        assert c.execute(sa.text("SELECT count(*) FROM objects")).scalar_one() == 0
+
+
+def test_get_pods_json_matches_what_was_applied(engine):
+    assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
+    res = cli("get", "pods", "-o", "json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["kind"] == "List"
+    by_name = {(i["metadata"]["namespace"], i["metadata"]["name"]): i for i in doc["items"]}
+    from ledger.resources.parse import iter_path
+
+    applied = [d.raw for d in iter_path(EXAMPLES) if d.raw.get("kind") == "Pod"]
+    assert len(by_name) == len(applied)
+    for raw in applied:
+        got = by_name[(raw["metadata"].get("namespace", "default"), raw["metadata"]["name"])]
+        assert got["status"]["phase"] == "Pending"
+        want = raw["spec"]["containers"][0]["resources"]["requests"]
+        assert set(got["spec"]["containers"][0]["resources"]["requests"]) == set(want)
+    one = json.loads(cli("get", "po", "team-a/llm-pretrain-0", "-o", "json").stdout)
+    assert one["metadata"]["name"] == "llm-pretrain-0" and one["spec"]["schedulingGroup"]["podGroupName"] == "llm-pretrain"
+
+
+def test_short_names_tables_and_delete(engine):
+    assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
+    table = cli("get", "no")
+    assert table.returncode == 0 and "NAME" in table.stdout and "node-r1-1" in table.stdout
+    assert "llm-pretrain" in cli("get", "pg").stdout
+    assert "pipeline-1" in cli("get", "cpg").stdout
+    res = cli("delete", "pdb", "team-b/bert-sweep")
+    assert res.returncode == 0 and "poddisruptionbudget.policy/bert-sweep deleted" in res.stdout
+    missing = cli("delete", "pdb", "team-b/bert-sweep")
+    assert missing.returncode == 1 and "not found" in missing.stderr
+    assert cli("get", "pods", "team-a/nope").returncode == 1
+
+
+def test_schedule_verify_and_rebuild(engine):
+    assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
+    res = cli("schedule", "--until-idle")
+    assert res.returncode == 0, res.stderr
+    with engine.connect() as c:
+        bound = c.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Bound'")).scalar_one()
+        before = c.execute(sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")).all()
+    assert bound > 0
+    assert "hash chain intact" in cli("verify").stdout
+    assert cli("projections", "rebuild").returncode == 0
+    with engine.connect() as c:
+        after = c.execute(sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")).all()
+    assert before == after
+
+
+def test_demo_exits_zero(engine):
+    res = cli("demo")
+    assert res.returncode == 0, res.stderr
+    assert "PodGroupInitiallyScheduled=True" in res.stdout
+    assert "node-r4-1" in res.stdout
