@@ -116,6 +116,7 @@ def log_cmd(
 
 
 def main() -> None:
+    import api.cli_audit  # noqa: F401  (registers explain/history/replay)
     import api.cli_objects  # noqa: F401  (registers apply/get/delete)
     import api.cli_sched  # noqa: F401  (registers schedule/simulate/demo)
     from ledger.errors import LedgerError

@@ -129,8 +129,9 @@ class Simulation:
         self.engine = engine
         self.name = name
         self.now = EPOCH.timestamp()
-        self.bridge = Bridge(engine, config_from(spec.get("config") or {}), actor="scenario")
+        self.bridge = Bridge(engine, config_from(None), actor="scenario")
         self.report = Report(name)
+        self.config = spec.get("config") or {}
 
     def _objects(self, items: Any, step: int) -> list[Any]:
         if not isinstance(items, list):
@@ -158,6 +159,25 @@ class Simulation:
         self.schedule()
 
     def run(self, steps: list[Mapping[str, Any]]) -> Report:
+        if self.config:
+            # The configuration goes into the log like any other input, so replays and
+            # what-ifs see exactly what this run saw.
+            manifest = {
+                "apiVersion": "podledger.io/v1alpha1",
+                "kind": "SchedulerConfig",
+                "metadata": {"name": "default"},
+                "spec": dict(self.config),
+            }
+            res = services.apply_objects(
+                self.engine,
+                self._objects([manifest], 0),
+                actor="scenario",
+                source="spec.config",
+                effective_at=from_ts(self.now),
+                idempotency_key=f"{self.name}:config",
+            )
+            if res.rejected:
+                raise ScenarioError("spec.config: " + "; ".join(res.errors))
         for i, step in enumerate(steps, 1):
             if not isinstance(step, Mapping) or not step:
                 raise ScenarioError(f"step {i}: must be a mapping with apply, delete, advance or expect")

@@ -198,6 +198,7 @@ class PodBound(Payload):
     pod: str
     node: str
     group: str | None = None
+    requests: dict[str, int] | None = None  # the bound pod's effective requests (for reports)
 
 
 @upcaster("PodBound", 1)
@@ -264,6 +265,7 @@ class PodPreempted(Payload):
     pdb_violation: bool = False
     message: str = ""
     condition_message: str = ""
+    requests: dict[str, int] | None = None
 
 
 class EntityRequeued(Payload):
@@ -273,6 +275,13 @@ class EntityRequeued(Payload):
     backoff_until: float | None = None
 
 
+class SchedulerStarted(Payload):
+    snapshot_position: int
+    actor: str = "scheduler"
+    config_hash: str = ""
+
+
+register("SchedulerStarted", SchedulerStarted)
 register("SchedulingCycleStarted", SchedulingCycleStarted)
 register("SchedulingCycleCompleted", SchedulingCycleCompleted)
 register("PodBound", PodBound, version=2)

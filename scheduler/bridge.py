@@ -37,7 +37,24 @@ from scheduler.scheduler import Scheduler
 SCHEDULER_VERSION = "podledger-scheduler/0.1"
 CYCLES_STREAM = "sched/cycles"
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
-FLUSH_EVERY_CYCLES = 256
+# Event types written by the scheduler (a run's events; `replay --verify` re-derives them).
+DECISION_TYPES = frozenset(
+    {
+        "PodBound",
+        "PodNominated",
+        "PodUnschedulable",
+        "PodGated",
+        "PodGroupConditionChanged",
+        "CompositePodGroupConditionChanged",
+        "PodGroupScheduled",
+        "PodGroupUnschedulable",
+        "PodGroupRetried",
+        "PodPreempted",
+        "PodGroupRequeued",
+        "PodRequeued",
+        "SchedulingCycleCompleted",
+    }
+)
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
 
@@ -283,7 +300,11 @@ class Bridge:
     _own: set[int] = field(default_factory=set)
     _pending: list[NewEvent] = field(default_factory=list)
     _created: dict[str, tuple[int, float]] = field(default_factory=dict)  # stream -> (seq, created_at)
+    _requests: dict[str, dict[str, int]] = field(default_factory=dict)  # pod key -> effective requests
     on_cycle: Callable[[d.CycleResult], None] | None = None
+    follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
+    nodes: dict[str, m.Node] = field(default_factory=dict)
+    _started: bool = False
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
@@ -322,6 +343,15 @@ class Bridge:
                 sch.upsert_pod(_replace(pod, nominated_node=data["node"]), now)
         elif typ == "PodPreempted":
             sch.remove_pod(data["victim"], now)
+        elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
+            # Seed the core with conditions written earlier, so that a restarted scheduler never
+            # regresses a True PodGroupInitiallyScheduled.
+            kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
+            sch.state.conditions.setdefault((kind, data["group"]), {})[data["type"]] = (
+                data["status"],
+                data["reason"],
+                data["message"],
+            )
 
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
         sch = self.scheduler
@@ -330,6 +360,7 @@ class Bridge:
             key = f"{ns}/{name}" if ns else name
             self._created.pop(ev.stream, None)
             if kind == "Node":
+                self.nodes.pop(name, None)
                 sch.remove_node(name)
             elif kind == "Pod":
                 sch.remove_pod(key, now)
@@ -339,14 +370,19 @@ class Bridge:
                 sch.remove_composite(key, now)
             elif kind == "PodDisruptionBudget":
                 sch.remove_pdb(key)
-            elif kind == "SchedulerConfig":
+            elif kind == "SchedulerConfig" and self.follow_config:
                 self._set_config(None)
             return
         obj = ev.data["object"]
         seq, created = self._created.setdefault(ev.stream, (ev.position, now))
         if kind == "Node":
-            sch.upsert_node(node_from(obj, seq))
+            node = node_from(obj, seq)
+            self.nodes[node.name] = node
+            sch.upsert_node(node)
         elif kind == "Pod":
+            self._requests[f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"] = (
+                pod_requests(obj.get("spec") or {})
+            )
             current = sch.pod(f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}")
             status = {}
             if current is not None:
@@ -358,7 +394,7 @@ class Bridge:
             sch.upsert_composite(composite_from(obj, seq, created), now)
         elif kind == "PodDisruptionBudget":
             sch.upsert_pdb(pdb_from(obj))
-        elif kind == "SchedulerConfig":
+        elif kind == "SchedulerConfig" and self.follow_config:
             self._set_config(obj)
 
     def _set_config(self, obj: Mapping[str, Any] | None) -> None:
@@ -382,6 +418,10 @@ class Bridge:
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
         for j, dec in enumerate(result.decisions):
             stream, typ, data = decision_event(dec)
+            if typ == "PodBound":
+                data["requests"] = self._requests.get(data["pod"])
+            elif typ == "PodPreempted":
+                data["requests"] = self._requests.get(data["victim"])
             self._pending.append(
                 NewEvent(stream, typ, data, meta, self._event_id(result, j, typ, stream, data), when)
             )
@@ -422,12 +462,31 @@ class Bridge:
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[d.CycleResult]:
         """Catch up with the log, run cycles until idle at ``now``, append every decision."""
+        now = ts(from_ts(now))  # microsecond precision: what the log stores, so replays match
         self.catch_up()
         results = self.scheduler.run_until_idle(now, max_cycles=max_cycles)
-        for i, res in enumerate(results, 1):
+        if results and not self._started:
+            # Marks where this scheduler's in-memory state was built: replays rebuild it from
+            # exactly the same prefix of the log.
+            self._started = True
+            self._pending.append(
+                NewEvent(
+                    "sched/starts",
+                    "SchedulerStarted",
+                    {
+                        "snapshot_position": self.position,
+                        "actor": self.actor,
+                        "config_hash": self._config_hash,
+                    },
+                    {"actor": self.actor},
+                    None,
+                    from_ts(now),
+                )
+            )
+        for res in results:
             self.record(res)
-            if i % FLUSH_EVERY_CYCLES == 0:
-                self.flush()
+        # One run, one transaction: nothing from another writer can land between its cycles,
+        # so `replay --verify` can re-run it from exactly the same snapshot.
         self.flush()
         self.catch_up()
         return results
