@@ -671,7 +671,7 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
     pending_runs: list[float] = []
 
     def run_at(now: float) -> None:
-        for stream, typ, data in _produced(bridge, now):
+        for _stream, typ, data in _produced(bridge, now):
             replayed.append((now, typ, data))
 
     def drain(until: float | None) -> None:

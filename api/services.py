@@ -211,6 +211,63 @@ def delete_object(
         return writer.write(conn, [ev], {stream: int(version)})[0]
 
 
+def delete_objects(
+    engine: Engine,
+    refs: Sequence[tuple[str, str | None, str]],
+    *,
+    actor: str = "cli",
+    effective_at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> list[StoredEvent]:
+    """Delete several objects ``(kind, namespace, name)`` in one transaction (one append).
+
+    Same events as ``delete_object`` for each; if any object is missing, raises LookupError and
+    deletes nothing. Event ids derive from ``idempotency_key`` and the index in ``refs``.
+    """
+    if not refs:
+        return []
+    keys: list[tuple[str, str, str]] = []
+    for kind, namespace, name in refs:
+        info = get_kind(kind)
+        keys.append((info.kind, (namespace or "default") if info.namespaced else "", name))
+    if len(set(keys)) != len(keys):
+        raise ValueError("the same object is named twice in one delete request")
+    with engine.begin() as conn:
+        found = {
+            (k, n, m)
+            for k, n, m in conn.execute(
+                sa.text(
+                    "SELECT o.kind, o.namespace, o.name FROM objects o "
+                    "JOIN unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[])) AS q(kind, namespace, name) "
+                    "USING (kind, namespace, name)"
+                ),
+                {"k": [k[0] for k in keys], "n": [k[1] for k in keys], "m": [k[2] for k in keys]},
+            )
+        }
+        for key in keys:
+            if key not in found:
+                where = f"{key[1]}/{key[2]}" if key[1] else key[2]
+                raise LookupError(f'{key[0]} "{where}" not found')
+        streams = [stream_for(k, n or None, m) for k, n, m in keys]
+        versions: dict[str, int] = {s: 0 for s in streams}
+        for s, v in conn.execute(
+            sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": streams}
+        ):
+            versions[s] = int(v)
+        events = [
+            NewEvent(
+                stream,
+                input_event_type(kind, "Deleted"),
+                {"kind": kind, "namespace": ns, "name": name},
+                {"actor": actor},
+                uuid.uuid5(UID_NAMESPACE, f"{idempotency_key}:{i}") if idempotency_key else None,
+                effective_at,
+            )
+            for i, ((kind, ns, name), stream) in enumerate(zip(keys, streams, strict=True))
+        ]
+        return writer.write(conn, events, versions)
+
+
 @dataclass(frozen=True)
 class ObjectRow:
     kind: str
@@ -262,6 +319,7 @@ __all__ = [
     "FieldError",
     "apply_objects",
     "delete_object",
+    "delete_objects",
     "list_objects",
     "load_documents",
     "stream_for",

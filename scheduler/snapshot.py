@@ -154,6 +154,9 @@ class Snapshot:
         self._stale = True
         self._journal: list[tuple[int, str, str, Demand, str | None]] = []
         self._depth = 0
+        # node indices whose free/nz changed, in order; caches remember a position in it
+        self.log: list[int] = []
+        self.epoch = 0
         # derived
         self.names: list[str] = []
         self.index: dict[str, int] = {}
@@ -164,7 +167,7 @@ class Snapshot:
         self.unschedulable: BOOL = np.zeros(0, dtype=np.bool_)
         self.taint_sets: list[tuple[Taint, ...]] = []
         self.taint_set: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
-        self.all_nodes: BOOL = np.zeros(0, dtype=np.bool_)
+        self._all_nodes: BOOL = np.zeros(0, dtype=np.bool_)
         self._labels: dict[str, LabelColumn] = {}
         self._domains: dict[str, Domains] = {}
         self.mask_cache: dict[object, object] = {}
@@ -180,6 +183,13 @@ class Snapshot:
     def remove_node(self, name: str) -> None:
         if self._nodes.pop(name, None) is not None:
             self._stale = True
+
+    @property
+    def all_nodes(self) -> BOOL:
+        """Mask of every node (read-only by convention)."""
+        if self._stale:
+            self._rebuild()
+        return self._all_nodes
 
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
@@ -199,14 +209,14 @@ class Snapshot:
         for nd in nodes:
             for r in nd.allocatable:
                 self._ensure_name(r)
-        for _, d, _ in self._pods.values():
-            for r in d.names:
-                self._ensure_name(r)
+        for entry in self._pods.values():
+            for res_name in entry[1].names:
+                self._ensure_name(res_name)
         self.nodes = nodes
         self.names = [nd.name for nd in nodes]
         self.index = {nm: i for i, nm in enumerate(self.names)}
-        n, r = len(nodes), len(self.res_names)
-        alloc = np.zeros((r, n), dtype=np.int64)
+        n, nres = len(nodes), len(self.res_names)
+        alloc = np.zeros((nres, n), dtype=np.int64)
         for i, nd in enumerate(nodes):
             for res, q in nd.allocatable.items():
                 alloc[self.res_index[res], i] = int(q)
@@ -215,11 +225,10 @@ class Snapshot:
         self.alloc = alloc
         self.free = alloc.copy()
         self.nz = np.zeros((2, n), dtype=np.int64)
-        for key, (node_name, d, _) in self._pods.items():
-            i = self.index.get(node_name)
-            if i is not None:
-                self._apply(i, d, 1)
-            del key
+        for node_name, d, _ in self._pods.values():
+            j = self.index.get(node_name)
+            if j is not None:
+                self._apply(j, d, 1)
         self.unschedulable = np.array([nd.unschedulable for nd in nodes], dtype=np.bool_)
         sets: dict[tuple[Taint, ...], int] = {}
         ts = np.zeros(n, dtype=np.int32)
@@ -227,11 +236,13 @@ class Snapshot:
             ts[i] = sets.setdefault(tuple(nd.taints), len(sets))
         self.taint_sets = list(sets)
         self.taint_set = ts
-        self.all_nodes = np.ones(n, dtype=np.bool_)
+        self._all_nodes = np.ones(n, dtype=np.bool_)
         self._labels = {}
         self._domains = {}
         self.mask_cache = {}
         self.generation += 1
+        self.epoch += 1
+        self.log = []
         self._stale = False
 
     # -------------------------------------------------------------- resources
@@ -245,6 +256,7 @@ class Snapshot:
                 n = len(self.names)
                 self.alloc = np.vstack([self.alloc, np.zeros((1, n), dtype=np.int64)])
                 self.free = np.vstack([self.free, np.zeros((1, n), dtype=np.int64)])
+                self.epoch += 1
         return i
 
     def ensure_resources(self, names: Iterable[str]) -> None:
@@ -266,6 +278,11 @@ class Snapshot:
         free[R_PODS, i] -= sign
         self.nz[R_CPU, i] += sign * d.nz_cpu
         self.nz[R_MEM, i] += sign * d.nz_mem
+        log = self.log
+        log.append(i)
+        if len(log) > 4 * len(self.names) + 4096:
+            self.epoch += 1
+            log.clear()
 
     def add_pod(self, key: str, node_name: str, d: Demand, group: str | None) -> None:
         """Account an assigned or assumed pod (journaled while a backup is active)."""
@@ -371,7 +388,11 @@ class Snapshot:
         self.refresh()
         out: list[tuple[str, dict[str, int], dict[str, int]]] = []
         for i, nm in enumerate(self.names):
-            alloc = {r: int(self.alloc[k, i]) for k, r in enumerate(self.res_names) if self.alloc[k, i] or r in BASE_RESOURCES}
+            alloc = {
+                r: int(self.alloc[k, i])
+                for k, r in enumerate(self.res_names)
+                if self.alloc[k, i] or r in BASE_RESOURCES
+            }
             req = {
                 r: int(self.alloc[k, i] - self.free[k, i])
                 for k, r in enumerate(self.res_names)

@@ -13,7 +13,12 @@ def pod(name: str, node: str | None = None) -> dict:
     spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": 100}}}]}
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": name},
+        "spec": spec,
+    }
 
 
 def snapshot(engine: sa.Engine, table: str) -> list[tuple]:
@@ -26,12 +31,25 @@ def snapshot(engine: sa.Engine, table: str) -> list[tuple]:
 
 
 def test_rebuilt_projections_equal_incremental(engine):
-    writer.write(engine, [NewEvent(f"pod/default/p{i}", "PodCreated", {"object": pod(f"p{i}")}) for i in range(20)])
+    writer.write(
+        engine, [NewEvent(f"pod/default/p{i}", "PodCreated", {"object": pod(f"p{i}")}) for i in range(20)]
+    )
     writer.write(engine, [NewEvent("pod/default/p3", "PodUpdated", {"object": pod("p3", "n1")})])
     writer.write(engine, [NewEvent("sched/pod/default/p4", "PodBound", {"pod": "default/p4", "node": "n2"})])
-    writer.write(engine, [NewEvent("pod/default/p5", "PodDeleted", {"kind": "Pod", "namespace": "default", "name": "p5"})])
-    writer.write(engine, [NewEvent("sched/pod/default/p6", "PodUnschedulable",
-                                   {"pod": "default/p6", "reason": "Unschedulable", "message": "0/1 nodes are available"})])
+    writer.write(
+        engine,
+        [NewEvent("pod/default/p5", "PodDeleted", {"kind": "Pod", "namespace": "default", "name": "p5"})],
+    )
+    writer.write(
+        engine,
+        [
+            NewEvent(
+                "sched/pod/default/p6",
+                "PodUnschedulable",
+                {"pod": "default/p6", "reason": "Unschedulable", "message": "0/1 nodes are available"},
+            )
+        ],
+    )
     runner = Runner(engine, ASYNC_PROJECTIONS["event_type_counts"], batch_size=7)
     assert runner.catch_up() == 24
     before_objects = snapshot(engine, "objects")
@@ -54,4 +72,9 @@ def test_checkpoint_is_fenced(engine):
     assert r1.run_once() == 1
     assert r1.run_once() == 0
     with engine.begin() as c:
-        assert c.execute(sa.text("SELECT position FROM projection_checkpoints WHERE name = 'event_type_counts'")).scalar() == 1
+        assert (
+            c.execute(
+                sa.text("SELECT position FROM projection_checkpoints WHERE name = 'event_type_counts'")
+            ).scalar()
+            == 1
+        )

@@ -39,7 +39,11 @@ def test_append_and_read_back(engine):
     pos = store.append(engine, [note("a/1", "one"), note("b/1", "two"), note("a/1", "three")])
     assert pos == [1, 2, 3]
     evs = store.read_all(engine)
-    assert [(e.stream, e.version, e.data["text"]) for e in evs] == [("a/1", 1, "one"), ("b/1", 1, "two"), ("a/1", 2, "three")]
+    assert [(e.stream, e.version, e.data["text"]) for e in evs] == [
+        ("a/1", 1, "one"),
+        ("b/1", 1, "two"),
+        ("a/1", 2, "three"),
+    ]
     assert [e.version for e in store.read_stream(engine, "a/1")] == [1, 2]
     assert [e.position for e in store.iter_all(engine, after=1)] == [2, 3]
     assert store.read_all(engine, types=["PodBound"]) == []
@@ -52,7 +56,9 @@ def test_large_batch_uses_copy_and_keeps_order(engine):
     assert pos == list(range(1, 501))
     evs = list(store.iter_all(engine, batch=64))
     assert [e.data["text"] for e in evs] == [str(i) for i in range(500)]
-    assert [e.version for e in evs if e.stream == "s/3"] == list(range(1, len([i for i in range(500) if i % 7 == 3]) + 1))
+    assert [e.version for e in evs if e.stream == "s/3"] == list(
+        range(1, len([i for i in range(500) if i % 7 == 3]) + 1)
+    )
     assert verify_chain(engine).ok
 
 
@@ -114,12 +120,12 @@ def test_verify_finds_a_modified_and_a_deleted_event(engine, db_url):
     assert verify_chain(engine).ok
     with psycopg.connect(db_url, autocommit=True) as su:
         su.execute("SET session_replication_role = replica")  # bypasses triggers (superuser only)
-        su.execute("UPDATE events SET data = '{\"text\": \"forged\", \"attributes\": {}}' WHERE position = 4")
+        su.execute('UPDATE events SET data = \'{"text": "forged", "attributes": {}}\' WHERE position = 4')
     res = verify_chain(engine)
     assert not res.ok and res.first_bad_position == 4 and "modified" in res.reason
     with psycopg.connect(db_url, autocommit=True) as su:
         su.execute("SET session_replication_role = replica")
-        su.execute("UPDATE events SET data = '{\"text\": \"3\", \"attributes\": {}}' WHERE position = 4")
+        su.execute('UPDATE events SET data = \'{"text": "3", "attributes": {}}\' WHERE position = 4')
         su.execute("DELETE FROM events WHERE position = 7")
     res = verify_chain(engine)
     assert not res.ok and res.first_bad_position == 8 and "missing" in res.reason
@@ -215,5 +221,9 @@ def test_schema_matches_table_metadata(engine, db_url):
     with su.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), metadata)
     su.dispose()
-    diffs = [d for d in diffs if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == "alembic_version")]
+    diffs = [
+        d
+        for d in diffs
+        if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == "alembic_version")
+    ]
     assert diffs == []
