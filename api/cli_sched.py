@@ -208,3 +208,14 @@ def demo(
             why = (cond or {}).get("message") or (gated or {}).get("message") or "not attempted yet"
             out.print(f"  {p.namespace}/{p.name}: {why}")
     out.print("\nTry: podledger get pods -o wide · podledger log --limit 20 · podledger verify")
+
+
+@app.command()
+def worker(
+    interval: Annotated[float, typer.Option(help="Seconds between ticks (LISTEN/NOTIFY wakes it earlier).")] = 1.0,
+    name: Annotated[str | None, typer.Option(help="Worker name for logs and event meta.")] = None,
+) -> None:
+    """Run the leader-elected scheduler worker until SIGTERM."""
+    from scheduler.worker import main as worker_main
+
+    raise typer.Exit(worker_main(interval=interval, name=name))

@@ -1,0 +1,198 @@
+"""The long-running scheduler worker (``podledger worker``).
+
+- Leader election: ``pg_try_advisory_lock`` on a dedicated autocommit connection. Only the
+  holder schedules; standbys retry every ``standby_poll`` seconds, so when the leader's session
+  dies (crash, kill -9, lost network) a standby takes over within about a second. The leader
+  checks its lock connection before every tick and stops scheduling if it is gone.
+- The in-memory state is built by folding the log (the same fold `replay --verify` uses, so a
+  restarted worker's decisions stay reproducible) and then moved forward by tailing it.
+- APScheduler 3 ``BlockingScheduler`` runs the tick as an interval job (``max_instances=1``,
+  ``coalesce=True``); a LISTEN/NOTIFY thread wakes it early when events are appended.
+- Each tick's decisions are appended in one transaction (see ``Bridge.run_until_idle``).
+- SIGTERM/SIGINT: finish the running tick, release the lock, exit 0.
+- One structured JSON log line per cycle (cycle, entity, result, phase durations).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import Engine
+
+from ledger import db
+from ledger.listen import Listener
+from ledger.projections.runner import ASYNC_PROJECTIONS, Runner
+from scheduler.bridge import Bridge, config_from
+from scheduler.decisions import CycleResult
+
+LEADER_LOCK = 7243150010
+log = logging.getLogger("podledger.worker")
+
+
+def _json_line(**fields: Any) -> None:
+    sys.stderr.write(json.dumps({"ts": datetime.now(UTC).isoformat(), **fields}, default=str) + "\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class Worker:
+    engine: Engine
+    url: str
+    interval: float = 1.0
+    name: str = "worker"
+    standby_poll: float = 0.5
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    cycles: int = 0
+    _sched: Any = None
+    _lock_conn: psycopg.Connection[Any] | None = None
+    _bridge: Bridge | None = None
+
+    # -- leadership ---------------------------------------------------------------------------
+    def _try_lead(self) -> bool:
+        try:
+            if self._lock_conn is None or self._lock_conn.closed:
+                self._lock_conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+            row = self._lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK,)).fetchone()
+            return bool(row and row[0])
+        except psycopg.Error:
+            self._lock_conn = None
+            return False
+
+    def _still_leader(self) -> bool:
+        try:
+            assert self._lock_conn is not None
+            self._lock_conn.execute("SELECT 1")
+            return True
+        except (psycopg.Error, AssertionError):
+            return False
+
+    def _release(self) -> None:
+        if self._lock_conn is not None and not self._lock_conn.closed:
+            try:
+                self._lock_conn.execute("SELECT pg_advisory_unlock_all()")
+                self._lock_conn.close()
+            except psycopg.Error:
+                pass
+        self._lock_conn = None
+
+    # -- work -----------------------------------------------------------------------------------
+    def _on_cycle(self, res: CycleResult) -> None:
+        self.cycles += 1
+        _json_line(
+            event="cycle",
+            worker=self.name,
+            cycle=res.cycle,
+            entity=res.entity,
+            result=res.result,
+            decisions=len(res.decisions),
+            durations_ms=res.durations_ms,
+        )
+
+    def tick(self) -> None:
+        if self.stop_event.is_set():
+            return
+        if not self._still_leader():
+            _json_line(event="leadership-lost", worker=self.name)
+            self.stop_event.set()
+            if self._sched is not None:
+                self._sched.shutdown(wait=False)
+            return
+        assert self._bridge is not None
+        t0 = time.perf_counter()
+        results = self._bridge.run_until_idle(time.time())
+        Runner(self.engine, ASYNC_PROJECTIONS["event_type_counts"]).catch_up()
+        if results:
+            _json_line(
+                event="tick",
+                worker=self.name,
+                cycles=len(results),
+                position=self._bridge.position,
+                ms=round((time.perf_counter() - t0) * 1000, 2),
+            )
+
+    def _listen(self) -> None:
+        listener = Listener(self.url)
+        listener.start()
+        while not self.stop_event.is_set():
+            pos = listener.wait(1.0)
+            if (
+                pos is not None
+                and self._bridge is not None
+                and pos > self._bridge.position
+                and self._sched is not None
+            ):
+                try:
+                    self._sched.get_job("tick").modify(next_run_time=datetime.now(UTC))
+                except Exception:  # scheduler shutting down
+                    pass
+        listener.close()
+
+    def lead(self) -> None:
+        from apscheduler.schedulers.blocking import BlockingScheduler
+
+        t0 = time.perf_counter()
+        from api.services import list_objects
+
+        rows = list_objects(self.engine, "SchedulerConfig")
+        self._bridge = Bridge(self.engine, config_from(rows[0].object if rows else None), actor=self.name)
+        self._bridge.on_cycle = self._on_cycle
+        n = self._bridge.catch_up()
+        _json_line(
+            event="leader",
+            worker=self.name,
+            folded=n,
+            position=self._bridge.position,
+            start_ms=round((time.perf_counter() - t0) * 1000, 1),
+        )
+        self._sched = BlockingScheduler(timezone=UTC)
+        self._sched.add_job(
+            self.tick,
+            "interval",
+            seconds=self.interval,
+            id="tick",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(UTC),
+        )
+        threading.Thread(target=self._listen, name="listen", daemon=True).start()
+        self._sched.start()  # blocks until shutdown (SIGTERM or lost leadership)
+
+    def run(self) -> int:
+        def on_signal(signum: int, _frame: Any) -> None:
+            _json_line(event="stopping", worker=self.name, signal=signum)
+            self.stop_event.set()
+            if self._sched is not None and self._sched.running:
+                self._sched.shutdown(wait=True)
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        _json_line(event="started", worker=self.name)
+        try:
+            while not self.stop_event.is_set():
+                if self._try_lead():
+                    self.lead()
+                    break
+                self.stop_event.wait(self.standby_poll)
+        finally:
+            self._release()
+            _json_line(event="stopped", worker=self.name, cycles=self.cycles)
+        return 0
+
+
+def main(interval: float = 1.0, name: str | None = None) -> int:
+    import os
+    import socket
+
+    url = db.libpq_url(db.server_url())
+    engine = db.get_engine(url)
+    worker = Worker(engine, url, interval=interval, name=name or f"{socket.gethostname()}:{os.getpid()}")
+    return worker.run()
