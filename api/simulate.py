@@ -132,6 +132,7 @@ class Simulation:
         self.bridge = Bridge(engine, config_from(None), actor="scenario")
         self.report = Report(name)
         self.config = spec.get("config") or {}
+        self.steps_done = 0  # numbers steps across run() calls: idempotency keys stay unique
 
     def _objects(self, items: Any, step: int) -> list[Any]:
         if not isinstance(items, list):
@@ -159,7 +160,7 @@ class Simulation:
         self.schedule()
 
     def run(self, steps: list[Mapping[str, Any]]) -> Report:
-        if self.config:
+        if self.config and self.steps_done == 0:
             # The configuration goes into the log like any other input, so replays and
             # what-ifs see exactly what this run saw.
             manifest = {
@@ -178,7 +179,9 @@ class Simulation:
             )
             if res.rejected:
                 raise ScenarioError("spec.config: " + "; ".join(res.errors))
-        for i, step in enumerate(steps, 1):
+        for step in steps:
+            self.steps_done += 1
+            i = self.steps_done
             if not isinstance(step, Mapping) or not step:
                 raise ScenarioError(f"step {i}: must be a mapping with apply, delete, advance or expect")
             if "apply" in step:

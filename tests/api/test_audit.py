@@ -1,0 +1,319 @@
+"""The audit trail on a real ledger: explain (incl. --at), history, views, replay, what-if."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from api import audit
+from api.audit_impl import verify_replay
+from api.simulate import Simulation
+from ledger import store
+from ledger.store import NewEvent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def node(name: str, cpu: str, rack: str = "r1") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"rack": rack}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": 110}},
+    }
+
+
+def pod(name: str, cpu: str, group: str | None = None) -> dict:
+    spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def gang(name: str, n: int, key: str | None = None) -> dict:
+    spec: dict = {"schedulingPolicy": {"gang": {"minCount": n}}}
+    if key:
+        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+QUOTA = {
+    "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+    "kind": "ElasticQuota",
+    "metadata": {"name": "q", "namespace": "default"},
+    "spec": {"min": {"cpu": "2"}, "max": {"cpu": "8"}},
+}
+
+STEPS = [
+    {"apply": [node("n1", "4"), QUOTA, gang("trio", 3), pod("t-1", "1", "trio"), pod("t-2", "1", "trio")]},
+    {"advance": "60s"},
+    {"apply": [pod("t-3", "1", "trio")]},
+    {"apply": [gang("big", 2), pod("b-1", "2", "big"), pod("b-2", "2", "big")]},
+    {"advance": "30s"},
+]
+
+
+@pytest.fixture()
+def story(engine):
+    """Runs STEPS on the test database; returns (engine, positions after each step)."""
+    sim = Simulation(engine, {}, "audit-story")
+    marks = []
+    for step in STEPS:
+        sim.run([step])
+        marks.append(store.head(engine))
+    return engine, marks
+
+
+def test_explain_gated_scheduled_and_unschedulable_at_positions(story):
+    engine, marks = story
+    gated = audit.explain(engine, "podgroup", "default", "trio", at=marks[0])
+    assert gated["verdict"].startswith("Waiting (not attempted)")
+    assert "waiting for minCount pods from a gang to appear in scheduling queue" in gated["verdict"]
+    assert {g["pod"] for g in gated["gates"]} == {"default/t-1", "default/t-2"}
+    assert gated["attempts"] == 0
+
+    scheduled = audit.explain(engine, "pg", "default", "trio", at=marks[2])
+    assert scheduled["verdict"] == "Scheduled (3/3 pods bound)"
+    assert scheduled["condition"]["status"] == "True" and scheduled["gates"] == []
+    assert {p["node"] for p in scheduled["pods"]} == {"n1"}
+
+    before_big = audit.explain(engine, "pod", "default", "t-3", at=marks[2])
+    assert before_big["verdict"] == "Scheduled on n1"
+
+    big = audit.explain(engine, "podgroup", "default", "big")
+    assert big["verdict"].startswith("Unschedulable: ")
+    assert "minCount (2) cannot be satisfied" in big["verdict"]
+    assert big["attempts"] >= 2  # retried after backoff within the 30 s advance
+    assert any("NodeResourcesFit" in r for r in big["reasons"])
+    assert big["quota"]["name"] == "q" and big["quota"]["used"]["cpu"] == 3000
+    text = audit.render_explain(big)
+    assert "Verdict:   Unschedulable" in text and "Quota q" in text
+    with_nodes = audit.explain(engine, "podgroup", "default", "big", nodes=True)
+    rows = {(r["pod"], r["node"]): r for r in with_nodes["nodes"]}
+    assert rows[("default/b-1", "n1")]["fits"] is False
+    assert rows[("default/b-1", "n1")]["reasons"] == ["Insufficient cpu"]
+
+
+def test_history_is_a_timeline_with_relative_times(story):
+    engine, _ = story
+    rows = audit.history(engine, "podgroup", "default", "trio")
+    types = [r["type"] for r in rows]
+    assert types[0] == "PodGroupCreated"
+    assert "PodGroupScheduled" in types and "PodGroupConditionChanged" in types
+    assert rows[0]["relative"] == "+0s"
+    assert rows[-1]["relative"] == "+1m00s"
+
+
+def test_state_at_three_positions(story):
+    engine, marks = story
+
+    def bound(pos: int) -> set[str]:
+        st = audit.state_at(engine, pos)
+        return {
+            o["name"] for o in st["objects"] if o["kind"] == "Pod" and o["status"].get("phase") == "Bound"
+        }
+
+    assert bound(marks[0]) == set()
+    assert bound(marks[2]) == {"t-1", "t-2", "t-3"}
+    assert bound(marks[4]) == {"t-1", "t-2", "t-3"}
+    assert {o["name"] for o in audit.state_at(engine, marks[0])["objects"] if o["kind"] == "Pod"} == {
+        "t-1",
+        "t-2",
+    }
+
+
+def test_reporting_views_with_numbers(story):
+    engine, _ = story
+    with engine.connect() as c:
+        waits = {
+            r[0]: (r[1], r[2])
+            for r in c.execute(sa.text("SELECT name, wait_seconds, scheduled FROM v_group_wait_times"))
+        }
+        assert waits["trio"] == (60.0, True)
+        assert waits["big"][1] is False
+        reasons = c.execute(
+            sa.text("SELECT plugin, sum(attempts) FROM v_unschedulable_reasons GROUP BY 1")
+        ).all()
+        by_plugin = dict(reasons)
+        assert by_plugin.get("NodeResourcesFit", 0) >= 2
+        util = c.execute(
+            sa.text(
+                "SELECT cpu_used_milli, pods, cpu_allocatable_milli, cpu_fraction FROM v_node_utilization "
+                "WHERE node = 'n1' ORDER BY position DESC LIMIT 1"
+            )
+        ).one()
+        assert tuple(util) == (3000, 3, 4000, pytest.approx(0.75))
+        quota = c.execute(
+            sa.text(
+                "SELECT cpu_used_milli, cpu_min_milli, cpu_max_milli FROM v_quota_usage "
+                "WHERE namespace = 'default' ORDER BY position DESC LIMIT 1"
+            )
+        ).one()
+        assert tuple(quota) == (3000, 2000, 8000)
+
+
+def test_preemption_and_thrash_views(engine):
+    # Decision events as a scheduler writes them: a pod bound, preempted, re-bound, preempted.
+    ev = []
+    for i, t in enumerate(("00:00", "00:03", "00:05", "00:09")):
+        when = datetime.fromisoformat(f"2026-01-01T00:{t}+00:00")
+        if i % 2 == 0:
+            ev.append(
+                NewEvent(
+                    "sched/pod/default/v",
+                    "PodBound",
+                    {"pod": "default/v", "node": "n1", "requests": {"cpu": 500}},
+                    effective_at=when,
+                )
+            )
+        else:
+            ev.append(
+                NewEvent(
+                    "sched/pod/default/v",
+                    "PodPreempted",
+                    {
+                        "victim": "default/v",
+                        "preemptor": "default/pg-hi",
+                        "preemptor_kind": "podgroup",
+                        "node": "n1",
+                        "rule": "WorkloadAwarePreemption",
+                        "unit": "default/v",
+                        "disruption_mode": "Single",
+                        "victim_priority": 10,
+                        "preemptor_priority": 100,
+                        "requests": {"cpu": 500},
+                    },
+                    effective_at=when,
+                )
+            )
+    ev.append(
+        NewEvent(
+            "sched/pod/default/v",
+            "PodBound",
+            {"pod": "default/v", "node": "n1", "requests": {"cpu": 500}},
+            effective_at=datetime.fromisoformat("2026-01-01T00:30:00+00:00"),
+        )
+    )
+    ev.append(
+        NewEvent(
+            "sched/pod/default/v",
+            "PodPreempted",
+            {
+                "victim": "default/v",
+                "preemptor": "default/pg-hi",
+                "preemptor_kind": "podgroup",
+                "node": "n1",
+                "rule": "WorkloadAwarePreemption",
+                "unit": "default/v",
+                "disruption_mode": "Single",
+                "victim_priority": 10,
+                "preemptor_priority": 100,
+                "requests": {"cpu": 500},
+            },
+            effective_at=datetime.fromisoformat("2026-01-01T00:35:00+00:00"),
+        )
+    )
+    store.append(engine, ev)
+    with engine.connect() as c:
+        pre = c.execute(
+            sa.text("SELECT victim, preemptor, rule, victim_priority, preemptor_priority FROM v_preemptions")
+        ).all()
+        assert len(pre) == 3 and tuple(pre[0]) == (
+            "default/v",
+            "default/pg-hi",
+            "WorkloadAwarePreemption",
+            10,
+            100,
+        )
+        thrash = c.execute(sa.text("SELECT pod, preemptions_in_10m FROM v_thrash")).all()
+        assert [tuple(r) for r in thrash] == [("default/v", 2)]
+        changes = c.execute(sa.text("SELECT sum(cpu_milli), sum(pods) FROM v_pod_allocation_changes")).one()
+        assert tuple(changes) == (0, 0)  # three binds, each ended by a preemption
+
+
+def test_reporting_role_reads_views_only(story):
+    engine, _ = story
+    with engine.connect() as c:
+        c.execute(sa.text("RESET ROLE"))
+        c.execute(sa.text("SET ROLE podledger_reporting"))
+        assert c.execute(sa.text("SELECT count(*) FROM v_group_wait_times")).scalar_one() == 2
+        with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            c.execute(sa.text("SELECT count(*) FROM events"))
+        c.rollback()
+
+
+def test_replay_verify_has_no_mismatches(story):
+    engine, _ = story
+    rep = verify_replay(engine)
+    assert rep.ok, rep.mismatches
+    assert rep.runs >= 4 and rep.cycles >= 4
+
+
+def test_replay_verify_detects_a_forged_decision(story, db_url):
+    import psycopg
+
+    engine, _ = story
+    with psycopg.connect(db_url, autocommit=True) as su:
+        su.execute("SET session_replication_role = replica")
+        su.execute(
+            "UPDATE events SET data = jsonb_set(data, '{node}', '\"n9\"') WHERE position = "
+            "(SELECT min(position) FROM events WHERE type = 'PodBound')"
+        )
+    rep = verify_replay(engine)
+    assert not rep.ok
+    assert rep.mismatches[0]["recorded"][2]["node"] == "n9"
+
+
+def test_whatif_without_topology_changes_an_outcome(engine):
+    steps = [
+        {
+            "apply": [
+                node("a1", "2", "ra"),
+                node("b1", "2", "rb"),
+                gang("wide", 2, "rack"),
+                pod("w-1", "2", "wide"),
+                pod("w-2", "2", "wide"),
+            ]
+        }
+    ]
+    Simulation(engine, {}, "whatif").run(steps)
+    assert audit.explain(engine, "podgroup", "default", "wide")["verdict"].startswith("Unschedulable")
+    diff = audit.whatif(engine, {"featureGates": {"TopologyAwareWorkloadScheduling": False}})
+    changed = {c["group"]: c for c in diff["changed"]}
+    assert changed["default/wide"]["before"]["status"] == "False"
+    assert changed["default/wide"]["after"]["status"] == "True"
+    assert changed["default/wide"]["outcomeChanged"] is True
+
+
+def test_cli_explain_history_replay(story, tmp_path):
+    engine, marks = story
+    env = dict(os.environ)
+    bin_ = str(Path(sys.executable).parent / "podledger")
+
+    def cli(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([bin_, *a], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+    res = cli("explain", "podgroup", "default/trio", "--at", str(marks[0]))
+    assert res.returncode == 0 and "Waiting (not attempted)" in res.stdout
+    assert "minCount (2) cannot be satisfied" in cli("explain", "podgroup", "default/big").stdout
+    assert "PodGroupScheduled" in cli("history", "podgroup", "default/trio").stdout
+    ver = cli("replay", "--verify")
+    assert ver.returncode == 0 and "0 mismatches" in ver.stdout
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(
+        "apiVersion: podledger.io/v1alpha1\nkind: SchedulerConfig\nmetadata: {name: x}\n"
+        "spec: {backoff: {initialSeconds: 5, maxSeconds: 5}}\n"
+    )
+    assert cli("replay", "--config", str(cfg), "--diff").returncode == 0
+    assert cli("explain", "podgroup", "default/nope").returncode == 1
