@@ -27,6 +27,7 @@ from typing import Any
 
 import psycopg
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from ledger import db
 from ledger.listen import Listener
@@ -101,15 +102,26 @@ class Worker:
         if self.stop_event.is_set():
             return
         if not self._still_leader():
+            # Our session (and with it the advisory lock) is gone: another worker may lead now.
+            # Stop scheduling at once, then stand by and try to win the lock again.
             _json_line(event="leadership-lost", worker=self.name)
-            self.stop_event.set()
             if self._sched is not None:
                 self._sched.shutdown(wait=False)
             return
-        assert self._bridge is not None
         t0 = time.perf_counter()
-        results = self._bridge.run_until_idle(time.time())
-        Runner(self.engine, ASYNC_PROJECTIONS["event_type_counts"]).catch_up()
+        try:
+            if self._bridge is None:
+                self._bridge = self._new_bridge()
+            results = self._bridge.run_until_idle(time.time())
+            Runner(self.engine, ASYNC_PROJECTIONS["event_type_counts"]).catch_up()
+        except OperationalError as exc:
+            # The database went away (restart, network). Nothing of this tick was committed;
+            # the pool drops dead connections and the next tick retries from the log.
+            # The core already applied this tick's decisions in memory, but none were committed:
+            # drop it and rebuild from the log on the next tick.
+            self._bridge = None
+            _json_line(event="db-error", worker=self.name, error=str(exc).splitlines()[0][:200])
+            return
         if results:
             _json_line(
                 event="tick",
@@ -135,6 +147,15 @@ class Worker:
                 except Exception:  # scheduler shutting down
                     pass
         listener.close()
+
+    def _new_bridge(self) -> Bridge:
+        t0 = time.perf_counter()
+        bridge = Bridge(self.engine, config_from(None), actor=self.name)
+        bridge.on_cycle = self._on_cycle
+        n = bridge.catch_up()  # folds SchedulerConfig events too
+        _json_line(event="leader", worker=self.name, folded=n, position=bridge.position,
+                   start_ms=round((time.perf_counter() - t0) * 1000, 1))
+        return bridge
 
     def lead(self) -> None:
         from apscheduler.schedulers.blocking import BlockingScheduler
@@ -167,6 +188,7 @@ class Worker:
         self._sched.start()  # blocks until shutdown (SIGTERM or lost leadership)
 
     def run(self) -> int:
+        """Elect, lead until leadership is lost or a signal arrives, then stand by again."""
         def on_signal(signum: int, _frame: Any) -> None:
             _json_line(event="stopping", worker=self.name, signal=signum)
             self.stop_event.set()
@@ -179,8 +201,12 @@ class Worker:
         try:
             while not self.stop_event.is_set():
                 if self._try_lead():
-                    self.lead()
-                    break
+                    self.lead()  # returns on SIGTERM or when the lock connection is lost
+                    self._sched = None
+                    if not self.stop_event.is_set():
+                        self._release()
+                        _json_line(event="standby", worker=self.name)
+                    continue
                 self.stop_event.wait(self.standby_poll)
         finally:
             self._release()
