@@ -633,6 +633,7 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
                     "replayed_count": len(produced),
                 }
             )
+        bridge.note_stored(item)
         bridge.position = item[-1].position
         last_pos = item[-1].position
         if progress:
@@ -699,6 +700,7 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
         t = ts(item[0].effective_at)
         for e in item:
             recorded.append((t, e.type, e.data))
+        bridge.note_stored(item)
         drain(t)
         last_now[0] = t
         run_at(t)

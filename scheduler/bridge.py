@@ -55,6 +55,7 @@ DECISION_TYPES = frozenset(
         "SchedulingCycleCompleted",
     }
 )
+TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
 
@@ -305,6 +306,8 @@ class Bridge:
     follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
     nodes: dict[str, m.Node] = field(default_factory=dict)
     _started: bool = False
+    # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis
+    _last_diag: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
@@ -314,6 +317,17 @@ class Bridge:
     def catch_up(self, upto: int | None = None) -> int:
         """Fold every event after ``self.position`` (up to ``upto``); returns how many."""
         n = 0
+        if upto is None:
+            # The usual tail is a few events: one read on an autocommit connection (no BEGIN
+            # and ROLLBACK round trips). A full page means a long tail (a bootstrap): the rest
+            # streams through iter_all's binary COPY.
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                page = store.read_all(conn, after=self.position, limit=TAIL_PAGE)
+            for ev in page:
+                self.fold(ev)
+                n += 1
+            if len(page) < TAIL_PAGE:
+                return n
         for ev in store.iter_all(self.engine, after=self.position, upto=upto):
             self.fold(ev)
             n += 1
@@ -343,6 +357,8 @@ class Bridge:
                 sch.upsert_pod(_replace(pod, nominated_node=data["node"]), now)
         elif typ == "PodPreempted":
             sch.remove_pod(data["victim"], now)
+        elif typ == "PodGroupUnschedulable":
+            self._last_diag[data["group"]] = (diagnosis_fingerprint(data), ev.position)
         elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
             # Seed the core with conditions written earlier, so that a restarted scheduler never
             # regresses a True PodGroupInitiallyScheduled.
@@ -418,6 +434,13 @@ class Bridge:
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
         for j, dec in enumerate(result.decisions):
             stream, typ, data = decision_event(dec)
+            if typ == "PodGroupUnschedulable":
+                fp = diagnosis_fingerprint(data)
+                prev = self._last_diag.get(data["group"])
+                if prev is not None and prev[0] == fp:
+                    # Same inputs, same verdict: record only a pointer to the earlier diagnosis.
+                    typ = "PodGroupRetried"
+                    data = {"group": data["group"], "diagnosis_position": prev[1], "fingerprint": fp}
             if typ == "PodBound":
                 data["requests"] = self._requests.get(data["pod"])
             elif typ == "PodPreempted":
@@ -458,7 +481,14 @@ class Bridge:
         batch, self._pending = self._pending, []
         stored = writer.write(self.engine, batch)
         self._own.update(e.position for e in stored)
+        self.note_stored(stored)
         return stored
+
+    def note_stored(self, events: Sequence[StoredEvent]) -> None:
+        """Remember where full diagnoses were stored (for PodGroupRetried pointers)."""
+        for e in events:
+            if e.type == "PodGroupUnschedulable":
+                self._last_diag[e.data["group"]] = (diagnosis_fingerprint(e.data), e.position)
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[d.CycleResult]:
         """Catch up with the log, run cycles until idle at ``now``, append every decision."""
@@ -487,9 +517,25 @@ class Bridge:
             self.record(res)
         # One run, one transaction: nothing from another writer can land between its cycles,
         # so `replay --verify` can re-run it from exactly the same snapshot.
-        self.flush()
-        self.catch_up()
+        stored = self.flush()
+        first, last = (stored[0].position, stored[-1].position) if stored else (0, 0)
+        if stored and first == self.position + 1 and last - first == len(stored) - 1:
+            # Our batch took the positions right after the last one folded (position order is
+            # commit order), so reading it back would fold nothing but our own events, which
+            # `fold` skips: move past them without the round trip.
+            self.position = last
+            self._own.difference_update(e.position for e in stored)
+        elif stored:
+            self.catch_up()
+        # Nothing appended: the catch-up at the start of the next run folds whatever other
+        # writers appended meanwhile, before any cycle runs.
         return results
+
+
+def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
+    """What a retry is compared on: the verdict and the whole compact diagnosis."""
+    key = {"reason": data.get("reason"), "message": data.get("message"), "diagnosis": data.get("diagnosis")}
+    return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def _replace(pod: m.Pod, **changes: Any) -> m.Pod:
