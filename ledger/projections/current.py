@@ -14,10 +14,10 @@ Status kept per kind (``objects.status``):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 import orjson
+from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection
 
 from ledger.events import INPUT_KINDS
@@ -26,33 +26,28 @@ from ledger.store import StoredEvent, _raw
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
 CLUSTER_SCOPED = {"Node", "PriorityClass", "SchedulerConfig"}
 
-_UPSERT = """
+_SELECT = """
+SELECT o.kind, o.namespace, o.name, o.uid, o.object, o.status, o.created_position, o.updated_position,
+       o.created_at, o.updated_at
+FROM objects o
+JOIN unnest(%s::text[], %s::text[], %s::text[]) AS q(kind, namespace, name) USING (kind, namespace, name)
+"""
+_WRITE = """
 INSERT INTO objects (kind, namespace, name, uid, object, status, created_position, updated_position, created_at, updated_at)
-VALUES (%(kind)s, %(ns)s, %(name)s, %(uid)s, %(object)s::jsonb, %(status)s::jsonb, %(pos)s, %(pos)s, %(ts)s, %(ts)s)
+SELECT k, n, m, u, o::jsonb, s::jsonb, cp, up, ca, ua
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[],
+            %s::timestamptz[], %s::timestamptz[]) AS x(k, n, m, u, o, s, cp, up, ca, ua)
 ON CONFLICT (kind, namespace, name) DO UPDATE SET
-  uid = excluded.uid,
-  object = excluded.object,
-  status = CASE WHEN objects.uid = excluded.uid THEN objects.status || excluded.status ELSE excluded.status END,
-  updated_position = excluded.updated_position,
-  updated_at = excluded.updated_at
+  uid = excluded.uid, object = excluded.object, status = excluded.status,
+  created_position = excluded.created_position, updated_position = excluded.updated_position,
+  created_at = excluded.created_at, updated_at = excluded.updated_at
 """
-_DELETE = "DELETE FROM objects WHERE kind = %(kind)s AND namespace = %(ns)s AND name = %(name)s"
-_PATCH = """
-UPDATE objects SET status = status || %(patch)s::jsonb, updated_position = %(pos)s, updated_at = %(ts)s
-WHERE kind = %(kind)s AND namespace = %(ns)s AND name = %(name)s
+_DELETE = """
+DELETE FROM objects o USING unnest(%s::text[], %s::text[], %s::text[]) AS q(kind, namespace, name)
+WHERE o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name
 """
-_CONDITION = """
-UPDATE objects SET status = jsonb_set(
-    status, '{conditions}',
-    coalesce((SELECT jsonb_agg(c) FROM jsonb_array_elements(coalesce(status->'conditions', '[]'::jsonb)) c
-              WHERE c->>'type' <> %(type)s), '[]'::jsonb)
-    || jsonb_build_array(%(cond)s::jsonb || jsonb_build_object('lastTransitionTime', coalesce(
-        (SELECT c->>'lastTransitionTime' FROM jsonb_array_elements(coalesce(status->'conditions', '[]'::jsonb)) c
-         WHERE c->>'type' = %(type)s AND c->>'status' = %(cond)s::jsonb->>'status' LIMIT 1),
-        %(tsiso)s)))),
-  updated_position = %(pos)s, updated_at = %(ts)s
-WHERE kind = %(kind)s AND namespace = %(ns)s AND name = %(name)s
-"""
+
+Key = tuple[str, str, str]
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -73,145 +68,184 @@ def _pod_status_from_object(obj: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _ops(ev: StoredEvent) -> Iterable[tuple[str, dict[str, Any]]]:
-    pos, ts = ev.position, ev.effective_at
-    base = {"pos": pos, "ts": ts}
+def _set_condition(row: dict[str, Any], cond: dict[str, Any], when: str) -> None:
+    """metav1 semantics: lastTransitionTime changes only when the status flips."""
+    conds = list(row["status"].get("conditions") or [])
+    old = next((c for c in conds if c.get("type") == cond["type"]), None)
+    ltt = old.get("lastTransitionTime") if old is not None and old.get("status") == cond["status"] else when
+    conds = [c for c in conds if c.get("type") != cond["type"]]
+    conds.append({**cond, "lastTransitionTime": ltt})
+    row["status"] = {**row["status"], "conditions": conds}
+
+
+def _touch(ev: StoredEvent) -> Iterable[Key]:
+    """The objects an event changes (to prefetch them)."""
     typ, data = ev.type, ev.data
     for action in ("Created", "Updated", "Deleted"):
         if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
             kind = PREFIX_TO_KIND[typ[: -len(action)]]
             if action == "Deleted":
-                yield _DELETE, {"kind": kind, "ns": data.get("namespace", ""), "name": data["name"]}
+                yield (kind, data.get("namespace", ""), data["name"])
+            else:
+                ns, name, _ = _ident(data["object"], kind)
+                yield (kind, ns, name)
+            return
+    if typ in ("PodBound", "PodNominated", "PodUnschedulable", "PodGated"):
+        yield ("Pod", *split_key(data["pod"]))
+    elif typ == "PodPreempted":
+        yield ("Pod", *split_key(data["victim"]))
+    elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
+        kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
+        yield (kind, *split_key(data["group"]))
+
+
+def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
+    typ, data, pos, ts = ev.type, ev.data, ev.position, ev.effective_at
+    when = ts.isoformat()
+    for action in ("Created", "Updated", "Deleted"):
+        if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
+            kind = PREFIX_TO_KIND[typ[: -len(action)]]
+            if action == "Deleted":
+                key = (kind, data.get("namespace", ""), data["name"])
+                rows[key] = None
+                dirty.add(key)
                 return
             obj = data["object"]
             ns, name, uid = _ident(obj, kind)
+            key = (kind, ns, name)
             status: dict[str, Any] = {}
             if kind == "Pod":
                 status = _pod_status_from_object(obj)
                 if action == "Created" and not status:
                     status = {"phase": "Pending"}
-            yield (
-                _UPSERT,
-                {
-                    **base,
-                    "kind": kind,
-                    "ns": ns,
-                    "name": name,
+            cur = rows.get(key)
+            if cur is not None and cur["uid"] == uid:
+                cur.update(
+                    object=obj, status={**cur["status"], **status}, updated_position=pos, updated_at=ts
+                )
+            else:
+                rows[key] = {
                     "uid": uid,
-                    "object": orjson.dumps(obj).decode(),
-                    "status": orjson.dumps(status).decode(),
-                },
-            )
+                    "object": obj,
+                    "status": status,
+                    "created_position": pos,
+                    "updated_position": pos,
+                    "created_at": ts,
+                    "updated_at": ts,
+                }
+            dirty.add(key)
             return
+    keys = list(_touch(ev))
+    if not keys:
+        return
+    key = keys[0]
+    row = rows.get(key)
+    if row is None:  # a decision about an object that is gone: nothing to project
+        return
     if typ == "PodBound":
-        ns, name = split_key(data["pod"])
-        patch = {
+        row["status"] = {
+            **row["status"],
             "phase": "Bound",
             "nodeName": data["node"],
             "nominatedNodeName": None,
             "gated": None,
-            "boundAt": ts.isoformat(),
+            "boundAt": when,
         }
-        yield _PATCH, {**base, "kind": "Pod", "ns": ns, "name": name, "patch": orjson.dumps(patch).decode()}
-        cond = {"type": "PodScheduled", "status": "True", "reason": "", "message": ""}
-        yield _condition("Pod", ns, name, cond, base)
+        _set_condition(row, {"type": "PodScheduled", "status": "True", "reason": "", "message": ""}, when)
     elif typ == "PodNominated":
-        ns, name = split_key(data["pod"])
-        yield (
-            _PATCH,
-            {
-                **base,
-                "kind": "Pod",
-                "ns": ns,
-                "name": name,
-                "patch": orjson.dumps({"nominatedNodeName": data["node"]}).decode(),
-            },
-        )
+        row["status"] = {**row["status"], "nominatedNodeName": data["node"]}
     elif typ == "PodUnschedulable":
-        ns, name = split_key(data["pod"])
-        cond = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": data["reason"],
-            "message": data["message"],
-        }
-        yield _PATCH, {**base, "kind": "Pod", "ns": ns, "name": name, "patch": '{"gated": null}'}
-        yield _condition("Pod", ns, name, cond, base)
+        row["status"] = {**row["status"], "gated": None}
+        _set_condition(
+            row,
+            {"type": "PodScheduled", "status": "False", "reason": data["reason"], "message": data["message"]},
+            when,
+        )
     elif typ == "PodGated":
-        ns, name = split_key(data["pod"])
-        patch = {"gated": {"plugin": data["plugin"], "message": data["message"]}}
-        yield _PATCH, {**base, "kind": "Pod", "ns": ns, "name": name, "patch": orjson.dumps(patch).decode()}
+        row["status"] = {**row["status"], "gated": {"plugin": data["plugin"], "message": data["message"]}}
     elif typ == "PodPreempted":
-        ns, name = split_key(data["victim"])
-        patch = {
+        row["status"] = {
+            **row["status"],
             "phase": "Preempted",
             "nodeName": None,
             "preemptedBy": data["preemptor"],
-            "preemptedAt": ts.isoformat(),
+            "preemptedAt": when,
         }
-        yield _PATCH, {**base, "kind": "Pod", "ns": ns, "name": name, "patch": orjson.dumps(patch).decode()}
-        cond = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "PreemptionByScheduler",
-            "message": data.get("condition_message", ""),
-        }
-        yield _condition("Pod", ns, name, cond, base)
-    elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
-        kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
-        ns, name = split_key(data["group"])
-        cond = {
-            "type": data["type"],
-            "status": data["status"],
-            "reason": data["reason"],
-            "message": data["message"],
-        }
-        yield _condition(kind, ns, name, cond, base)
+        _set_condition(
+            row,
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": data.get("condition_message", ""),
+            },
+            when,
+        )
+    else:  # group conditions
+        _set_condition(
+            row,
+            {
+                "type": data["type"],
+                "status": data["status"],
+                "reason": data["reason"],
+                "message": data["message"],
+            },
+            when,
+        )
         if data["status"] == "True":
-            yield (
-                _PATCH,
-                {
-                    **base,
-                    "kind": kind,
-                    "ns": ns,
-                    "name": name,
-                    "patch": orjson.dumps({"scheduledAt": ts.isoformat()}).decode(),
-                },
-            )
-
-
-def _condition(
-    kind: str, ns: str, name: str, cond: dict[str, Any], base: dict[str, Any]
-) -> tuple[str, dict[str, Any]]:
-    ts: datetime = base["ts"]
-    return _CONDITION, {
-        **base,
-        "kind": kind,
-        "ns": ns,
-        "name": name,
-        "type": cond["type"],
-        "cond": orjson.dumps(cond).decode(),
-        "tsiso": ts.isoformat(),
-    }
+            row["status"] = {**row["status"], "scheduledAt": when}
+    row["updated_position"], row["updated_at"] = pos, ts
+    dirty.add(key)
 
 
 def project(conn: Connection, events: Sequence[StoredEvent]) -> None:
-    """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction."""
-    batch: list[tuple[str, dict[str, Any]]] = []
+    """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction.
+
+    The rows the batch touches are read once, folded in Python, and written back with one
+    set-based upsert and one delete: a constant number of round trips per batch.
+    """
+    keys: set[Key] = set()
     for ev in events:
-        batch.extend(_ops(ev))
-    if not batch:
+        keys.update(_touch(ev))
+    if not keys:
         return
+    ordered = sorted(keys)
+    rows: dict[Key, dict[str, Any] | None] = {}
     with _raw(conn).cursor() as cur:
-        # Consecutive statements of the same shape go as one executemany (pipelined).
-        i = 0
-        while i < len(batch):
-            sql = batch[i][0]
-            j = i
-            while j < len(batch) and batch[j][0] is sql:
-                j += 1
-            if j - i == 1:
-                cur.execute(sql, batch[i][1])
-            else:
-                cur.executemany(sql, [p for _, p in batch[i:j]])
-            i = j
+        set_json_loads(orjson.loads, cur)
+        cur.execute(_SELECT, ([k[0] for k in ordered], [k[1] for k in ordered], [k[2] for k in ordered]))
+        for r in cur.fetchall():
+            rows[(r[0], r[1], r[2])] = {
+                "uid": r[3],
+                "object": r[4],
+                "status": r[5],
+                "created_position": r[6],
+                "updated_position": r[7],
+                "created_at": r[8],
+                "updated_at": r[9],
+            }
+        existed = set(rows)
+        dirty: set[Key] = set()
+        for ev in events:
+            _apply(rows, ev, dirty)
+        gone = sorted(k for k in dirty if rows.get(k) is None and k in existed)
+        live = sorted(k for k in dirty if rows.get(k) is not None)
+        if gone:
+            cur.execute(_DELETE, ([k[0] for k in gone], [k[1] for k in gone], [k[2] for k in gone]))
+        if live:
+            vals = [rows[k] for k in live]
+            cur.execute(
+                _WRITE,
+                (
+                    [k[0] for k in live],
+                    [k[1] for k in live],
+                    [k[2] for k in live],
+                    [v["uid"] for v in vals],  # type: ignore[index]
+                    [orjson.dumps(v["object"]).decode() for v in vals],  # type: ignore[index]
+                    [orjson.dumps(v["status"]).decode() for v in vals],  # type: ignore[index]
+                    [v["created_position"] for v in vals],  # type: ignore[index]
+                    [v["updated_position"] for v in vals],  # type: ignore[index]
+                    [v["created_at"] for v in vals],  # type: ignore[index]
+                    [v["updated_at"] for v in vals],  # type: ignore[index]
+                ),
+            )

@@ -206,7 +206,9 @@ def test_listener_is_woken_by_append(engine, db_url):
 def test_golden_payloads_upcast_to_the_current_model(path):
     doc = json.loads(path.read_text())
     model = events.load(doc["type"], doc["schema_version"], doc["data"])
-    assert model.model_dump(mode="json") == events.upcast(doc["type"], doc["schema_version"], doc["data"])
+    dumped = model.model_dump(mode="json")
+    upcast = events.upcast(doc["type"], doc["schema_version"], doc["data"])
+    assert {k: dumped[k] for k in upcast} == upcast  # later optional fields take their defaults
     if doc["type"] == "PodBound" and doc["schema_version"] == 1:
         assert model.model_dump()["group"] is None
 
