@@ -244,7 +244,7 @@ def _append(
         with raw.pipeline():
             cur.execute(
                 "INSERT INTO streams (stream, version) "
-                "SELECT s, n FROM unnest(%s::text[], %s::int[]) AS t(s, n) ORDER BY s "
+                "SELECT s, n FROM unnest(%b::text[], %b::int[]) AS t(s, n) ORDER BY s "
                 "ON CONFLICT (stream) DO UPDATE SET version = streams.version + excluded.version "
                 "RETURNING stream, version",
                 (names, [counts[s] for s in names]),

@@ -30,20 +30,20 @@ _SELECT = """
 SELECT o.kind, o.namespace, o.name, o.uid, o.object, o.status, o.created_position, o.updated_position,
        o.created_at, o.updated_at
 FROM objects o
-JOIN unnest(%s::text[], %s::text[], %s::text[]) AS q(kind, namespace, name) USING (kind, namespace, name)
+JOIN unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name) USING (kind, namespace, name)
 """
 _WRITE = """
 INSERT INTO objects (kind, namespace, name, uid, object, status, created_position, updated_position, created_at, updated_at)
 SELECT k, n, m, u, o::jsonb, s::jsonb, cp, up, ca, ua
-FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[],
-            %s::timestamptz[], %s::timestamptz[]) AS x(k, n, m, u, o, s, cp, up, ca, ua)
+FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[], %b::bigint[],
+            %b::timestamptz[], %b::timestamptz[]) AS x(k, n, m, u, o, s, cp, up, ca, ua)
 ON CONFLICT (kind, namespace, name) DO UPDATE SET
   uid = excluded.uid, object = excluded.object, status = excluded.status,
   created_position = excluded.created_position, updated_position = excluded.updated_position,
   created_at = excluded.created_at, updated_at = excluded.updated_at
 """
 _DELETE = """
-DELETE FROM objects o USING unnest(%s::text[], %s::text[], %s::text[]) AS q(kind, namespace, name)
+DELETE FROM objects o USING unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name)
 WHERE o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name
 """
 
@@ -213,6 +213,7 @@ def project(conn: Connection, events: Sequence[StoredEvent]) -> None:
     rows: dict[Key, dict[str, Any] | None] = {}
     with _raw(conn).cursor() as cur:
         set_json_loads(orjson.loads, cur)
+        # %b placeholders: arrays go in binary form, without text quoting/escaping per element
         cur.execute(_SELECT, ([k[0] for k in ordered], [k[1] for k in ordered], [k[2] for k in ordered]))
         for r in cur.fetchall():
             rows[(r[0], r[1], r[2])] = {
