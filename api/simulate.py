@@ -106,6 +106,7 @@ class Report:
     composite_pod_groups: dict[str, Any] = field(default_factory=dict)
     preemptions: list[dict[str, Any]] = field(default_factory=list)
     events: int = 0
+    replay_runs: int = 0
 
     @property
     def passed(self) -> bool:
@@ -356,11 +357,22 @@ def load_scenario(doc: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     return str(name), spec
 
 
-def run_scenario(doc: Mapping[str, Any]) -> Report:
+def run_scenario(doc: Mapping[str, Any], *, verify: bool = False) -> Report:
+    """Run a scenario; with ``verify`` also re-run every recorded scheduling run from the
+    scenario's own log (``replay --verify``) and report each mismatch as a failure."""
     name, spec = load_scenario(doc)
     with private_ledger() as engine:
         sim = Simulation(engine, spec, name)
-        return sim.run(list(spec["steps"]))
+        report = sim.run(list(spec["steps"]))
+        if verify:
+            from api.audit_impl import verify_replay
+
+            rep = verify_replay(engine)
+            report.replay_runs = rep.runs
+            for mm in rep.mismatches:
+                report.failures.append(f"replay --verify: mismatch at position {mm['position']}: "
+                                       f"recorded {mm.get('recorded')} replayed {mm.get('replayed')}")
+        return report
 
 
 def run_scenario_with_log(doc: Mapping[str, Any]) -> tuple[Report, list[dict[str, Any]]]:

@@ -70,7 +70,7 @@ def test_scenario(path: Path) -> None:
     doc = _load(path)
     assert doc.get("kind") == "Scenario"
     assert (doc.get("metadata") or {}).get("name") == path.stem, "metadata.name should match the file name"
-    report = run_scenario(doc)
+    report = run_scenario(doc, verify=True)  # also proves every recorded decision by replaying it
     assert report.passed, f"{path.name} failed:\n" + "\n".join(report.failures)
 
 

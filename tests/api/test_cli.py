@@ -16,8 +16,15 @@ PODLEDGER = str(Path(sys.executable).parent / "podledger")
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PODLEDGER, *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
-                          env=dict(os.environ), timeout=180)
+    return subprocess.run(
+        [PODLEDGER, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ),
+        timeout=180,
+    )
 
 
 def events(engine: sa.Engine) -> int:
@@ -63,7 +70,9 @@ def test_one_invalid_document_of_ten_appends_nothing(engine, tmp_path):
 
 def test_malformed_yaml_reports_its_line(engine, tmp_path):
     f = tmp_path / "bad.yaml"
-    f.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
+    f.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: [unclosed\n"
+    )
     res = cli("apply", "-f", str(f))
     assert res.returncode == 1
     assert "line" in res.stderr and "Traceback" not in res.stderr
@@ -72,7 +81,9 @@ def test_malformed_yaml_reports_its_line(engine, tmp_path):
 
 def test_unknown_kind_and_api_version(engine, tmp_path):
     f = tmp_path / "k.yaml"
-    f.write_text("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n---\napiVersion: v2\nkind: Pod\nmetadata: {name: p}\n")
+    f.write_text(
+        "apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n---\napiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"
+    )
     res = cli("apply", "-f", str(f))
     assert res.returncode == 1
     assert "Gadget" in res.stderr and "apiVersion" in res.stderr
@@ -112,7 +123,10 @@ def test_get_pods_json_matches_what_was_applied(engine):
         want = raw["spec"]["containers"][0]["resources"]["requests"]
         assert set(got["spec"]["containers"][0]["resources"]["requests"]) == set(want)
     one = json.loads(cli("get", "po", "team-a/llm-pretrain-0", "-o", "json").stdout)
-    assert one["metadata"]["name"] == "llm-pretrain-0" and one["spec"]["schedulingGroup"]["podGroupName"] == "llm-pretrain"
+    assert (
+        one["metadata"]["name"] == "llm-pretrain-0"
+        and one["spec"]["schedulingGroup"]["podGroupName"] == "llm-pretrain"
+    )
 
 
 def test_short_names_tables_and_delete(engine):
@@ -133,13 +147,19 @@ def test_schedule_verify_and_rebuild(engine):
     res = cli("schedule", "--until-idle")
     assert res.returncode == 0, res.stderr
     with engine.connect() as c:
-        bound = c.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Bound'")).scalar_one()
-        before = c.execute(sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")).all()
+        bound = c.execute(
+            sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Bound'")
+        ).scalar_one()
+        before = c.execute(
+            sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")
+        ).all()
     assert bound > 0
     assert "hash chain intact" in cli("verify").stdout
     assert cli("projections", "rebuild").returncode == 0
     with engine.connect() as c:
-        after = c.execute(sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")).all()
+        after = c.execute(
+            sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")
+        ).all()
     assert before == after
 
 
@@ -148,3 +168,7 @@ def test_demo_exits_zero(engine):
     assert res.returncode == 0, res.stderr
     assert "PodGroupInitiallyScheduled=True" in res.stdout
     assert "node-r4-1" in res.stdout
+    ver = cli("replay", "--verify")
+    assert ver.returncode == 0 and " 0 mismatches" in ver.stdout, ver.stdout + ver.stderr
+    again = cli("demo")  # idempotent: applying the examples again changes nothing
+    assert again.returncode == 0 and "0 created or updated" in again.stdout
