@@ -142,6 +142,9 @@ def run() -> list[Metric]:
         raw_read_rate = m / (time.perf_counter() - t0)
         raw.close()
         assert n == total == m
+
+        # 4. the `eventsourcing` library's PostgreSQL recorder on the same events, same database
+        es_append, es_read = _eventsourcing_baseline(url, batches)
     finally:
         drop_database(url)
 
@@ -168,7 +171,75 @@ def run() -> list[Metric]:
             "value >= 150,000/s",
             replay_rate >= 150_000,
         ),
+        ratio_metric(
+            "batched append vs eventsourcing",
+            ours,
+            "events/s",
+            "eventsourcing PostgresApplicationRecorder",
+            es_append,
+            1.0,
+        ),
+        ratio_metric(
+            "ordered replay vs eventsourcing",
+            replay_rate,
+            "events/s",
+            "eventsourcing select_notifications + orjson",
+            es_read,
+            1.0,
+        ),
     ]
+
+
+def _eventsourcing_baseline(url: str, batches: list[list[NewEvent]]) -> tuple[float, float]:
+    """Append and read the same events with pyeventsourcing's PostgreSQL application recorder."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from eventsourcing.persistence import StoredEvent as ESStoredEvent
+    from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+
+    parts = urlsplit(url)
+    host = parse_qs(parts.query).get("host", [parts.hostname or "127.0.0.1"])[0]
+    datastore = PostgresDatastore(
+        dbname=parts.path.lstrip("/"),
+        host=host,
+        port=parts.port or 5432,
+        user=parts.username or "postgres",
+        password=parts.password or "",
+        pool_size=2,
+    )
+    recorder = PostgresApplicationRecorder(datastore, events_table_name="es_stored_events")
+    recorder.create_table()
+    es_batches = []
+    for batch in batches:
+        es_batches.append(
+            [
+                ESStoredEvent(
+                    originator_id=uuid.uuid5(uuid.NAMESPACE_URL, ev.stream),
+                    originator_version=1,
+                    topic=ev.type,
+                    state=orjson.dumps(dict(ev.data)),
+                )
+                for ev in batch
+            ]
+        )
+    t0 = time.perf_counter()
+    for es_batch in es_batches:
+        recorder.insert_events(es_batch)
+    total = sum(len(b) for b in es_batches)
+    append_rate = total / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    start, n = 1, 0
+    while True:
+        page = recorder.select_notifications(start=start, limit=10_000)
+        if not page:
+            break
+        for note in page:
+            orjson.loads(note.state)
+            n += 1
+        start = page[-1].id + 1
+    read_rate = n / (time.perf_counter() - t0)
+    datastore.close()
+    return append_rate, read_rate
 
 
 def main() -> None:
