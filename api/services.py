@@ -36,30 +36,55 @@ def stream_for(kind: str, namespace: str | None, name: str) -> str:
 
 
 class _DbState:
-    """AdmissionState over the ``objects`` projection, read inside the request's transaction."""
+    """AdmissionState over the ``objects`` projection, read inside the request's transaction.
+
+    One statement reads, for every object of the request, its stored object and its stream's
+    version (so the versions the append expects were read together with the state admission
+    judged), plus every PriorityClass (a small kind that admission of pods and groups needs).
+    """
+
+    PRELOADED = "PriorityClass"
 
     def __init__(self, conn: Connection, keys: Iterable[tuple[str, str, str]]) -> None:
         self.conn = conn
         self._cache: dict[tuple[str, str, str], Mapping[str, Any] | None] = {}
         self._lists: dict[str, list[Mapping[str, Any]]] = {}
+        self.versions: dict[str, int] = {}  # stream -> version (0 = none) of each requested object
         keys = list(keys)
-        if keys:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT o.kind, o.namespace, o.name, o.object FROM objects o "
-                    "JOIN unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[])) AS q(kind, namespace, name) "
-                    "USING (kind, namespace, name)"
-                ),
-                {"k": [k[0] for k in keys], "n": [k[1] for k in keys], "m": [k[2] for k in keys]},
-            )
-            for key in keys:
-                self._cache[key] = None
-            for kind, ns, name, obj in rows:
+        streams = [stream_for(k, n or None, m) for k, n, m in keys]
+        rows = conn.execute(
+            sa.text(
+                "SELECT q.kind, q.namespace, q.name, o.object, q.stream, coalesce(s.version, 0) "
+                "FROM unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[]), CAST(:s AS text[])) "
+                "AS q(kind, namespace, name, stream) "
+                "LEFT JOIN objects o ON o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name "
+                "LEFT JOIN streams s ON s.stream = q.stream "
+                "UNION ALL "
+                "SELECT kind, namespace, name, object, NULL, NULL FROM objects WHERE kind = :pk"
+            ),
+            {
+                "k": [k[0] for k in keys],
+                "n": [k[1] for k in keys],
+                "m": [k[2] for k in keys],
+                "s": streams,
+                "pk": self.PRELOADED,
+            },
+        )
+        preloaded: list[tuple[str, str, Mapping[str, Any]]] = []
+        for kind, ns, name, obj, stream, version in rows:
+            if stream is None:
+                preloaded.append((ns, name, obj))
                 self._cache[(kind, ns, name)] = obj
+            else:
+                self._cache.setdefault((kind, ns, name), obj)
+                self.versions[stream] = int(version)
+        self._lists[self.PRELOADED] = [obj for _ns, _name, obj in sorted(preloaded, key=lambda r: r[:2])]
 
     def get(self, kind: str, namespace: str | None, name: str) -> Mapping[str, Any] | None:
         key = (kind, namespace or "", name)
         if key not in self._cache:
+            if kind == self.PRELOADED:
+                return None  # every object of that kind was read up front
             row = self.conn.execute(
                 sa.text("SELECT object FROM objects WHERE kind = :k AND namespace = :n AND name = :m"),
                 {"k": key[0], "n": key[1], "m": key[2]},
@@ -142,10 +167,12 @@ def apply_objects(
             result.rejected = True
             return result
         streams = sorted({stream_for(r.kind, r.namespace, r.name) for r in outcome.changes})
-        versions: dict[str, int] = {s: 0 for s in streams}
-        if streams:
+        versions: dict[str, int] = {s: state.versions[s] for s in streams if s in state.versions}
+        missing = [s for s in streams if s not in versions]
+        if missing:
+            versions.update({s: 0 for s in missing})
             for s, v in conn.execute(
-                sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": streams}
+                sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": missing}
             ):
                 versions[s] = int(v)
         pending = dict(versions)
@@ -232,28 +259,30 @@ def delete_objects(
         keys.append((info.kind, (namespace or "default") if info.namespaced else "", name))
     if len(set(keys)) != len(keys):
         raise ValueError("the same object is named twice in one delete request")
+    streams = [stream_for(k, n or None, m) for k, n, m in keys]
     with engine.begin() as conn:
-        found = {
-            (k, n, m)
-            for k, n, m in conn.execute(
-                sa.text(
-                    "SELECT o.kind, o.namespace, o.name FROM objects o "
-                    "JOIN unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[])) AS q(kind, namespace, name) "
-                    "USING (kind, namespace, name)"
-                ),
-                {"k": [k[0] for k in keys], "n": [k[1] for k in keys], "m": [k[2] for k in keys]},
-            )
-        }
-        for key in keys:
-            if key not in found:
+        # one statement: whether each object exists, and its stream's version
+        rows = conn.execute(
+            sa.text(
+                "SELECT q.stream, o.name IS NOT NULL, coalesce(s.version, 0) "
+                "FROM unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[]), CAST(:s AS text[])) "
+                "AS q(kind, namespace, name, stream) "
+                "LEFT JOIN objects o ON o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name "
+                "LEFT JOIN streams s ON s.stream = q.stream"
+            ),
+            {
+                "k": [k[0] for k in keys],
+                "n": [k[1] for k in keys],
+                "m": [k[2] for k in keys],
+                "s": streams,
+            },
+        )
+        found: dict[str, tuple[bool, int]] = {st: (bool(ex), int(v)) for st, ex, v in rows}
+        for key, stream in zip(keys, streams, strict=True):
+            if not found[stream][0]:
                 where = f"{key[1]}/{key[2]}" if key[1] else key[2]
                 raise LookupError(f'{key[0]} "{where}" not found')
-        streams = [stream_for(k, n or None, m) for k, n, m in keys]
-        versions: dict[str, int] = {s: 0 for s in streams}
-        for s, v in conn.execute(
-            sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": streams}
-        ):
-            versions[s] = int(v)
+        versions = {stream: found[stream][1] for stream in streams}
         events = [
             NewEvent(
                 stream,

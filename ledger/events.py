@@ -266,6 +266,7 @@ class PodPreempted(Payload):
     message: str = ""
     condition_message: str = ""
     requests: dict[str, int] | None = None
+    quota: dict[str, Any] | None = None  # preemptor's elastic quota then: name, used, min, max, request
 
 
 class EntityRequeued(Payload):

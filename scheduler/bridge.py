@@ -16,6 +16,7 @@ It is one of the two scheduler modules allowed to touch the ledger (with ``worke
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,6 +33,7 @@ from ledger.resources.models import pod_effective_requests
 from ledger.store import NewEvent, StoredEvent
 from scheduler import decisions as d
 from scheduler import model as m
+from scheduler import quota
 from scheduler.scheduler import Scheduler
 
 SCHEDULER_VERSION = "podledger-scheduler/0.1"
@@ -308,6 +310,9 @@ class Bridge:
     _started: bool = False
     # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis
     _last_diag: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # pod key -> manifest of pods with a controller ownerReference (re-created when preempted)
+    _owned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _preempted_at: dict[str, int] = field(default_factory=dict)  # victim -> PodPreempted position (last run)
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
@@ -379,6 +384,7 @@ class Bridge:
                 self.nodes.pop(name, None)
                 sch.remove_node(name)
             elif kind == "Pod":
+                self._owned.pop(key, None)
                 sch.remove_pod(key, now)
             elif kind == "PodGroup":
                 sch.remove_pod_group(key, now)
@@ -386,10 +392,16 @@ class Bridge:
                 sch.remove_composite(key, now)
             elif kind == "PodDisruptionBudget":
                 sch.remove_pdb(key)
+            elif kind in ("ElasticQuota", "ElasticQuotaTree"):
+                sch.remove_quota(f"{kind}:{key}")
             elif kind == "SchedulerConfig" and self.follow_config:
                 self._set_config(None)
             return
         obj = ev.data["object"]
+        if action == "Created" and kind == "Pod":
+            # a new object under a name whose previous pod is gone without a PodDeleted (a
+            # preemption victim re-created by its controller): first observed here
+            self._created[ev.stream] = (ev.position, now)
         seq, created = self._created.setdefault(ev.stream, (ev.position, now))
         if kind == "Node":
             node = node_from(obj, seq)
@@ -399,7 +411,12 @@ class Bridge:
             self._requests[f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"] = (
                 pod_requests(obj.get("spec") or {})
             )
-            current = sch.pod(f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}")
+            pkey = f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
+            if any(o.get("controller") for o in obj["metadata"].get("ownerReferences") or ()):
+                self._owned[pkey] = obj
+            else:
+                self._owned.pop(pkey, None)
+            current = sch.pod(pkey)
             status = {}
             if current is not None:
                 status = {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
@@ -410,6 +427,14 @@ class Bridge:
             sch.upsert_composite(composite_from(obj, seq, created), now)
         elif kind == "PodDisruptionBudget":
             sch.upsert_pdb(pdb_from(obj))
+        elif kind in ("ElasticQuota", "ElasticQuotaTree"):
+            meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+            ns, name = meta.get("namespace") or "default", meta["name"]
+            if kind == "ElasticQuota":
+                nodes = [quota.node_from_flat(ns, name, spec)]
+            else:
+                nodes = quota.nodes_from_tree(spec.get("root") or {})
+            sch.upsert_quota(f"{kind}:{ns}/{name}", nodes)
         elif kind == "SchedulerConfig" and self.follow_config:
             self._set_config(obj)
 
@@ -491,7 +516,58 @@ class Bridge:
                 self._last_diag[e.data["group"]] = (diagnosis_fingerprint(e.data), e.position)
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[d.CycleResult]:
-        """Catch up with the log, run cycles until idle at ``now``, append every decision."""
+        """Catch up with the log, run cycles until idle at ``now``, append every decision.
+
+        Preemption victims with a controller ownerReference are then re-created as new pending
+        pods (``recreate_victims``, a separate transaction after the run's decisions, so that
+        ``replay --verify`` folds them as inputs), and the scheduler runs again at ``now``.
+        """
+        out = self._run_once(now, max_cycles)
+        results = out
+        for _ in range(100):
+            if not self.recreate_victims(results, now):
+                break
+            results = self._run_once(now, max_cycles)
+            out = out + results
+        return out
+
+    def recreate_victims(self, results: Sequence[d.CycleResult], now: float) -> list[StoredEvent]:
+        """Append a ``PodCreated`` for every controller-owned victim of ``results``: same name,
+        ``spec.nodeName`` removed, uid = uuid5(victim uid + preemption position), actor
+        ``controller``; then fold them. Deterministic: ids derive from the preemption events."""
+        victims = [
+            dec.victim
+            for r in results
+            for dec in r.decisions
+            if isinstance(dec, d.PodPreempted) and dec.victim in self._owned
+        ]
+        if not victims:
+            return []
+        positions = self._preempted_at
+        batch: list[NewEvent] = []
+        for key in victims:
+            pos = positions.get(key, 0)
+            obj = copy.deepcopy(self._owned[key])
+            meta = obj.setdefault("metadata", {})
+            old_uid = str(meta.get("uid") or key)
+            meta["uid"] = str(uuid.uuid5(EVENT_NS, f"{old_uid}:{pos}"))
+            (obj.get("spec") or {}).pop("nodeName", None)
+            ns, name = key.split("/", 1)
+            batch.append(
+                NewEvent(
+                    f"pod/{ns}/{name}",
+                    "PodCreated",
+                    {"object": obj},
+                    {"actor": "controller", "reason": "PreemptedPodRecreated", "preempted_position": pos},
+                    uuid.uuid5(EVENT_NS, f"recreate:{old_uid}:{pos}"),
+                    from_ts(now),
+                )
+            )
+        stored = writer.write(self.engine, batch)
+        self.catch_up()
+        return stored
+
+    def _run_once(self, now: float, max_cycles: int) -> list[d.CycleResult]:
         now = ts(from_ts(now))  # microsecond precision: what the log stores, so replays match
         self.catch_up()
         results = self.scheduler.run_until_idle(now, max_cycles=max_cycles)
@@ -518,6 +594,7 @@ class Bridge:
         # One run, one transaction: nothing from another writer can land between its cycles,
         # so `replay --verify` can re-run it from exactly the same snapshot.
         stored = self.flush()
+        self._preempted_at = {e.data["victim"]: e.position for e in stored if e.type == "PodPreempted"}
         first, last = (stored[0].position, stored[-1].position) if stored else (0, 0)
         if stored and first == self.position + 1 and last - first == len(stored) - 1:
             # Our batch took the positions right after the last one folded (position order is

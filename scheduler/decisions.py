@@ -95,6 +95,9 @@ class PodPreempted(Decision):
     pdb_violation: bool = False
     message: str = ""  # upstream event text: "Preempted by podgroup <uid> on node cluster"
     condition_message: str = ""  # DisruptionTarget message
+    # the preemptor's elastic quota at that moment: {name, used, min, max, request[, victim]}
+    # (None when the preemptor is in no quota); see scheduler/preemption.py
+    quota: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,7 +154,8 @@ class Snapshot:
         self._stale = True
         self._journal: list[tuple[int, str, str, Demand, str | None]] = []
         self._depth = 0
-        # node indices whose free/nz changed, in order; caches remember a position in it
+        # node indices whose free/nz changed, in order (``~i`` when a pod left node i: its
+        # scores may rise); caches remember a position in it
         self.log: list[int] = []
         self.epoch = 0
         # derived
@@ -279,7 +280,7 @@ class Snapshot:
         self.nz[R_CPU, i] += sign * d.nz_cpu
         self.nz[R_MEM, i] += sign * d.nz_mem
         log = self.log
-        log.append(i)
+        log.append(i if sign > 0 else ~i)
         if len(log) > 4 * len(self.names) + 4096:
             self.epoch += 1
             log.clear()

@@ -52,7 +52,7 @@ QUOTA = {
     "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
     "kind": "ElasticQuota",
     "metadata": {"name": "q", "namespace": "default"},
-    "spec": {"min": {"cpu": "2"}, "max": {"cpu": "8"}},
+    "spec": {"min": {"cpu": "16"}, "max": {"cpu": "32"}},
 }
 
 STEPS = [
@@ -160,7 +160,7 @@ def test_reporting_views_with_numbers(story):
                 "WHERE namespace = 'default' ORDER BY position DESC LIMIT 1"
             )
         ).one()
-        assert tuple(quota) == (3000, 2000, 8000)
+        assert tuple(quota) == (3000, 16000, 32000)
 
 
 def test_preemption_and_thrash_views(engine):

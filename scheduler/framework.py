@@ -1,0 +1,207 @@
+"""Scheduling framework vocabulary: ``Status``, filter results, fit errors, extension points.
+
+Extension points (kube-scheduler names): PreEnqueue, QueueSort, PreFilter, Filter, Score,
+PlacementGenerate, PlacementFeasible, PlacementScore, PodGroupPostFilter. Filters here are
+*vectorized*: a filter plugin evaluates one pod against every node of the snapshot at once and
+returns a boolean mask plus, for the rejected nodes, reason masks (one per distinct reason).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from scheduler.model import Pod
+    from scheduler.snapshot import Snapshot
+
+BOOL = npt.NDArray[np.bool_]
+
+NO_NODE_AVAILABLE_MSG = "0/%d nodes are available"
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    @property
+    def ok(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    @property
+    def rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    @property
+    def is_error(self) -> bool:
+        return self.code == Code.ERROR
+
+    def with_plugin(self, plugin: str) -> Status:
+        return Status(self.code, self.reasons, plugin)
+
+    def append_reason(self, msg: str) -> Status:
+        if not msg:
+            return self
+        return Status(self.code, (*self.reasons, msg), self.plugin)
+
+
+SUCCESS = Status()
+
+
+def unschedulable(msg: str, plugin: str = "") -> Status:
+    return Status(Code.UNSCHEDULABLE, (msg,), plugin)
+
+
+def unresolvable(msg: str, plugin: str = "") -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), plugin)
+
+
+def error(msg: str, plugin: str = "") -> Status:
+    return Status(Code.ERROR, (msg,), plugin)
+
+
+def wait(msg: str, plugin: str = "") -> Status:
+    return Status(Code.WAIT, (msg,), plugin)
+
+
+def go_quote(s: str) -> str:
+    """Go's %q for the ASCII names used here."""
+    return json.dumps(s, ensure_ascii=True)
+
+
+@dataclass(slots=True)
+class FilterResult:
+    """Outcome of one Filter plugin for one pod over all nodes.
+
+    ``ok[n]`` is True when node ``n`` passes. ``reasons`` lists ``(reason, mask)``; a rejected node
+    carries every reason whose mask is set on it (NodeResourcesFit can give several).
+    """
+
+    plugin: str
+    ok: BOOL
+    reasons: list[tuple[str, BOOL]] = field(default_factory=list)
+    code: Code = Code.UNSCHEDULABLE
+
+    def node_reasons(self, i: int) -> list[str]:
+        if self.ok[i]:
+            return []
+        return [r for r, m in self.reasons if m[i]]
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fitted no node of the considered set (kube-scheduler's framework.Diagnosis)."""
+
+    num_nodes: int
+    plugin_counts: dict[str, int]  # plugin -> nodes it rejected (first rejecting plugin per node)
+    reason_counts: dict[str, int]  # reason -> nodes
+    unresolvable: int = 0  # nodes rejected UnschedulableAndUnresolvable
+    post_filter_msg: str = ""
+    pre_filter_msg: str = ""
+
+    def fit_error(self) -> str:
+        return fit_error_message(
+            self.num_nodes, self.reason_counts, self.post_filter_msg, self.pre_filter_msg
+        )
+
+    def top_plugin(self) -> str:
+        best = ""
+        best_n = -1
+        for p, n in self.plugin_counts.items():  # insertion order = filter order
+            if n > best_n:
+                best, best_n = p, n
+        return best
+
+
+def fit_error_message(
+    num_nodes: int, reason_counts: dict[str, int], post_filter_msg: str = "", pre_filter_msg: str = ""
+) -> str:
+    """FitError.Error(): ``0/N nodes are available: <count> <reason>, ....`` with the
+    ``"<count> <reason>"`` strings sorted as strings (Go ``sort.Strings``), as upstream; a
+    PreFilter rejection replaces the per-node reasons by its message."""
+    if num_nodes == 0 and not pre_filter_msg:
+        msg = ERR_NO_NODES_AVAILABLE
+    else:
+        msg = NO_NODE_AVAILABLE_MSG % num_nodes + ":"
+        if pre_filter_msg:
+            msg += " " + pre_filter_msg + "."
+        else:
+            items = sorted(f"{v} {k}" for k, v in reason_counts.items() if v > 0)
+            if items:
+                msg += " " + ", ".join(items) + "."
+    if post_filter_msg:
+        msg += " " + post_filter_msg + "."
+    return msg
+
+
+def diagnose(results: Sequence[FilterResult], subset: BOOL | None) -> Diagnosis:
+    """Attribute each rejected node of ``subset`` to the first plugin (in filter order) that
+    rejects it, like kube-scheduler's RunFilterPlugins, and count reasons."""
+    if not results:
+        return Diagnosis(0, {}, {})
+    n = len(results[0].ok)
+    alive_mask: BOOL = np.ones(n, dtype=np.bool_) if subset is None else subset.copy()
+    total = int(np.count_nonzero(alive_mask))
+    plugin_counts: dict[str, int] = {}
+    reason_counts: dict[str, int] = {}
+    uu = 0
+    for fr in results:
+        rej = alive_mask & ~fr.ok
+        cnt = int(np.count_nonzero(rej))
+        if cnt:
+            plugin_counts[fr.plugin] = plugin_counts.get(fr.plugin, 0) + cnt
+            if fr.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                uu += cnt
+            for reason, m in fr.reasons:
+                c = int(np.count_nonzero(m & rej))
+                if c:
+                    reason_counts[reason] = reason_counts.get(reason, 0) + c
+            alive_mask &= fr.ok
+    return Diagnosis(total, plugin_counts, reason_counts, uu)
+
+
+# --------------------------------------------------------------------------- extension points
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: Pod) -> Status: ...
+
+
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, pod: Pod, snap: Snapshot) -> FilterResult: ...
+
+
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, pod: Pod, snap: Snapshot, nodes: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]: ...
+
+
+class PlacementFeasiblePlugin(Protocol):
+    name: str
+
+    def placement_feasible(self, minimum: int, scheduled: int, remaining: int) -> Status: ...

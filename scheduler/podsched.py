@@ -1,0 +1,468 @@
+"""SchedulePod: filter, score and select a host for one pod, vectorized over the snapshot.
+
+Filter order (default profile): NodeUnschedulable, TaintToleration, NodeAffinity (node-static,
+cached per pod filter signature until the node set changes), then NodeResourcesFit (dynamic).
+Score plugins: NodeResourcesFit (not normalized), TaintToleration (reverse-normalized),
+NodeAffinity (normalized), weighted by ``config.plugin_weights``. All feasible nodes are scored
+(``percentageOfNodesToScore = 100``).
+
+Deterministic tie-break: among nodes with the highest total score, the lowest node index
+(= first node in ``(seq, name)`` order) wins; upstream picks one at random.
+A pod with ``nominated_node`` set gets that node when it passes all filters (upstream's
+"evaluate the nominated node first").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework import Diagnosis, FilterResult, diagnose
+from scheduler.model import NodeSelectorTerm, Pod, PreferredTerm, SchedulerConfig, Toleration
+from scheduler.plugins import node_affinity, node_resources_fit, node_unschedulable, taint_toleration
+from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot, make_demand
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+IDX = npt.NDArray[np.intp]
+
+MAX_SCORE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSignature:
+    tolerations: tuple[Toleration, ...]
+    node_selector: tuple[tuple[str, str], ...]
+    required: tuple[NodeSelectorTerm, ...]
+    preferred: tuple[PreferredTerm, ...]
+
+
+@dataclass(slots=True)
+class StaticInfo:
+    generation: int
+    results: list[FilterResult]
+    ok: BOOL
+    taint_raw: I64 | None
+    affinity_raw: I64 | None
+    all_ok: bool = False
+
+
+class DynamicInfo:
+    """Per-demand NodeResourcesFit fit + score over all nodes: ``mscore[n]`` is the node score
+    when the pod fits node ``n`` and -1 otherwise. Kept current through the snapshot's change log:
+    only nodes changed since the last use are recomputed."""
+
+    __slots__ = (
+        "epoch",
+        "pos",
+        "mscore",
+        "stale",
+        "rows",
+        "amounts",
+        "demand",
+        "plan",
+        "most",
+        "simple",
+        "strategy",
+        "weights",
+        "need_rows",
+        "need_amt",
+        "all_nz",
+        "plan_rows",
+        "plan_w",
+        "plan_add",
+        "wsum",
+    )
+
+    def __init__(self, snap: Snapshot, d: Demand, rows: tuple[int, ...], cfg: SchedulerConfig) -> None:
+        self.rows = rows
+        self.amounts = d.amounts
+        self.demand = d
+        self.strategy = cfg.scoring_strategy
+        self.weights = cfg.resource_weights
+        self.most = cfg.scoring_strategy == "MostAllocated"
+        dn = d.as_dict()
+        plan: list[tuple[int, int, bool, int]] = []
+        for r, w, res in node_resources_fit.scored_resources(snap, d, cfg.resource_weights):
+            if r == R_CPU:
+                plan.append((r, w, True, d.nz_cpu))
+            elif r == R_MEM:
+                plan.append((r, w, True, d.nz_mem))
+            else:
+                plan.append((r, w, False, dn.get(res, 0)))
+        self.plan = plan
+        self.need_rows = np.array([*rows, R_PODS], dtype=np.intp)[:, None]
+        self.need_amt = np.array([*d.amounts, 1], dtype=np.int64)[:, None]
+        self.all_nz = bool(plan) and all(p[2] for p in plan)
+        self.plan_rows = np.array([p[0] for p in plan], dtype=np.intp)[:, None]
+        self.plan_w = np.array([p[1] for p in plan], dtype=np.int64)[:, None]
+        self.plan_add = np.array([p[3] for p in plan], dtype=np.int64)[:, None]
+        self.wsum = int(sum(p[1] for p in plan))
+        self.full(snap)
+
+    @property
+    def fit(self) -> BOOL:
+        out: BOOL = self.mscore >= 0
+        return out
+
+    def full(self, snap: Snapshot) -> None:
+        fit = node_resources_fit.fit_mask(snap, self.rows, self.amounts)
+        score = node_resources_fit.score_nodes(snap, self.demand, None, self.strategy, self.weights)
+        self.mscore = np.where(fit, score, -1)
+        self.simple = all(bool((snap.alloc[r] > 0).all()) for r, _, _, _ in self.plan)
+        self.epoch = snap.epoch
+        self.pos = len(snap.log)
+        self.stale: set[int] = set()
+
+    def _sync(self, snap: Snapshot) -> None:
+        """Fold new log entries in: nodes changed since the last exact value become ``stale``
+        (nodes that lost a pod are recomputed at once)."""
+        log = snap.log
+        n = len(log)
+        if self.epoch != snap.epoch or n - self.pos > max(64, len(snap.names) // 8):
+            self.full(snap)
+            return
+        if self.pos == n:
+            return
+        new = log[self.pos : n]
+        self.pos = n
+        if min(new) >= 0:
+            self.stale.update(new)
+        else:
+            removed = {~i for i in new if i < 0}
+            self.stale.update(i for i in new if i >= 0)
+            self.stale -= removed
+            self._recompute(snap, removed)
+        if len(self.stale) > max(64, len(snap.names) // 8):
+            self.full(snap)
+
+    def refresh(self, snap: Snapshot) -> None:
+        """Make every cached value exact."""
+        self._sync(snap)
+        if self.stale:
+            st = self.stale
+            self.stale = set()
+            self._recompute(snap, st)
+
+    def best(self, snap: Snapshot, mask: BOOL | None) -> int:
+        """argmax of the exact masked score over the nodes of ``mask`` (all when None); -1 if no
+        node fits. Ties -> lowest node index."""
+        self.refresh(snap)
+        ms = self.mscore if mask is None else np.where(mask, self.mscore, -1)
+        c = int(np.argmax(ms))
+        return c if ms[c] >= 0 else -1
+
+    def _recompute(self, snap: Snapshot, changed: set[int] | tuple[int, ...]) -> None:
+        if not changed:
+            return
+        free, nz, alloc = snap.free, snap.nz, snap.alloc
+        if len(changed) <= 3 and self.simple:
+            for i in changed:
+                ok = int(free[R_PODS, i]) >= 1
+                if ok:
+                    for r, a in zip(self.rows, self.amounts, strict=True):
+                        if int(free[r, i]) < a:
+                            ok = False
+                            break
+                if not ok:
+                    self.mscore[i] = -1
+                    continue
+                tot = wsum = 0
+                for r, w, is_nz, add in self.plan:
+                    al = int(alloc[r, i])
+                    used = (int(nz[r, i]) if is_nz else al - int(free[r, i])) + add
+                    if self.most:
+                        sc = min(used, al) * MAX_SCORE // al
+                    else:
+                        sc = (al - used) * MAX_SCORE // al if used <= al else 0
+                    tot += sc * w
+                    wsum += w
+                self.mscore[i] = tot // wsum if wsum else 0
+            return
+        idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
+        fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)
+        if self.simple and self.all_nz and self.wsum:
+            pr = self.plan_rows
+            al2 = alloc[pr, idx]
+            used2 = nz[pr, idx] + self.plan_add
+            if self.most:
+                sc2 = np.minimum(used2, al2) * MAX_SCORE // al2
+            else:
+                sc2 = np.maximum(al2 - used2, 0) * MAX_SCORE // al2
+            score = (sc2 * self.plan_w).sum(axis=0) // self.wsum
+        else:
+            score = node_resources_fit.score_nodes(snap, self.demand, idx, self.strategy, self.weights)
+        self.mscore[idx] = np.where(fit, score, -1)
+
+
+@dataclass(slots=True)
+class PodInfo:
+    pod: Pod
+    demand: Demand
+    rows: tuple[int, ...]
+    sig: FilterSignature
+    fit_key: tuple[
+        object, ...
+    ]  # (signature, demand): pods with equal fit_key are interchangeable for filtering
+    st: StaticInfo | None = None
+    dyn: DynamicInfo | None = None
+    dyn_gen: int = -1
+
+
+def signature_of(pod: Pod) -> FilterSignature:
+    return FilterSignature(
+        tuple(pod.tolerations),
+        tuple(sorted(pod.node_selector.items())),
+        tuple(pod.required_terms),
+        tuple(pod.preferred_terms),
+    )
+
+
+def default_normalize(scores: I64, reverse: bool) -> I64:
+    m = int(scores.max()) if len(scores) else 0
+    if m == 0:
+        if reverse:
+            return np.full(len(scores), MAX_SCORE, dtype=np.int64)
+        return scores
+    out: I64 = scores * MAX_SCORE // m
+    if reverse:
+        out = MAX_SCORE - out
+    return out
+
+
+class PodScheduler:
+    def __init__(self, snap: Snapshot, config: SchedulerConfig) -> None:
+        self.snap = snap
+        self.config = config
+        self._info: dict[str, PodInfo] = {}
+        self._static: dict[FilterSignature, StaticInfo] = {}
+        self._dynamic: dict[tuple[object, ...], DynamicInfo] = {}
+        self._dyn_gen = 0
+        self._gen = -1
+        self.nominated: dict[str, dict[str, tuple[int, Demand]]] = {}  # node -> pod -> (priority, demand)
+        self._nominated_of: dict[str, str] = {}
+
+    def set_config(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self._dynamic.clear()
+        self._dyn_gen += 1
+
+    # --------------------------------------------------------------- caches
+    def info(self, pod: Pod) -> PodInfo:
+        key = pod.key
+        pi = self._info.get(key)
+        if pi is not None and pi.pod is pod:
+            return pi
+        d = make_demand(pod.requests)
+        rows = self.snap.resource_rows(d)
+        sig = signature_of(pod)
+        pi = PodInfo(pod, d, rows, sig, (sig, d))
+        self._info[key] = pi
+        return pi
+
+    def forget(self, key: str) -> None:
+        self._info.pop(key, None)
+
+    def static(self, pi: PodInfo) -> StaticInfo:
+        snap = self.snap
+        if snap._stale:
+            snap.refresh()
+        st0 = pi.st
+        if st0 is not None and st0.generation == snap.generation:
+            return st0
+        if self._gen != snap.generation:
+            self._static.clear()
+            self._gen = snap.generation
+        st = self._static.get(pi.sig)
+        if st is None:
+            sig = pi.sig
+            results = [
+                node_unschedulable.filter_nodes(sig.tolerations, snap),
+                taint_toleration.filter_nodes(sig.tolerations, snap),
+                node_affinity.filter_nodes(dict(sig.node_selector), sig.required, snap),
+            ]
+            ok = results[0].ok & results[1].ok & results[2].ok
+            st = StaticInfo(
+                snap.generation,
+                results,
+                ok,
+                taint_toleration.score_raw(sig.tolerations, snap),
+                node_affinity.score_raw(sig.preferred, snap),
+                bool(ok.all()),
+            )
+            if len(self._static) > 4096:
+                self._static.clear()
+            self._static[pi.sig] = st
+        pi.st = st
+        return st
+
+    def dynamic(self, pi: PodInfo) -> DynamicInfo:
+        """The pod's DynamicInfo with every value exact."""
+        c = self._dyn(pi)
+        c.refresh(self.snap)
+        return c
+
+    def _dyn(self, pi: PodInfo) -> DynamicInfo:
+        snap = self.snap
+        if snap._stale:
+            snap.refresh()
+        c = pi.dyn
+        if c is None or pi.dyn_gen != self._dyn_gen:
+            key = (pi.rows, pi.demand)
+            c = self._dynamic.get(key)
+            if c is None:
+                c = DynamicInfo(snap, pi.demand, pi.rows, self.config)
+                if len(self._dynamic) >= 256:
+                    self._dynamic.clear()
+                    self._dyn_gen += 1
+                self._dynamic[key] = c
+            pi.dyn = c
+            pi.dyn_gen = self._dyn_gen
+        return c
+
+    # ------------------------------------------------------------- filtering
+    # ------------------------------------------------- nominated pods (upstream addNominatedPods)
+    def set_nominated(self, pod_key: str, node: str | None, priority: int, d: Demand | None) -> None:
+        """Register (or clear, with ``node=None``) a pending pod's nominated node: its requests are
+        reserved on that node when filtering pods of lower or equal priority."""
+        old = self._nominated_of.pop(pod_key, None)
+        if old is not None:
+            per = self.nominated.get(old)
+            if per is not None:
+                per.pop(pod_key, None)
+                if not per:
+                    del self.nominated[old]
+        if node is not None and d is not None:
+            self.nominated.setdefault(node, {})[pod_key] = (priority, d)
+            self._nominated_of[pod_key] = node
+
+    def _reserved(self, pi: PodInfo) -> dict[int, list[Demand]]:
+        """Node index -> demands of nominated pods (priority >= the pod's, other than itself)."""
+        out: dict[int, list[Demand]] = {}
+        if not self.nominated:
+            return out
+        prio, key = pi.pod.priority, pi.pod.key
+        for node, per in self.nominated.items():
+            i = self.snap.index.get(node)
+            if i is None:
+                continue
+            # an assumed pod no longer counts as nominated (upstream: DeleteNominatedPodIfExists)
+            ds = [d for k, (p, d) in per.items() if k != key and p >= prio and not self.snap.has_pod(k)]
+            if ds:
+                out[i] = ds
+        return out
+
+    def _fit_reasons_with(self, pi: PodInfo, i: int, extra: list[Demand]) -> list[str]:
+        snap = self.snap
+        alloc = {r: int(snap.alloc[k, i]) for k, r in enumerate(snap.res_names)}
+        requested = {r: int(snap.alloc[k, i] - snap.free[k, i]) for k, r in enumerate(snap.res_names)}
+        pods = int(snap.alloc[R_PODS, i] - snap.free[R_PODS, i])
+        for d in extra:
+            for r, a in zip(d.names, d.amounts, strict=True):
+                requested[r] = requested.get(r, 0) + a
+            pods += 1
+        return node_resources_fit.filter_node(pi.demand, alloc, requested, pods, alloc.get("pods", 0))
+
+    def feasible(self, pi: PodInfo, subset: BOOL | None) -> BOOL:
+        st = self.static(pi)
+        ok: BOOL = self.dynamic(pi).fit & st.ok
+        if subset is not None:
+            ok &= subset
+        for i, extra in self._reserved(pi).items():
+            if ok[i] and self._fit_reasons_with(pi, i, extra):
+                ok[i] = False
+        return ok
+
+    def diagnose(self, pi: PodInfo, subset: BOOL | None) -> Diagnosis:
+        if self.snap.n == 0:
+            return Diagnosis(0, {}, {})
+        return diagnose(self.filter_results(pi), subset)
+
+    def filter_results(self, pi: PodInfo) -> list[FilterResult]:
+        st = self.static(pi)
+        fit = node_resources_fit.filter_nodes(pi.demand, self.snap)
+        reserved = self._reserved(pi)
+        if reserved:
+            fit.ok = fit.ok.copy()
+            masks = {r: m.copy() for r, m in fit.reasons}
+            for i, extra in reserved.items():
+                reasons = self._fit_reasons_with(pi, i, extra)
+                fit.ok[i] = not reasons
+                for m in masks.values():
+                    m[i] = False
+                for r in reasons:
+                    masks.setdefault(r, np.zeros(self.snap.n, dtype=np.bool_))[i] = True
+            fit.reasons = sorted(masks.items())
+        return [*st.results, fit]
+
+    # --------------------------------------------------------------- scoring
+    def score(self, pi: PodInfo, idx: IDX) -> I64:
+        cfg = self.config
+        w: Mapping[str, int] = cfg.plugin_weights
+        st = self.static(pi)
+        total: I64 = self.dynamic(pi).mscore[idx] * int(w.get(node_resources_fit.NAME, 1))
+        wt = int(w.get(taint_toleration.NAME, 3))
+        if st.taint_raw is not None and wt:
+            total += default_normalize(st.taint_raw[idx], reverse=True) * wt
+        wa = int(w.get(node_affinity.NAME, 2))
+        if st.affinity_raw is not None and wa:
+            total += default_normalize(st.affinity_raw[idx], reverse=False) * wa
+        return total
+
+    def select(self, pi: PodInfo, ok: BOOL) -> int:
+        """Best feasible node of ``ok`` (-1 if none)."""
+        nominated = pi.pod.nominated_node
+        if nominated is not None:
+            i = self.snap.index.get(nominated)
+            if i is not None and ok[i]:
+                return i
+        st = self.static(pi)
+        if st.taint_raw is None and st.affinity_raw is None:
+            # only NodeResourcesFit ranks: argmax over the cached per-node scores
+            if int(self.config.plugin_weights.get(node_resources_fit.NAME, 1)) > 0:
+                masked = np.where(ok, self.dynamic(pi).mscore, -1)
+            else:
+                masked = ok.astype(np.int64) - 1
+            best = int(np.argmax(masked))
+            return best if ok[best] else -1
+        idx = np.flatnonzero(ok)
+        if len(idx) == 0:
+            return -1
+        if len(idx) == 1:
+            return int(idx[0])
+        scores = self.score(pi, idx)
+        return int(idx[int(np.argmax(scores))])
+
+    def best_node(self, pi: PodInfo, subset: BOOL | None) -> int:
+        """Filter + score + select host for one pod (-1 if no node fits)."""
+        st = self.static(pi)
+        if (
+            st.taint_raw is not None
+            or st.affinity_raw is not None
+            or pi.pod.nominated_node is not None
+            or self.nominated
+        ):
+            return self.select(pi, self.feasible(pi, subset))
+        w_fit = int(self.config.plugin_weights.get(node_resources_fit.NAME, 1))
+        mask: BOOL | None = None
+        if subset is not None:
+            mask = st.ok & subset
+        elif not st.all_ok:
+            mask = st.ok
+        if w_fit > 0:
+            return self._dyn(pi).best(self.snap, mask)
+        dyn = self.dynamic(pi)
+        ms = dyn.mscore if w_fit > 0 else dyn.fit.astype(np.int64) - 1
+        if mask is not None:
+            ms = np.where(mask, ms, -1)
+        best = int(np.argmax(ms))
+        return best if ms[best] >= 0 else -1
+
+    def schedule(self, pod: Pod, subset: BOOL | None = None) -> tuple[int, PodInfo]:
+        pi = self.info(pod)
+        if self.snap.n == 0:
+            return -1, pi
+        return self.best_node(pi, subset), pi

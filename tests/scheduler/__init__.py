@@ -1,0 +1,1 @@
+"""Pure unit tests of the scheduling core (no database)."""
