@@ -140,26 +140,36 @@ def demo(
         f"ran {len(results)} scheduling cycles, {bound} pods bound; log head is now {store.head(engine)}\n"
     )
 
-    for kind, ctype in (
-        ("CompositePodGroup", "CompositePodGroupInitiallyScheduled"),
-        ("PodGroup", "PodGroupInitiallyScheduled"),
-    ):
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        placements = {row[0]: row[1] for row in conn.execute(sa.text(
+            "SELECT DISTINCT ON (data->>'group') data->>'group', data->>'placement' FROM events "
+            "WHERE type = 'PodGroupScheduled' ORDER BY data->>'group', position DESC"))}
+    for kind, ctype in (("CompositePodGroup", "CompositePodGroupInitiallyScheduled"), ("PodGroup", "PodGroupInitiallyScheduled")):
         rows = list_objects(engine, kind)
         if not rows:
             continue
         table = Table(title=f"{kind}s", title_justify="left")
-        for c in ("NAMESPACE", "NAME", "CONDITION", "REASON", "MESSAGE"):
+        for c in ("NAMESPACE", "NAME", "CONDITION", "REASON", "WHERE / WHY"):
             table.add_column(c)
         for r in rows:
             cond = next((c for c in r.status.get("conditions") or [] if c.get("type") == ctype), None)
+            spec = r.object.get("spec") or {}
+            topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
+            why = ""
+            if cond and cond.get("status") == "True":
+                where = placements.get(f"{r.namespace}/{r.name}")
+                if topo:
+                    why = f"topology {topo[0]['key']}: all pods in {where or 'one domain'} (the best-scoring feasible domain)"
+                elif spec.get("parentCompositePodGroupName"):
+                    why = f"inside the placement chosen for {spec['parentCompositePodGroupName']}"
+                else:
+                    why = "no topology constraint: best-scoring nodes"
+            elif cond:
+                why = cond.get("message", "") or ""
             if cond:
-                table.add_row(
-                    r.namespace,
-                    r.name,
-                    f"{ctype}={cond['status']}",
-                    cond.get("reason", ""),
-                    cond.get("message", "") or "",
-                )
+                table.add_row(r.namespace, r.name, f"{ctype}={cond['status']}", cond.get("reason", ""), why)
             else:
                 table.add_row(r.namespace, r.name, "(not attempted)", "", "")
         out.print(table)
