@@ -381,49 +381,76 @@ def read_stream(target: Engine | Connection, stream: str, from_version: int = 1)
 
 
 def iter_all(
-    engine: Engine, after: int = 0, upto: int | None = None, batch: int = 5000, *, upcast: bool = True
+    engine: Engine,
+    after: int = 0,
+    upto: int | None = None,
+    batch: int = 5000,
+    *,
+    upcast: bool = True,
+    light: bool = False,
 ) -> Iterator[StoredEvent]:
-    """Stream the log in position order through a server-side cursor; never loads it whole."""
+    """Stream the log in position order (binary COPY); never loads it whole.
+
+    ``light`` skips the columns a fold does not need (event_id, meta, recorded_at): the events
+    then carry a nil event id, empty meta and ``recorded_at = effective_at``.
+    """
     with engine.connect() as conn:
         raw = _raw(conn)
         # COPY ... TO STDOUT in binary: rows stream from the server without FETCH round trips,
         # and jsonb is decoded by orjson straight from the wire (measured ~3x a named cursor).
-        cols = (
-            "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
-        )
+        if light:
+            cols = "position, stream, version, type, schema_version, data, effective_at"
+            types = ["int8", "text", "int4", "text", "int2", "jsonb", "timestamptz"]
+        else:
+            cols = "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
+            types = [
+                "int8",
+                "text",
+                "int4",
+                "text",
+                "int2",
+                "uuid",
+                "jsonb",
+                "jsonb",
+                "timestamptz",
+                "timestamptz",
+            ]
         where = f"position > {int(after)}" + ("" if upto is None else f" AND position <= {int(upto)}")
         query = f"SELECT {cols} FROM events WHERE {where} ORDER BY position"
+        up = registry.upcast
         with raw.cursor() as cur:
             set_json_loads(orjson.loads, cur)
             with cur.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
-                copy.set_types(
-                    [
-                        "int8",
-                        "text",
-                        "int4",
-                        "text",
-                        "int2",
-                        "uuid",
-                        "jsonb",
-                        "jsonb",
-                        "timestamptz",
-                        "timestamptz",
-                    ]
-                )
-                up = registry.upcast
-                for r in copy.rows():
-                    yield StoredEvent(
-                        r[0],
-                        r[1],
-                        r[2],
-                        r[3],
-                        r[4],
-                        r[5],
-                        up(r[3], r[4], r[6]) if upcast else r[6],
-                        r[7],
-                        r[8],
-                        r[9],
-                    )
+                copy.set_types(types)
+                if light:
+                    nil = uuid.UUID(int=0)
+                    for r in copy.rows():
+                        yield StoredEvent(
+                            r[0],
+                            r[1],
+                            r[2],
+                            r[3],
+                            r[4],
+                            nil,
+                            up(r[3], r[4], r[5]) if upcast else r[5],
+                            {},
+                            r[6],
+                            r[6],
+                        )
+                else:
+                    for r in copy.rows():
+                        yield StoredEvent(
+                            r[0],
+                            r[1],
+                            r[2],
+                            r[3],
+                            r[4],
+                            r[5],
+                            up(r[3], r[4], r[6]) if upcast else r[6],
+                            r[7],
+                            r[8],
+                            r[9],
+                        )
         conn.rollback()
 
 
