@@ -458,7 +458,14 @@ def render_explain(doc: dict[str, Any]) -> str:
             lines.append(f"  Preemption: not taken: {pre['message'] or 'n/a'}")
     q = doc.get("quota")
     if q:
-        lines.append(f"  Quota {q['name']}: used {q['used']} min {q['min']} max {q['max']}")
+        from ledger.resources.quantity import format_resources
+
+        def fmt(res: Any) -> str:
+            if res is None:
+                return "unlimited"
+            return ", ".join(f"{k}={v}" for k, v in format_resources(res).items()) or "-"
+
+        lines.append(f"  Quota {q['name']}: used {fmt(q['used'])}; min {fmt(q['min'])}; max {fmt(q['max'])}")
     if doc.get("pods"):
         lines.append("  Pods:")
         for p in doc["pods"]:

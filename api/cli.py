@@ -119,6 +119,7 @@ def main() -> None:
     import api.cli_audit  # noqa: F401  (registers explain/history/replay)
     import api.cli_objects  # noqa: F401  (registers apply/get/delete)
     import api.cli_sched  # noqa: F401  (registers schedule/simulate/demo)
+    import api.cli_serve  # noqa: F401  (registers serve)
     from ledger.errors import LedgerError
 
     try:

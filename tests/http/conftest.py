@@ -1,0 +1,115 @@
+"""Fixtures of the HTTP tests: an app over a fresh real database, tokens, demo data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from api.app import create_app
+from ledger import db
+from tests.conftest import _admin, new_database
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "cluster"
+OUTPUT = ROOT / "test-output"
+
+TOKENS = {
+    "reader": "reader-token-0123456789",
+    "writer": "writer-token-0123456789",
+    "admin": "admin-token-0123456789",
+}
+TOKEN_SPEC = ",".join(f"{role}={tok}" for role, tok in TOKENS.items())
+
+# A gang that can never fit (3 pods of 200 CPUs), so the demo has an unschedulable group.
+GIANT = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: giant, namespace: team-a}
+spec:
+  schedulingPolicy: {gang: {minCount: 3}}
+  priorityClassName: training-high
+""" + "".join(
+    f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: giant-{i}, namespace: team-a}}
+spec:
+  priorityClassName: training-high
+  schedulingGroup: {{podGroupName: giant}}
+  containers: [{{name: c, resources: {{requests: {{cpu: 200}}}}}}]
+"""
+    for i in range(3)
+)
+
+
+def auth(role: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[role]}"}
+
+
+@pytest.fixture()
+def app(engine: Engine):  # type: ignore[no-untyped-def]
+    return create_app(engine, TOKEN_SPEC)
+
+
+@pytest.fixture()
+def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def count_events(engine: Engine, where: str = "TRUE") -> int:
+    with engine.connect() as c:
+        return int(c.execute(sa.text(f"SELECT count(*) FROM events WHERE {where}")).scalar_one())
+
+
+def load_demo(engine: Engine, *, extra: str = GIANT) -> None:
+    """The example cluster (+ an unschedulable gang), applied and scheduled until idle."""
+    from api.cli_sched import schedule_until_idle
+    from api.services import apply_objects, load_documents
+    from ledger.resources.parse import iter_path, parse_documents
+
+    objects, errors = load_documents(iter_path(EXAMPLES))
+    assert not errors, errors
+    res = apply_objects(engine, objects, actor="demo", source=str(EXAMPLES))
+    assert res.ok, res.errors
+    if extra:
+        more, errors = load_documents(parse_documents(extra, "extra"))
+        assert not errors, errors
+        assert apply_objects(engine, more, actor="demo").ok
+    schedule_until_idle(engine, progress=False)
+
+
+@pytest.fixture(scope="module")
+def demo_engine(server_url: str) -> Iterator[Engine]:
+    """One database with the demo loaded, shared by the read-only tests of a module."""
+    url = new_database(server_url)
+    engine = db.get_engine(url, migrate_on_start=False)
+    load_demo(engine)
+    yield engine
+    engine.dispose()
+    db._engines.pop(url, None)
+    with psycopg.connect(_admin(server_url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db.database_name(url)}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def demo_client(demo_engine: Engine) -> Iterator[TestClient]:
+    with TestClient(create_app(demo_engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+        yield c
+
+
+def audit_available() -> bool:
+    try:
+        from api import audit_impl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_audit = pytest.mark.skipif(not audit_available(), reason="api/audit_impl.py is not in this tree yet")

@@ -1,0 +1,152 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright for Python.
+
+The demo data (the example cluster plus a gang that cannot fit) is loaded and scheduled, the
+app is served by uvicorn on 127.0.0.1, and chromium signs in, opens the groups table, follows
+a group to its page and checks that the explanation and a chart are there. Screenshots go to
+``test-output/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+
+from api.app import create_app
+from tests.http.conftest import OUTPUT, TOKEN_SPEC, TOKENS
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _ensure_chromium() -> str | None:
+    """Debian's chromium, installed with apt-get when missing and we are root; else a reason."""
+    if os.path.exists(CHROMIUM):
+        return None
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return f"{CHROMIUM} is missing and apt-get cannot run here (not root or not Debian)"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    try:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=300)
+        res = subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"installing chromium failed: {exc}"
+    if res.returncode != 0 or not os.path.exists(CHROMIUM):
+        return f"apt-get install chromium failed: {res.stderr.strip()[-300:]}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    reason = _ensure_chromium()
+    if reason:
+        pytest.skip(reason)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("playwright (Python) is not installed: pip install -e '.[dev]'")
+    return CHROMIUM
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def live_url(demo_engine) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    port = _free_port()
+    config = uvicorn.Config(create_app(demo_engine, TOKEN_SPEC), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_dashboard_in_chromium(chromium, live_url):
+    from playwright.sync_api import sync_playwright
+
+    OUTPUT.mkdir(exist_ok=True)
+    requests_outside: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on(
+                "request",
+                lambda req: None if req.url.startswith(live_url) else requests_outside.append(req.url),
+            )
+            page.goto(live_url + "/", wait_until="load")
+            # not signed in: the login form, then back to the groups table
+            assert "/login" in page.url
+            page.fill("input[name=token]", TOKENS["reader"])
+            page.click("button[type=submit]")
+            page.wait_for_url(live_url + "/")
+            assert page.locator("h1").first.inner_text() == "Groups"
+            rows = page.locator("table.groups tbody tr")
+            assert rows.count() >= 7
+            assert page.locator("table.groups").inner_text().count("Scheduled") >= 5
+            page.screenshot(path=str(OUTPUT / "dashboard-groups.png"), full_page=True)
+
+            # the filter narrows the table
+            page.fill("input[name=q]", "giant")
+            page.click("form.filter button")
+            page.wait_for_url("**/?q=giant*")
+            assert page.locator("table.groups tbody tr").count() == 1
+
+            # follow the group to its page
+            page.click("a.group-link:text-is('giant')")
+            page.wait_for_url("**/groups/team-a/giant")
+            explanation = page.locator("#explanation").inner_text()
+            assert "giant" in explanation
+            assert any(w in explanation.lower() for w in ("unschedulable", "mincount", "cannot", "not scheduled"))
+            assert page.locator("svg.chart").count() >= 2
+            assert page.locator("svg.chart circle.point").count() >= 2  # the timeline has events
+            assert page.locator("table.timeline tbody tr").count() >= 2
+            page.screenshot(path=str(OUTPUT / "dashboard-group.png"), full_page=True)
+
+            # a scheduled group shows where its pods are
+            page.goto(live_url + "/groups/team-a/llm-pretrain")
+            assert page.locator("svg.chart rect.bar").count() >= 1
+            assert "node-r4-" in page.locator("section.card table").first.inner_text()
+
+            page.goto(live_url + "/charts")
+            assert page.locator("svg.chart").count() == 6
+            assert page.locator("svg.chart rect.bar").count() > 10
+            page.screenshot(path=str(OUTPUT / "dashboard-charts.png"), full_page=True)
+
+            page.goto(live_url + "/log?limit=20")
+            assert page.locator("table.log tbody tr").count() == 20
+            page.click("text=← older")
+            assert page.locator("table.log tbody tr").count() == 20
+        finally:
+            browser.close()
+    assert requests_outside == [], f"the dashboard fetched from elsewhere: {requests_outside}"
+    assert (OUTPUT / "dashboard-group.png").stat().st_size > 10_000

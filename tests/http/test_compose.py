@@ -1,0 +1,146 @@
+"""docker-compose.yml, the Dockerfile and Grafana's provisioning, checked without Docker:
+the services, their commands and health checks, and that every provisioned file parses. The
+dashboard's SQL runs against a real migrated database as the reporting role, and the health
+check script is run against a real database and a real server."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+GRAFANA = ROOT / "deploy" / "grafana"
+VIEWS = ("v_group_wait_times", "v_unschedulable_reasons", "v_preemptions", "v_node_utilization", "v_quota_usage")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:  # type: ignore[type-arg]
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def command(service: dict) -> list[str]:  # type: ignore[type-arg]
+    cmd = service["command"]
+    return cmd if isinstance(cmd, list) else cmd.split()
+
+
+def test_services_commands_and_dependencies(compose):
+    services = compose["services"]
+    assert set(services) == {"postgres", "migrate", "api", "worker", "grafana"}
+    assert services["postgres"]["image"].startswith("postgres:")
+    for name in ("migrate", "api", "worker"):  # one image, built from the one Dockerfile
+        assert services[name]["build"] == "." and services[name]["image"] == "podledger:local"
+        url = services[name]["environment"]["PODLEDGER_DATABASE_URL"]
+        assert url.startswith("postgresql://") and "@postgres:5432/podledger" in url
+    assert command(services["migrate"]) == ["podledger", "db", "upgrade"]
+    assert services["migrate"]["restart"] == "no"
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    api = command(services["api"])
+    assert api[:2] == ["podledger", "serve"] and api[api.index("--host") + 1] == "0.0.0.0"
+    assert "--insecure-local" not in api
+    assert "PODLEDGER_TOKENS" in services["api"]["environment"]
+    assert command(services["worker"]) == ["podledger", "worker"]
+    for name in ("api", "worker", "grafana"):
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+
+
+def test_every_long_running_service_has_a_health_check(compose):
+    services = compose["services"]
+    for name in ("postgres", "api", "worker", "grafana"):
+        hc = services[name]["healthcheck"]
+        assert hc["test"][0] in ("CMD", "CMD-SHELL") and len(hc["test"]) > 1
+        assert "interval" in hc and "retries" in hc
+    assert "pg_isready" in services["postgres"]["healthcheck"]["test"][1]
+    assert services["api"]["healthcheck"]["test"][1:] == ["python", "deploy/healthcheck.py", "api"]
+    assert services["worker"]["healthcheck"]["test"][1:] == ["python", "deploy/healthcheck.py", "worker"]
+    assert "/api/health" in services["grafana"]["healthcheck"]["test"][1]
+
+
+def test_mounted_files_exist(compose):
+    for name, service in compose["services"].items():
+        for volume in service.get("volumes", []):
+            src = volume.split(":")[0]
+            if src.startswith("./"):
+                assert (ROOT / src).exists(), f"{name} mounts missing {src}"
+    init = ROOT / "deploy" / "postgres" / "10-reporting-role.sh"
+    assert init.stat().st_mode & 0o111 and "podledger_reporting LOGIN" in init.read_text()
+
+
+def test_dockerfile_builds_the_console_script():
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11", text, re.M)
+    assert "pip install -e ." in text and re.search(r"^USER ", text, re.M)
+    for path in ("migrations", "alembic", "ledger", "scheduler", "api", "deploy"):
+        assert f"COPY {path} " in text
+    assert ".venv" in (ROOT / ".dockerignore").read_text()
+
+
+def test_grafana_datasource_uses_the_reporting_role():
+    doc = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "podledger.yaml").read_text())
+    (ds,) = doc["datasources"]
+    assert ds["type"] == "grafana-postgresql-datasource" and ds["url"] == "postgres:5432"
+    assert ds["user"] == "podledger_reporting" and ds["jsonData"]["database"] == "podledger"
+    assert ds["secureJsonData"]["password"] == "${PODLEDGER_REPORTING_PASSWORD}"
+    prov = yaml.safe_load((GRAFANA / "provisioning" / "dashboards" / "podledger.yaml").read_text())
+    assert prov["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards"
+
+
+def _dashboard() -> dict:  # type: ignore[type-arg]
+    return json.loads((GRAFANA / "dashboards" / "podledger.json").read_text())
+
+
+def test_grafana_dashboard_is_built_on_the_views():
+    dash = _dashboard()
+    assert dash["uid"] and dash["panels"]
+    sql = "\n".join(t["rawSql"] for p in dash["panels"] for t in p["targets"])
+    for view in VIEWS:
+        assert view in sql, view
+        assert (ROOT / "migrations" / "sql" / f"{view}.sql").exists(), f"{view} is not defined in migrations/sql"
+    ds_uid = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "podledger.yaml").read_text())["datasources"][0]["uid"]
+    assert {p["datasource"]["uid"] for p in dash["panels"]} == {ds_uid}
+    assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
+
+
+def _expand_macros(sql: str) -> str:
+    sql = re.sub(r"\$__timeFilter\((\w+)\)", r"\1 BETWEEN now() - interval '30 days' AND now() + interval '1 day'", sql)
+    sql = re.sub(r"\$__timeGroupAlias\((\w+),\s*'1h'\)", lambda m: f"date_trunc('hour', {m.group(1)}) AS \"time\"", sql)
+    assert "$__" not in sql, sql
+    return sql
+
+
+def test_grafana_queries_run_as_the_reporting_role(db_url, engine):
+    from tests.http.conftest import load_demo
+
+    load_demo(engine)
+    with psycopg.connect(db_url) as conn:
+        conn.execute("SET ROLE podledger_reporting")
+        for panel in _dashboard()["panels"]:
+            for t in panel["targets"]:
+                rows = conn.execute(_expand_macros(t["rawSql"])).fetchall()
+                if panel["title"] in ("Group wait time distribution", "Slowest groups"):
+                    assert len(rows) == 6, panel["title"]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM events LIMIT 1")
+
+
+def test_health_check_script(db_url):
+    script = str(ROOT / "deploy" / "healthcheck.py")
+    env = {"PODLEDGER_DATABASE_URL": db_url, "PATH": "/usr/bin:/bin"}
+    no_leader = subprocess.run([sys.executable, script, "worker"], env=env, capture_output=True, text=True)
+    assert no_leader.returncode == 1 and "leader lock" in no_leader.stderr
+    with psycopg.connect(db_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(7243150010)")
+        assert subprocess.run([sys.executable, script, "worker"], env=env).returncode == 0
+    from scheduler.worker import LEADER_LOCK
+
+    assert LEADER_LOCK == 7243150010
+    down = subprocess.run([sys.executable, script, "api"], env={**env, "PORT": "1"}, capture_output=True, text=True)
+    assert down.returncode == 1 and "/readyz" in down.stderr
+    assert subprocess.run([sys.executable, script, "bogus"], env=env, capture_output=True).returncode == 2
