@@ -6,7 +6,7 @@ import importlib
 import sys
 import time
 
-MODULES = ["bench.append", "bench.core", "bench.endtoend", "bench.scale", "bench.trace"]
+MODULES = ["bench.append", "bench.core", "bench.endtoend", "bench.preemption", "bench.scale", "bench.trace"]
 
 
 def main() -> None:

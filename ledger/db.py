@@ -141,7 +141,11 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True) -> Engi
         ensure_database(url)
         migrate(url)
         _migrated.add(url)
-    engine = sa.create_engine(sqlalchemy_url(url), pool_size=5, max_overflow=5, pool_recycle=1800)
+    # pool_pre_ping: a pooled connection that died with a server restart is replaced at checkout
+    # (one round trip), so the first request after a restart succeeds instead of failing.
+    engine = sa.create_engine(
+        sqlalchemy_url(url), pool_size=5, max_overflow=5, pool_recycle=1800, pool_pre_ping=True
+    )
     sa.event.listen(engine, "connect", _on_connect)
     with _lock:
         _engines[url] = engine

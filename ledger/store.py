@@ -37,6 +37,12 @@ from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyCon
 LEDGER_LOCK = 7243150001
 COPY_THRESHOLD = 64
 NO_STREAM = 0  # expected version of a stream that must not exist yet
+# Transaction-local idle-in-transaction timeout for a transaction holding the ledger lock:
+# ``podledger.ledger_idle_timeout`` if set (e.g. ALTER DATABASE ... SET), else 5 s.
+_IDLE_TIMEOUT_SQL = (
+    "SELECT set_config('idle_in_transaction_session_timeout', "
+    "coalesce(nullif(current_setting('podledger.ledger_idle_timeout', true), ''), '5s'), true)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +255,11 @@ def _append(
                 "RETURNING stream, version",
                 (names, [counts[s] for s in names]),
             )
+            # Holding the ledger lock idle would stall every other append: from here on, this
+            # transaction is terminated if it sits idle longer than the ledger idle timeout
+            # (migration 0004; the insert trigger sets the same, for appends made outside this
+            # module).
+            head_cur.execute(_IDLE_TIMEOUT_SQL)
             head_cur.execute("SELECT pg_advisory_xact_lock(%s)", (LEDGER_LOCK,))
             head_cur.execute("SELECT hash FROM events ORDER BY position DESC LIMIT 1")
         new_versions = dict(cur.fetchall())

@@ -120,7 +120,11 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
 
 
 def pod_from(
-    obj: Mapping[str, Any], seq: int, created_at: float, status: Mapping[str, Any] | None = None
+    obj: Mapping[str, Any],
+    seq: int,
+    created_at: float,
+    status: Mapping[str, Any] | None = None,
+    requests: Mapping[str, int] | None = None,
 ) -> m.Pod:
     meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
     aff = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
@@ -131,7 +135,7 @@ def pod_from(
     return m.Pod(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
-        requests=pod_requests(spec),
+        requests=dict(requests) if requests is not None else pod_requests(spec),
         uid=str(meta.get("uid") or ""),
         labels=dict(meta.get("labels") or {}),
         node_selector=dict(spec.get("nodeSelector") or {}),
@@ -333,7 +337,7 @@ class Bridge:
                 n += 1
             if len(page) < TAIL_PAGE:
                 return n
-        for ev in store.iter_all(self.engine, after=self.position, upto=upto):
+        for ev in store.iter_all(self.engine, after=self.position, upto=upto, light=True):
             self.fold(ev)
             n += 1
         return n
@@ -408,10 +412,8 @@ class Bridge:
             self.nodes[node.name] = node
             sch.upsert_node(node)
         elif kind == "Pod":
-            self._requests[f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"] = (
-                pod_requests(obj.get("spec") or {})
-            )
             pkey = f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
+            requests = self._requests[pkey] = pod_requests(obj.get("spec") or {})
             if any(o.get("controller") for o in obj["metadata"].get("ownerReferences") or ()):
                 self._owned[pkey] = obj
             else:
@@ -420,7 +422,7 @@ class Bridge:
             status = {}
             if current is not None:
                 status = {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
-            sch.upsert_pod(pod_from(obj, seq, created, status), now)
+            sch.upsert_pod(pod_from(obj, seq, created, status, requests), now)
         elif kind == "PodGroup":
             sch.upsert_pod_group(group_from(obj, seq, created), now)
         elif kind == "CompositePodGroup":

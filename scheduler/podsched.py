@@ -356,15 +356,22 @@ class PodScheduler:
         return out
 
     def _fit_reasons_with(self, pi: PodInfo, i: int, extra: list[Demand]) -> list[str]:
+        """``node_resources_fit.filter_node`` with ``extra`` pods added to node ``i``, computed on
+        the pod's own resources only (same reasons, same order; O(pod resources))."""
         snap = self.snap
-        alloc = {r: int(snap.alloc[k, i]) for k, r in enumerate(snap.res_names)}
-        requested = {r: int(snap.alloc[k, i] - snap.free[k, i]) for k, r in enumerate(snap.res_names)}
-        pods = int(snap.alloc[R_PODS, i] - snap.free[R_PODS, i])
+        free, ri = snap.free, snap.res_index
+        add: dict[str, int] = {}
         for d in extra:
             for r, a in zip(d.names, d.amounts, strict=True):
-                requested[r] = requested.get(r, 0) + a
-            pods += 1
-        return node_resources_fit.filter_node(pi.demand, alloc, requested, pods, alloc.get("pods", 0))
+                add[r] = add.get(r, 0) + a
+        out: list[str] = []
+        if int(free[R_PODS, i]) - len(extra) < 1:  # pods + 1 > max pods
+            out.append(node_resources_fit.TOO_MANY_PODS)
+        for name, a in zip(pi.demand.names, pi.demand.amounts, strict=True):
+            k = ri.get(name)
+            if a > (int(free[k, i]) if k is not None else 0) - add.get(name, 0):
+                out.append(node_resources_fit.insufficient(name))
+        return out
 
     def feasible(self, pi: PodInfo, subset: BOOL | None) -> BOOL:
         st = self.static(pi)

@@ -342,6 +342,11 @@ class Budgets:
         return any(h > a for h, (_, a) in zip(self._hits(state, unit), self.pdbs, strict=True))
 
 
+# (victims or None, cacheable, PDB-violating unit keys, (violations, max prio, prio sum, pods))
+NodeResult = tuple[tuple[Unit, ...] | None, bool, frozenset[str], tuple[int, int, int, int]]
+NO_COST = (0, 0, 0, 0)
+
+
 # ============================================================================ choices
 @dataclass(slots=True)
 class Choice:
@@ -386,6 +391,11 @@ class Preemption:
     state: State
     quotas: Quotas
     terminating: set[str] = field(default_factory=set)  # pods being deleted because of preemption
+    # classic dry-run cache (see ``_classic``)
+    _epoch: int = -1
+    _log_pos: int = 0
+    _versions: dict[int, int] = field(default_factory=dict)
+    _node_cache: dict[int, tuple[object, NodeResult]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ entry points
     def pre_filter(self, req: PreFilterRequest) -> Status | None:
@@ -450,14 +460,16 @@ class Preemption:
         return out
 
     def _reserved(self, req: PostFilterRequest) -> dict[str, list[Demand]]:
-        """Node -> demands of other pods nominated there with priority >= the preemptor's."""
+        """Node -> demands of other pods nominated there with priority >= the preemptor's (not
+        assumed: an assumed pod no longer counts as nominated), as the Filter sees them."""
         own = {p.key for p in req.pods}
         nominated: Mapping[str, Mapping[str, tuple[int, Demand]]] = getattr(
             self.state.podsched, "nominated", {}
         )
         out: dict[str, list[Demand]] = {}
+        has = self.state.snap.has_pod
         for node, per in nominated.items():
-            ds = [d for k, (prio, d) in per.items() if k not in own and prio >= req.priority]
+            ds = [d for k, (prio, d) in per.items() if k not in own and prio >= req.priority and not has(k)]
             if ds:
                 out[node] = ds
         return out
@@ -681,7 +693,10 @@ class Preemption:
     def _pod_default(self, req: PostFilterRequest) -> PostFilterResult:
         pod = req.pods[0]
         if self._policy(req) == NEVER:
-            return PostFilterResult(Status(Code.UNSCHEDULABLE, (POD_PREFIX + MSG_NEVER,), RULE_DEFAULT))
+            # the fit error appends its own period
+            return PostFilterResult(
+                Status(Code.UNSCHEDULABLE, (POD_PREFIX + MSG_NEVER.rstrip("."),), RULE_DEFAULT)
+            )
         q = self._quota_ctx(req)
         budgets = Budgets(self.state) if self.state.pdbs else None
         if req.status.plugin == quota_mod.NAME:
@@ -704,7 +719,26 @@ class Preemption:
         qstate = q.usage.state_of(q.leaf, q.request) if q is not None else None
         return self._result(req, choice, RULE_DEFAULT, "", qstate)
 
+    def _node_versions(self) -> dict[int, int]:
+        """Per-node change counters from the snapshot's change log (reset with its epoch)."""
+        snap = self.state.snap
+        if snap.epoch != self._epoch or len(snap.log) < self._log_pos:
+            self._epoch, self._log_pos = snap.epoch, 0
+            self._versions = {}
+            self._node_cache = {}
+        log = snap.log
+        ver = self._versions
+        for x in log[self._log_pos :]:
+            i = x if x >= 0 else ~x
+            ver[i] = ver.get(i, 0) + 1
+        self._log_pos = len(log)
+        return ver
+
     def _classic(self, req: PostFilterRequest, pod: Pod, budgets: Budgets | None) -> Choice | Status:
+        """Per-node dry run (module docstring). A node whose lower-priority pods are all plain
+        pods (their units depend on nothing outside the node) keeps its result cached until the
+        node changes (snapshot change log) or the question does (preemptor priority and demand,
+        nominated pods on the node); with PDBs present nothing is cached."""
         st = self.state
         snap, ps = st.snap, st.podsched
         n = snap.n
@@ -712,27 +746,27 @@ class Preemption:
         static_ok = ps.static(pi).ok
         rows = [*snap.resource_rows(pi.demand), R_PODS]
         need = [*pi.demand.amounts, 1]
+        nrows = len(rows)
         reserved = self._reserved(req)
         units = Units(st)
         want = min(n, max(MIN_CANDIDATES_ABSOLUTE, n * MIN_CANDIDATES_PERCENT // 100))
-        found: list[tuple[tuple[int, int, int, int, int], Choice]] = []
+        found: list[tuple[tuple[int, ...], int, NodeResult]] = []
         not_helpful = no_victims = 0
-        free = snap.free
-        demand_cache: dict[str, list[int]] = {}
+        res_names = [snap.res_names[r] for r in rows[:-1]]
+        versions = self._node_versions()
+        cache = self._node_cache if budgets is None else None
+        question = (snap.generation, req.priority, tuple(rows), tuple(need))
 
         def on_node(u: Unit, node: str) -> list[int]:
-            tot = [0] * len(rows)
+            tot = [0] * nrows
             for k in u.pods:
                 p = st.pods[k]
                 if p.node_name != node:
                     continue
-                dv = demand_cache.get(k)
-                if dv is None:
-                    req_ = p.requests
-                    dv = [int(req_.get(snap.res_names[r], 0)) for r in rows[:-1]] + [1]
-                    demand_cache[k] = dv
-                for j, v in enumerate(dv):
-                    tot[j] += v
+                req_ = p.requests
+                for j, r in enumerate(res_names):
+                    tot[j] += int(req_.get(r, 0))
+                tot[-1] += 1
             return tot
 
         for i in range(n):
@@ -740,43 +774,21 @@ class Preemption:
                 not_helpful += 1
                 continue
             name = snap.names[i]
-            avail = [int(free[r, i]) for r in rows]
-            for d in reserved.get(name, ()):
-                dd = d.as_dict()
-                for j, r in enumerate(rows[:-1]):
-                    avail[j] -= dd.get(snap.res_names[r], 0)
-                avail[-1] -= 1
-            lower: dict[str, Unit] = {}
-            for k in snap.node_pods.get(name, ()):
-                u = units.of(k)
-                if u is not None and u.priority < req.priority:
-                    lower[u.key] = u
-            if not lower:
+            res_here = reserved.get(name, ())
+            key = (question, versions.get(i, 0), tuple((d.names, d.amounts) for d in res_here))
+            hit = cache.get(i) if cache is not None else None
+            if hit is not None and hit[0] == key:
+                victims_c = hit[1]
+            else:
+                victims_c = self._eval_node(req, i, name, res_here, units, rows, need, on_node, budgets)
+                if cache is not None and victims_c[1]:
+                    cache[i] = (key, victims_c)
+                elif cache is not None:
+                    cache.pop(i, None)
+            if victims_c[0] is None:
                 no_victims += 1
                 continue
-            contrib = {uk: on_node(u, name) for uk, u in lower.items()}
-            cur = list(avail)
-            for c in contrib.values():
-                for j, v in enumerate(c):
-                    cur[j] += v
-            if any(cur[j] < need[j] for j in range(len(rows))):
-                no_victims += 1
-                continue
-            ordered = sorted(lower.values(), key=Unit.importance)
-            violating = budgets.violating(st, ordered) if budgets is not None else set()
-            reprieve = [u for u in ordered if u.key in violating] + [
-                u for u in ordered if u.key not in violating
-            ]
-            victims: list[Unit] = []
-            for u in reprieve:
-                c = contrib[u.key]
-                if all(cur[j] - c[j] >= need[j] for j in range(len(rows))):
-                    for j in range(len(rows)):
-                        cur[j] -= c[j]
-                else:
-                    victims.append(u)
-            ch = Choice(victims, violating & {u.key for u in victims}, {pod.key: name}, i)
-            found.append((ch.cost(), ch))
+            found.append(((-1, *victims_c[3], i), i, victims_c))
             if len(found) >= want:
                 break
         if not found:
@@ -788,7 +800,63 @@ class Preemption:
             msg = fit_error_message(n, counts).rstrip(".")
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if not no_victims else Code.UNSCHEDULABLE
             return Status(code, (POD_PREFIX + msg,), RULE_DEFAULT)
-        return min(found, key=lambda t: t[0])[1]
+        _, best, (victims, _, violating, _) = min(found, key=lambda t: t[0])
+        assert victims is not None
+        return Choice(list(victims), set(violating), {pod.key: snap.names[best]}, best)
+
+    def _eval_node(
+        self,
+        req: PostFilterRequest,
+        i: int,
+        name: str,
+        res_here: Sequence[Demand],
+        units: Units,
+        rows: Sequence[int],
+        need: Sequence[int],
+        on_node: Callable[[Unit, str], list[int]],
+        budgets: Budgets | None,
+    ) -> NodeResult:
+        """(victims or None when the node cannot help, cacheable, violating unit keys, cost:
+        (PDB-violating units, highest victim priority, priority sum, victim pods))."""
+        st, snap = self.state, self.state.snap
+        nrows = len(rows)
+        avail = [int(snap.free[r, i]) for r in rows]
+        for d in res_here:
+            dd = d.as_dict()
+            for j, r in enumerate(rows[:-1]):
+                avail[j] -= dd.get(snap.res_names[r], 0)
+            avail[-1] -= 1
+        lower: dict[str, Unit] = {}
+        plain = True
+        for k in snap.node_pods.get(name, ()):
+            u = units.of(k)
+            if u is not None and u.priority < req.priority:
+                lower[u.key] = u
+                plain = plain and u.rank == RANK_POD
+        if not lower:
+            return (None, plain, frozenset(), NO_COST)
+        contrib = {uk: on_node(u, name) for uk, u in lower.items()}
+        cur = list(avail)
+        for c in contrib.values():
+            for j in range(nrows):
+                cur[j] += c[j]
+        if any(cur[j] < need[j] for j in range(nrows)):
+            return (None, plain, frozenset(), NO_COST)
+        ordered = sorted(lower.values(), key=Unit.importance)
+        violating = budgets.violating(st, ordered) if budgets is not None else set()
+        reprieve = [u for u in ordered if u.key in violating] + [u for u in ordered if u.key not in violating]
+        victims: list[Unit] = []
+        for u in reprieve:
+            c = contrib[u.key]
+            if all(cur[j] - c[j] >= need[j] for j in range(nrows)):
+                for j in range(nrows):
+                    cur[j] -= c[j]
+            else:
+                victims.append(u)
+        bad = frozenset(violating & {u.key for u in victims})
+        prios = [u.priority for u in victims for _ in u.pods]
+        cost = (len(bad), max(prios, default=-(2**63)), sum(prios), len(prios))
+        return (tuple(victims), plain, bad, cost)
 
     # ------------------------------------------------------------ elastic quota
     def _elastic(self, req: PostFilterRequest) -> PostFilterResult:
@@ -796,7 +864,8 @@ class Preemption:
         qs = self.quotas
         prefix = EQ_PREFIX if req.kind != "pod" else POD_PREFIX
         if self._policy(req) == NEVER:
-            return PostFilterResult(Status(Code.UNSCHEDULABLE, (prefix + MSG_NEVER,), quota_mod.NAME))
+            never = MSG_NEVER.rstrip(".") if req.kind == "pod" else MSG_NEVER
+            return PostFilterResult(Status(Code.UNSCHEDULABLE, (prefix + never,), quota_mod.NAME))
         q = self._quota_ctx(req)
         if q is None:  # rule 6
             who = f"{req.kind} {req.key}"

@@ -530,7 +530,12 @@ class Scheduler:
         if pod.key not in self.state.pods:  # removed by its own post filter (should not happen)
             self.queue.drop(e.key)
             return self._result(e.key, now, "unschedulable", decisions)
-        decisions.append(self._requeue_failure(e, 1, now, is_error=st.is_error, needs_change=not st.is_error))
+        # waiting on preemption: the victims' removal is the change it waits for -> backoff only
+        decisions.append(
+            self._requeue_failure(
+                e, 1, now, is_error=st.is_error, needs_change=not st.is_error and not waiting
+            )
+        )
         result = "waiting-on-preemption" if waiting else ("error" if st.is_error else "unschedulable")
         return self._result(e.key, now, result, decisions)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from ledger import db
 from ledger.listen import Listener
@@ -114,13 +114,21 @@ class Worker:
                 self._bridge = self._new_bridge()
             results = self._bridge.run_until_idle(time.time())
             Runner(self.engine, ASYNC_PROJECTIONS["event_type_counts"]).catch_up()
-        except OperationalError as exc:
-            # The database went away (restart, network). Nothing of this tick was committed;
-            # the pool drops dead connections and the next tick retries from the log.
-            # The core already applied this tick's decisions in memory, but none were committed:
-            # drop it and rebuild from the log on the next tick.
+        except Exception as exc:
+            # The database went away (restart, network, a killed session), or the append failed.
+            # The core may already have applied this tick's decisions in memory without them
+            # being committed: drop it and rebuild from the log on the next tick. The ledger
+            # reads and appends run on raw psycopg cursors, so their errors are psycopg's, not
+            # SQLAlchemy's; any other error gets the same treatment (memory must equal the log).
             self._bridge = None
-            _json_line(event="db-error", worker=self.name, error=str(exc).splitlines()[0][:200])
+            db_error = isinstance(exc, (DBAPIError, psycopg.Error))
+            _json_line(
+                event="db-error" if db_error else "tick-error",
+                worker=self.name,
+                error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}",
+            )
+            if not db_error:
+                log.exception("tick failed; the scheduler state will be rebuilt from the log")
             return
         if results:
             _json_line(
@@ -131,10 +139,10 @@ class Worker:
                 ms=round((time.perf_counter() - t0) * 1000, 2),
             )
 
-    def _listen(self) -> None:
+    def _listen(self, done: threading.Event) -> None:
         listener = Listener(self.url)
         listener.start()
-        while not self.stop_event.is_set():
+        while not self.stop_event.is_set() and not done.is_set():
             pos = listener.wait(1.0)
             if (
                 pos is not None
@@ -184,8 +192,12 @@ class Worker:
             coalesce=True,
             next_run_time=datetime.now(UTC),
         )
-        threading.Thread(target=self._listen, name="listen", daemon=True).start()
-        self._sched.start()  # blocks until shutdown (SIGTERM or lost leadership)
+        done = threading.Event()  # ends this term's listener (one LISTEN connection per term)
+        threading.Thread(target=self._listen, args=(done,), name="listen", daemon=True).start()
+        try:
+            self._sched.start()  # blocks until shutdown (SIGTERM or lost leadership)
+        finally:
+            done.set()
 
     def run(self) -> int:
         """Elect, lead until leadership is lost or a signal arrives, then stand by again."""
@@ -201,7 +213,17 @@ class Worker:
         try:
             while not self.stop_event.is_set():
                 if self._try_lead():
-                    self.lead()  # returns on SIGTERM or when the lock connection is lost
+                    try:
+                        self.lead()  # returns on SIGTERM or when the lock connection is lost
+                    except (DBAPIError, psycopg.Error) as exc:
+                        # The database went away while taking over (reading the log): stand by
+                        # and try again rather than exiting.
+                        self._bridge = None
+                        _json_line(
+                            event="db-error",
+                            worker=self.name,
+                            error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}",
+                        )
                     self._sched = None
                     if not self.stop_event.is_set():
                         self._release()

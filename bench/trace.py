@@ -1,0 +1,627 @@
+"""Trace replay (``python -m bench.trace``): the openb GPU cluster trace through the real ledger.
+
+Input: the Alibaba cluster-trace-gpu-v2023 "openb" CSVs (Weng et al., "Beware of
+Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
+USENIX ATC '23; research/study use). The folder comes from ``PODLEDGER_TRACE_DIR``, default
+``../shared/data/openb`` next to the repository; nothing is copied into this repository. With
+no trace present the benchmark prints one skip line and returns. ``PODLEDGER_TRACE_PODS``
+picks another pod list of the folder (e.g. ``openb_pod_list_gpuspec33.csv``);
+``PODLEDGER_TRACE_LIMIT=N`` replays only the first N tasks (a quick check).
+
+Mapping (every object goes through ``services.load_documents`` validation, admission and the
+append, as ``podledger apply`` would):
+
+* node (``sn, cpu_milli, memory_mib, gpu, model``) → ``v1`` Node with allocatable
+  ``cpu: <cpu_milli>m``, ``memory: <memory_mib>Mi``, ``nvidia.com/gpu: <gpu>`` (only when
+  ``gpu > 0``) and the label ``podledger.io/gpu-model: <model>`` (only when a model is given);
+* task → ``v1`` Pod in namespace ``openb`` with one container requesting ``cpu``, ``memory``
+  and ``nvidia.com/gpu``;
+* QoS → PriorityClass: ``LS`` → ``openb-ls`` (3000), ``Burstable`` → ``openb-burstable``
+  (2000), ``BE`` → ``openb-be`` (1000). The trace also has 7 ``Guaranteed`` tasks; they
+  get ``openb-ls`` (Kubernetes' Guaranteed QoS is the reserved, latency-sensitive class);
+* ``gpu_spec`` (``A|B|...``) → a required node affinity ``podledger.io/gpu-model In [A, B]``;
+* time: ``creation_time`` → the pod is applied, ``deletion_time`` → it is deleted (an empty
+  deletion time keeps the task to the end). Trace second 0 is the simulation epoch
+  2026-01-01T00:00:00Z.
+
+Shared GPUs: a task with ``num_gpu == 1`` and ``gpu_milli < 1000`` holds a share of one GPU.
+The core fits scalar resources per node and has no per-device state, so an exact model of GPU
+sharing (which GPU of the node has how many milli-GPUs left, FGD's fragmentation) cannot be
+expressed. We round the share UP to one whole ``nvidia.com/gpu`` and record the share in the
+annotation ``podledger.io/gpu-milli``. This is conservative: every placement is one that real
+hardware can honour (a share never lands on a GPU that is not free), it is what Kubernetes does
+without a GPU-sharing device plugin, and the extended resource stays the standard one. The
+alternative, an aggregate ``podledger.io/gpu-milli`` resource of ``gpu × 1000`` per node, would
+admit placements that no GPU can hold (three 600-milli shares on a 2-GPU node fit 1,800 of
+2,000 milli but no GPU has room for the third) and would not keep whole-GPU tasks off GPUs that
+carry shares. The price of rounding up is overstated GPU use; the report therefore gives both
+the whole-GPU allocation and the GPU share actually requested by bound tasks.
+
+Run: a private ledger database (``api.simulate.private_ledger``), the virtual clock of
+``Simulation.advance`` (jump to every scheduler timer before the next trace timestamp), and
+per distinct trace timestamp ``t``: one ``delete_objects`` call for the tasks ending at ``t``,
+one ``apply_objects`` call for the tasks starting at ``t``, then ``Bridge.run_until_idle(t)``
+(which folds the log into the core, runs every cycle and appends the decisions). A task that
+starts and ends at the same second is deleted after that scheduling round.
+
+Reported: wall time of the replay (goal <= 60 s), scheduling cycles/s and binds/s over that
+wall time, final and peak CPU/GPU allocation (allocated / allocatable), the time-weighted mean
+allocation, the fraction of tasks that were ever bound, events appended, and the peak RSS of
+this process (``ru_maxrss``; goal <= 500 MB; the PostgreSQL server is a separate process).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import resource
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import Metric, print_table, write
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TRACE_DIR = ROOT.parent / "shared" / "data" / "openb"
+NODE_FILE = "openb_node_list_all_node.csv"
+POD_FILE = "openb_pod_list_default.csv"
+NAMESPACE = "openb"
+GPU = "nvidia.com/gpu"
+GPU_MODEL_LABEL = "podledger.io/gpu-model"
+GPU_MILLI_ANNOTATION = "podledger.io/gpu-milli"
+PRIORITY_CLASSES = {"openb-ls": 3000, "openb-burstable": 2000, "openb-be": 1000}
+QOS_CLASS = {"LS": "openb-ls", "Guaranteed": "openb-ls", "Burstable": "openb-burstable", "BE": "openb-be"}
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+GOAL_WALL_S = 60.0
+GOAL_RSS_MB = 500.0
+PROGRESS_EVERY_S = 5.0
+# Clients send no idempotency key by default (as `podledger apply`/`delete` do); set
+# PODLEDGER_TRACE_IDEMPOTENT=1 to send one per request (as `podledger simulate` does).
+IDEMPOTENT = os.environ.get("PODLEDGER_TRACE_IDEMPOTENT", "0") == "1"
+
+
+# ----------------------------------------------------------------------------- input
+
+
+def trace_dir() -> Path | None:
+    env = os.environ.get("PODLEDGER_TRACE_DIR")
+    path = Path(env) if env else DEFAULT_TRACE_DIR
+    return path if (path / NODE_FILE).is_file() else None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    gpu: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    gpu_spec: tuple[str, ...]
+    qos: str
+    created: int
+    deleted: int | None
+
+    @property
+    def gpus(self) -> int:
+        """Whole GPUs held (a share rounds up to one GPU)."""
+        return self.num_gpu
+
+    @property
+    def gpu_share_milli(self) -> int:
+        """The GPU share actually asked for, in milli-GPUs."""
+        if self.num_gpu == 1:
+            return self.gpu_milli or 1000
+        return self.num_gpu * 1000
+
+
+def read_nodes(path: Path) -> list[NodeRow]:
+    with path.open(newline="") as fh:
+        return [
+            NodeRow(
+                r["sn"],
+                int(r["cpu_milli"]),
+                int(r["memory_mib"]),
+                int(r["gpu"] or 0),
+                (r["model"] or "").strip(),
+            )
+            for r in csv.DictReader(fh)
+        ]
+
+
+def read_tasks(path: Path, limit: int | None = None) -> list[Task]:
+    out: list[Task] = []
+    with path.open(newline="") as fh:
+        for r in csv.DictReader(fh):
+            spec = tuple(s.strip() for s in (r.get("gpu_spec") or "").split("|") if s.strip())
+            deleted = (r.get("deletion_time") or "").strip()
+            out.append(
+                Task(
+                    name=r["name"],
+                    cpu_milli=int(r["cpu_milli"]),
+                    memory_mib=int(r["memory_mib"]),
+                    num_gpu=int(r["num_gpu"] or 0),
+                    gpu_milli=int(r["gpu_milli"] or 0),
+                    gpu_spec=spec,
+                    qos=(r.get("qos") or "BE").strip(),
+                    created=int(r["creation_time"]),
+                    deleted=int(deleted) if deleted else None,
+                )
+            )
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+# ----------------------------------------------------------------------------- manifests
+
+
+def priority_class_manifests() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": f"openb trace QoS class ({name.removeprefix('openb-')})",
+        }
+        for name, value in PRIORITY_CLASSES.items()
+    ]
+
+
+def node_manifest(n: NodeRow) -> dict[str, Any]:
+    alloc: dict[str, str] = {"cpu": f"{n.cpu_milli}m", "memory": f"{n.memory_mib}Mi"}
+    if n.gpu > 0:
+        alloc[GPU] = str(n.gpu)
+    meta: dict[str, Any] = {"name": n.name}
+    if n.model:
+        meta["labels"] = {GPU_MODEL_LABEL: n.model}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"capacity": alloc}}
+
+
+def pod_manifest(t: Task) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": f"{t.cpu_milli}m", "memory": f"{t.memory_mib}Mi"}
+    meta: dict[str, Any] = {"name": t.name, "namespace": NAMESPACE}
+    if t.num_gpu > 0:
+        requests[GPU] = str(t.gpus)
+        if t.num_gpu == 1 and 0 < t.gpu_milli < 1000:
+            meta["annotations"] = {GPU_MILLI_ANNOTATION: str(t.gpu_milli)}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "task", "resources": {"requests": requests}}],
+        "priorityClassName": QOS_CLASS.get(t.qos, "openb-be"),
+    }
+    if t.gpu_spec:
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": GPU_MODEL_LABEL, "operator": "In", "values": list(t.gpu_spec)}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def load(manifests: list[dict[str, Any]], source: str) -> list[Any]:
+    """Validate manifests exactly as ``podledger apply`` does; raise on any error."""
+    from api import services
+    from ledger.resources.parse import Document
+
+    docs = [Document(index=i + 1, source=source, raw=raw) for i, raw in enumerate(manifests)]
+    objects, errors = services.load_documents(docs)
+    if errors:
+        raise RuntimeError(f"{source}: {len(errors)} invalid manifests, first: {errors[0]}")
+    return objects
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+@dataclass
+class Usage:
+    """Allocation bookkeeping over the virtual clock (from the scheduler's decisions)."""
+
+    total_cpu: int
+    total_gpu: int
+    cpu: int = 0
+    gpu: int = 0
+    gpu_share: int = 0  # milli-GPUs actually asked for by bound tasks
+    peak_cpu: int = 0
+    peak_gpu: int = 0
+    peak_gpu_share: int = 0
+    area_cpu: float = 0.0
+    area_gpu: float = 0.0
+    since: float = 0.0
+    start: float = 0.0
+    bound: dict[str, Task] = field(default_factory=dict)
+    ever_bound: set[str] = field(default_factory=set)
+
+    def advance(self, now: float) -> None:
+        dt = now - self.since
+        if dt > 0:
+            self.area_cpu += self.cpu * dt
+            self.area_gpu += self.gpu * dt
+            self.since = now
+
+    def bind(self, key: str, task: Task) -> None:
+        if key in self.bound:
+            return
+        self.bound[key] = task
+        self.ever_bound.add(key)
+        self.cpu += task.cpu_milli
+        self.gpu += task.gpus
+        self.gpu_share += task.gpu_share_milli if task.num_gpu else 0
+        self.peak_cpu = max(self.peak_cpu, self.cpu)
+        self.peak_gpu = max(self.peak_gpu, self.gpu)
+        self.peak_gpu_share = max(self.peak_gpu_share, self.gpu_share)
+
+    def unbind(self, key: str) -> None:
+        task = self.bound.pop(key, None)
+        if task is not None:
+            self.cpu -= task.cpu_milli
+            self.gpu -= task.gpus
+            self.gpu_share -= task.gpu_share_milli if task.num_gpu else 0
+
+    def mean(self, end: float) -> tuple[float, float]:
+        span = end - self.start
+        if span <= 0:
+            return 0.0, 0.0
+        return self.area_cpu / span / self.total_cpu, self.area_gpu / span / max(1, self.total_gpu)
+
+
+class Phases:
+    """Wall and CPU time of this process per phase of the replay."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.wall[name] += time.perf_counter() - w
+            self.cpu[name] += time.process_time() - c
+
+    def summary(self) -> str:
+        return ", ".join(f"{k} {self.wall[k]:.1f} s (CPU {self.cpu[k]:.1f} s)" for k in self.wall)
+
+
+@dataclass
+class Outcome:
+    wall_s: float = 0.0
+    cpu_s: float = 0.0  # CPU time of this process during the replay
+    server_cpu_s: float | None = None  # CPU time of this ledger's PostgreSQL backends
+    phases: Phases = field(default_factory=Phases)
+    steps: int = 0
+    cycles: int = 0
+    binds: int = 0
+    unschedulable: int = 0
+    preempted: int = 0
+    events: int = 0
+    rss_mb: float = 0.0
+    tasks: int = 0
+    nodes: int = 0
+    final_cpu: float = 0.0
+    final_gpu: float = 0.0
+    peak_cpu: float = 0.0
+    peak_gpu: float = 0.0
+    peak_gpu_share: float = 0.0
+    mean_cpu: float = 0.0
+    mean_gpu: float = 0.0
+    ever_bound: float = 0.0
+    pending_at_end: int = 0
+    virtual_days: float = 0.0
+    check: str = ""
+    placements: dict[str, str] = field(default_factory=dict)  # pod -> node of its last bind
+    step_ms: list[float] = field(default_factory=list)  # wall time of each trace timestamp
+    input_appends: int = 0  # apply_objects / delete_objects calls (one transaction each)
+    decision_appends: int = 0  # run_until_idle calls that appended decisions (one transaction each)
+
+    def step_percentile(self, q: float) -> float:
+        if not self.step_ms:
+            return 0.0
+        ordered = sorted(self.step_ms)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def backend_cpu_seconds(engine: Any) -> float | None:
+    """CPU time used so far by the PostgreSQL backends connected to this ledger's database
+    (read from /proc: only when the server runs on this machine and /proc is readable)."""
+    import sqlalchemy as sa
+
+    try:
+        with engine.connect() as conn:
+            pids = [
+                int(r[0])
+                for r in conn.execute(
+                    sa.text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+                )
+            ]
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+        return total / tick
+    except (OSError, ValueError, IndexError, sa.exc.SQLAlchemyError):
+        return None
+
+
+def peak_rss_mb() -> float:
+    # Linux reports ru_maxrss in KiB (macOS in bytes).
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 1024 / 1024 if sys.platform == "darwin" else rss / 1024
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> Outcome:
+    import sqlalchemy as sa
+
+    from api import services
+    from api.simulate import private_ledger
+    from scheduler import decisions as d
+    from scheduler.bridge import Bridge, from_ts
+
+    out = Outcome()
+    phase = out.phases
+    t_start, c_start = time.perf_counter(), time.process_time()
+    nodes = read_nodes(folder / NODE_FILE)
+    tasks = read_tasks(folder / pod_file, limit)
+    by_key = {f"{NAMESPACE}/{t.name}": t for t in tasks}
+    creates: dict[int, list[Task]] = defaultdict(list)
+    deletes: dict[int, list[Task]] = defaultdict(list)  # tasks created before their deletion time
+    same_second: dict[int, list[Task]] = defaultdict(list)  # created and deleted at the same second
+    for t in tasks:
+        creates[t.created].append(t)
+        if t.deleted is not None:
+            (same_second if t.deleted <= t.created else deletes)[max(t.deleted, t.created)].append(t)
+    times = sorted(set(creates) | set(deletes) | set(same_second))
+    out.tasks, out.nodes = len(tasks), len(nodes)
+
+    usage = Usage(
+        total_cpu=sum(n.cpu_milli for n in nodes),
+        total_gpu=sum(n.gpu for n in nodes),
+        since=EPOCH + (times[0] if times else 0),
+        start=EPOCH + (times[0] if times else 0),
+    )
+    with ExitStack() as stack:
+        with phase("private ledger (CREATE DATABASE)"):
+            engine = stack.enter_context(private_ledger())
+        server_cpu0 = backend_cpu_seconds(engine)
+        bridge = Bridge(engine, actor="openb-trace")
+
+        def absorb(results: list[d.CycleResult]) -> None:
+            out.cycles += len(results)
+            for r in results:
+                for dec in r.decisions:
+                    if isinstance(dec, d.PodBound):
+                        out.binds += 1
+                        out.placements[dec.pod] = dec.node
+                        usage.bind(dec.pod, by_key[dec.pod])
+                    elif isinstance(dec, d.PodPreempted):
+                        out.preempted += 1
+                        usage.unbind(dec.victim)
+                    elif isinstance(dec, d.PodUnschedulable):
+                        out.unschedulable += 1
+
+        now = EPOCH + (times[0] if times else 0)
+
+        def schedule(at: float) -> None:
+            with phase("bridge.run_until_idle"):
+                results = bridge.run_until_idle(at)
+            out.decision_appends += bool(results)
+            absorb(results)
+
+        def delete(batch: list[Task], at: float, key: str) -> None:
+            if not batch:
+                return
+            usage.advance(at)
+            out.input_appends += 1
+            with phase("services.delete_objects"):
+                services.delete_objects(
+                    engine,
+                    [("Pod", NAMESPACE, t.name) for t in batch],
+                    actor="openb-trace",
+                    effective_at=from_ts(at),
+                    idempotency_key=key if IDEMPOTENT else None,
+                )
+            for t in batch:
+                usage.unbind(f"{NAMESPACE}/{t.name}")
+
+        def apply(manifests: list[dict[str, Any]], at: float, source: str, key: str) -> None:
+            with phase("validation"):
+                objects = load(manifests, source)
+            out.input_appends += 1
+            with phase("services.apply_objects"):
+                result = services.apply_objects(
+                    engine,
+                    objects,
+                    actor="openb-trace",
+                    source=source,
+                    effective_at=from_ts(at),
+                    idempotency_key=key if IDEMPOTENT else None,
+                )
+            if not result.ok:
+                raise RuntimeError(f"{source}: apply refused: {result.errors[:3]}")
+
+        apply(
+            priority_class_manifests() + [node_manifest(n) for n in nodes], now, "openb nodes", "openb:setup"
+        )
+        schedule(now)
+
+        last_report = time.perf_counter()
+        for i, ts in enumerate(times):
+            step_start = time.perf_counter()
+            at = EPOCH + ts
+            # the discrete-event clock of Simulation.advance: every timer before this timestamp
+            while True:
+                nxt = bridge.scheduler.next_timer(now)
+                if nxt is None or nxt >= at:
+                    break
+                now = max(now, nxt)
+                usage.advance(now)
+                schedule(now)
+            now = at
+            usage.advance(now)
+            delete(deletes.get(ts, []), now, f"openb:{ts}:delete")
+            batch = creates.get(ts)
+            if batch:
+                apply([pod_manifest(t) for t in batch], now, f"openb t={ts}", f"openb:{ts}:apply")
+            schedule(now)
+            if ts in same_second:
+                delete(same_second[ts], now, f"openb:{ts}:delete-same-second")
+                schedule(now)
+            out.steps += 1
+            out.step_ms.append((time.perf_counter() - step_start) * 1000)
+            if time.perf_counter() - last_report >= PROGRESS_EVERY_S:
+                last_report = time.perf_counter()
+                _progress(
+                    f"  trace: {i + 1:,}/{len(times):,} timestamps, day {ts / 86400:.1f}, "
+                    f"{out.binds:,} binds, {time.perf_counter() - t_start:.0f} s"
+                )
+        end = now
+        usage.advance(end)
+        out.wall_s = time.perf_counter() - t_start
+        out.cpu_s = time.process_time() - c_start
+        out.rss_mb = peak_rss_mb()
+        server_cpu1 = backend_cpu_seconds(engine)
+        if server_cpu0 is not None and server_cpu1 is not None:
+            out.server_cpu_s = server_cpu1 - server_cpu0
+
+        # cross-check the bookkeeping against the core's own snapshot, then read the log
+        alloc_cpu = used_cpu = alloc_gpu = used_gpu = 0
+        for _name, alloc, req in bridge.scheduler.node_usage():
+            alloc_cpu += alloc.get("cpu", 0)
+            used_cpu += req.get("cpu", 0)
+            alloc_gpu += alloc.get(GPU, 0)
+            used_gpu += req.get(GPU, 0)
+        problems = []
+        if (alloc_cpu, alloc_gpu) != (usage.total_cpu, usage.total_gpu):
+            problems.append(
+                f"allocatable {alloc_cpu}/{alloc_gpu} != trace {usage.total_cpu}/{usage.total_gpu}"
+            )
+        if (used_cpu, used_gpu) != (usage.cpu, usage.gpu):
+            problems.append(f"core allocation {used_cpu}/{used_gpu} != bookkeeping {usage.cpu}/{usage.gpu}")
+        with engine.connect() as conn:
+            out.events = int(conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+            stored_binds = int(
+                conn.execute(sa.text("SELECT count(*) FROM events WHERE type = 'PodBound'")).scalar_one()
+            )
+        model_of = {n.name: n.model for n in nodes}
+        gpus_of = {n.name: n.gpu for n in nodes}
+        for key, node in out.placements.items():
+            task = by_key[key]
+            if task.gpu_spec and model_of[node] not in task.gpu_spec:
+                problems.append(
+                    f"{key} (gpu_spec {'|'.join(task.gpu_spec)}) bound to {node} ({model_of[node]})"
+                )
+            if task.gpus > gpus_of[node]:
+                problems.append(f"{key} needs {task.gpus} GPUs, bound to {node} with {gpus_of[node]}")
+        if stored_binds != out.binds:
+            problems.append(f"{stored_binds} PodBound events stored, {out.binds} decided")
+        out.check = "; ".join(problems) or "ok"
+        out.pending_at_end = sum(1 for p in bridge.scheduler.pods() if p.node_name is None)
+
+    out.final_cpu = usage.cpu / usage.total_cpu
+    out.final_gpu = usage.gpu / max(1, usage.total_gpu)
+    out.peak_cpu = usage.peak_cpu / usage.total_cpu
+    out.peak_gpu = usage.peak_gpu / max(1, usage.total_gpu)
+    out.peak_gpu_share = usage.peak_gpu_share / 1000 / max(1, usage.total_gpu)
+    out.mean_cpu, out.mean_gpu = usage.mean(end)
+    out.ever_bound = len(usage.ever_bound) / max(1, len(tasks))
+    out.virtual_days = (end - usage.start) / 86400
+    return out
+
+
+def metrics_of(o: Outcome) -> list[Metric]:
+    wall = o.wall_s
+    return [
+        Metric(
+            "trace replay wall time", wall, "s", goal=f"wall <= {GOAL_WALL_S:g} s", met=wall <= GOAL_WALL_S
+        ),
+        Metric(
+            "peak RSS (this process)",
+            o.rss_mb,
+            "MB",
+            goal=f"RSS <= {GOAL_RSS_MB:g} MB",
+            met=o.rss_mb <= GOAL_RSS_MB,
+        ),
+        Metric("scheduling cycles / s (wall)", o.cycles / wall if wall else 0.0, "cycles/s", goal="reported"),
+        Metric("binds / s (wall)", o.binds / wall if wall else 0.0, "binds/s", goal="reported"),
+        Metric("trace timestamps / s (wall)", o.steps / wall if wall else 0.0, "steps/s", goal="reported"),
+        Metric("trace timestamp p50 (apply/delete + cycles)", o.step_percentile(0.5), "ms", goal="reported"),
+        Metric("trace timestamp p99", o.step_percentile(0.99), "ms", goal="reported"),
+        Metric("events appended", float(o.events), "events", goal="reported"),
+        Metric("append transactions", float(o.input_appends + o.decision_appends), "txns", goal="reported"),
+        Metric("tasks ever bound", o.ever_bound, "fraction", goal="reported"),
+        Metric("final CPU allocation", o.final_cpu, "fraction", goal="reported"),
+        Metric("final GPU allocation (whole GPUs)", o.final_gpu, "fraction", goal="reported"),
+        Metric("peak CPU allocation", o.peak_cpu, "fraction", goal="reported"),
+        Metric("peak GPU allocation (whole GPUs)", o.peak_gpu, "fraction", goal="reported"),
+        Metric("peak GPU share requested", o.peak_gpu_share, "fraction", goal="reported"),
+        Metric("mean CPU allocation (time-weighted)", o.mean_cpu, "fraction", goal="reported"),
+        Metric("mean GPU allocation (time-weighted)", o.mean_gpu, "fraction", goal="reported"),
+    ]
+
+
+def main() -> None:
+    folder = trace_dir()
+    if folder is None:
+        where = os.environ.get("PODLEDGER_TRACE_DIR") or str(DEFAULT_TRACE_DIR)
+        print(f"bench.trace: skipped, no openb trace at {where} (set PODLEDGER_TRACE_DIR)")
+        return
+    pod_file = os.environ.get("PODLEDGER_TRACE_PODS") or POD_FILE
+    if not (folder / pod_file).is_file():
+        print(f"bench.trace: skipped, no {pod_file} in {folder}")
+        return
+    limit_env = os.environ.get("PODLEDGER_TRACE_LIMIT")
+    limit = int(limit_env) if limit_env else None
+    _progress(f"bench.trace: replaying {folder / pod_file}" + (f" (first {limit} tasks)" if limit else ""))
+    o = replay(folder, pod_file, limit)
+    metrics = metrics_of(o)
+    # The goals are about the whole default trace; variants and partial runs get their own file.
+    name = "trace"
+    if pod_file != POD_FILE:
+        name += "-" + Path(pod_file).stem.removeprefix("openb_pod_list_")
+    if limit is not None:
+        name += f"-first{limit}"
+    print_table(f"openb trace replay (bench/results/{name}.json)", metrics)
+    print(
+        f"{o.nodes:,} nodes, {o.tasks:,} tasks, {o.steps:,} trace timestamps over {o.virtual_days:.1f} virtual days; "
+        f"{o.cycles:,} cycles, {o.binds:,} binds, {o.unschedulable:,} unschedulable attempts, "
+        f"{o.preempted:,} preemptions, {o.pending_at_end:,} pods pending at the end; {o.events:,} events in "
+        f"{o.input_appends:,} input + {o.decision_appends:,} decision transactions.\n"
+        f"wall {o.wall_s:.1f} s, CPU of this process {o.cpu_s:.1f} s, CPU of the ledger's PostgreSQL backends "
+        f"{'n/a' if o.server_cpu_s is None else f'{o.server_cpu_s:.1f} s'}; consistency check: {o.check}\n"
+        f"by phase: {o.phases.summary()}"
+    )
+    write(name, metrics)
+
+
+if __name__ == "__main__":
+    main()
