@@ -317,3 +317,37 @@ def test_cli_explain_history_replay(story, tmp_path):
     )
     assert cli("replay", "--config", str(cfg), "--diff").returncode == 0
     assert cli("explain", "podgroup", "default/nope").returncode == 1
+
+
+def _pc(name: str, value: int) -> dict:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def test_explain_preempted_victim_and_preemptor(engine):
+    low = pod("blocker", "4")
+    low["spec"]["priorityClassName"] = "low"
+    hi = [pod(f"h-{i}", "2", "urgent") for i in range(2)]
+    for p in hi:
+        p["spec"]["priorityClassName"] = "high"
+    urgent = gang("urgent", 2)
+    urgent["spec"]["priorityClassName"] = "high"
+    steps = [
+        {"apply": [_pc("low", 10), _pc("high", 100), node("n1", "4"), low]},
+        {"apply": [urgent, *hi]},
+        {"advance": "30s"},
+    ]
+    Simulation(engine, {}, "preempt").run(steps)
+    victim = audit.explain(engine, "pod", "default", "blocker")
+    assert victim["verdict"] == "Preempted by default/urgent"
+    group = audit.explain(engine, "podgroup", "default", "urgent")
+    assert group["preemption"]["taken"] is True
+    assert [v["victim"] for v in group["preemption"]["victims"]] == ["default/blocker"]
+    assert group["verdict"] == "Scheduled (2/2 pods bound)"
+    text = audit.render_explain(group)
+    assert "Preemption: taken, 1 victim(s): default/blocker on n1" in text
+    assert verify_replay(engine).ok
