@@ -57,7 +57,9 @@ def pod_preempts_podgroup(variant: str, preemptors: int) -> tuple[list[float], i
     mode = ALL if variant == "All" else SINGLE
     for g in range(GROUPS):
         if variant != "NoPodGroup":
-            s.upsert_pod_group(PodGroup("bench", f"g{g:04d}", min_count=1, priority=1, disruption_mode=mode, seq=seq), 0.0)
+            s.upsert_pod_group(
+                PodGroup("bench", f"g{g:04d}", min_count=1, priority=1, disruption_mode=mode, seq=seq), 0.0
+            )
             seq += 1
         for i in range(PER_GROUP):
             node = f"node-{(g * PER_GROUP + i) % NODES:04d}"
@@ -87,7 +89,9 @@ def pod_preempts_podgroup(variant: str, preemptors: int) -> tuple[list[float], i
     now = 0.0
     for k in range(preemptors):
         now += 10.0
-        p = Pod("bench", f"hi-{k:04d}", {"cpu": 3970, "memory": GI}, uid=f"uid-hi-{k}", priority=1000, seq=seq)
+        p = Pod(
+            "bench", f"hi-{k:04d}", {"cpu": 3970, "memory": GI}, uid=f"uid-hi-{k}", priority=1000, seq=seq
+        )
         seq += 1
         s.upsert_pod(p, now)
         t0 = time.perf_counter()
@@ -127,11 +131,26 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
         }
         if node:
             spec["nodeName"] = node
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "bench"}, "spec": spec}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "bench"},
+            "spec": spec,
+        }
 
     setup: list[dict[str, Any]] = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 1},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "low"},
+            "value": 1,
+        },
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        },
     ]
     setup += [
         {
@@ -159,9 +178,7 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
         for _ in range(100):
             cycles += len(bridge.run_until_idle(now))
             bound = sum(
-                1
-                for p in bridge.scheduler.pods()
-                if p.name.startswith("high-") and p.node_name is not None
+                1 for p in bridge.scheduler.pods() if p.name.startswith("high-") and p.node_name is not None
             )
             if bound == high:
                 break
@@ -169,7 +186,9 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
             now = nxt if nxt is not None and nxt > now else now + 1.0
         wall = time.perf_counter() - t0
         with engine.connect() as conn:
-            recorded = conn.execute(sa.text("SELECT count(*) FROM events WHERE type = 'PodPreempted'")).scalar_one()
+            recorded = conn.execute(
+                sa.text("SELECT count(*) FROM events WHERE type = 'PodPreempted'")
+            ).scalar_one()
             events = conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()
         remaining_low = sum(1 for p in bridge.scheduler.pods() if p.name.startswith("low-"))
     return {
@@ -192,7 +211,9 @@ def main() -> None:
         worst_p99 = max(worst_p99, p99)
         metrics.append(Metric(f"pod-preempts-PodGroup {variant}: decision p50", p50, "ms", goal="report"))
         metrics.append(
-            Metric(f"pod-preempts-PodGroup {variant}: decision p99", p99, "ms", goal="p99 <= 35", met=p99 <= 35.0)
+            Metric(
+                f"pod-preempts-PodGroup {variant}: decision p99", p99, "ms", goal="p99 <= 35", met=p99 <= 35.0
+            )
         )
         metrics.append(
             Metric(
@@ -222,7 +243,9 @@ def main() -> None:
             met=res["recorded"] == res["victims"],
         )
     )
-    metrics.append(Metric("throughput run: scheduling wall time", res["wall"], "s", goal=f"{res['cycles']} cycles"))
+    metrics.append(
+        Metric("throughput run: scheduling wall time", res["wall"], "s", goal=f"{res['cycles']} cycles")
+    )
     path = write("preemption", metrics)
     print_table("preemption", metrics)
     print(f"wrote {path}")

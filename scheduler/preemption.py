@@ -159,6 +159,7 @@ class Units:
 
     def __init__(self, state: State) -> None:
         self.state = state
+        self._members = state.workloads_on  # State.is_member without the gate lookup per pod
         self._by_pod: dict[str, Unit | None] = {}
         self._anc: dict[str, tuple[int, str, str] | None] = {}  # pg key -> (prio, all kind, all key)
         self._groups: dict[str, Unit] = {}
@@ -223,7 +224,7 @@ class Units:
         u: Unit | None = None
         if p is not None:
             st = self.state
-            anc = self._ancestry(st.group_key_of(p)) if st.is_member(p) else None
+            anc = self._ancestry(f"{p.namespace}/{p.pod_group}") if self._members and p.pod_group else None
             if anc is None:
                 rank = RANK_POD
                 u = Unit(f"Pod:{key}", SINGLE, p.priority, rank, (key,), _start(p), p.uid or key)
@@ -755,7 +756,7 @@ class Preemption:
         res_names = [snap.res_names[r] for r in rows[:-1]]
         versions = self._node_versions()
         cache = self._node_cache if budgets is None else None
-        question = (snap.generation, req.priority, tuple(rows), tuple(need))
+        question = (snap.generation, st.workloads_on, req.priority, tuple(rows), tuple(need))
 
         def on_node(u: Unit, node: str) -> list[int]:
             tot = [0] * nrows
@@ -832,7 +833,8 @@ class Preemption:
             u = units.of(k)
             if u is not None and u.priority < req.priority:
                 lower[u.key] = u
-                plain = plain and u.rank == RANK_POD
+                # a pod without spec.schedulingGroup: its unit depends on nothing but itself
+                plain = plain and u.rank == RANK_POD and st.pods[k].pod_group is None
         if not lower:
             return (None, plain, frozenset(), NO_COST)
         contrib = {uk: on_node(u, name) for uk, u in lower.items()}
