@@ -37,12 +37,8 @@ from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyCon
 LEDGER_LOCK = 7243150001
 COPY_THRESHOLD = 64
 NO_STREAM = 0  # expected version of a stream that must not exist yet
-# Transaction-local idle-in-transaction timeout for a transaction holding the ledger lock:
-# ``podledger.ledger_idle_timeout`` if set (e.g. ALTER DATABASE ... SET), else 5 s.
-_IDLE_TIMEOUT_SQL = (
-    "SELECT set_config('idle_in_transaction_session_timeout', "
-    "coalesce(nullif(current_setting('podledger.ledger_idle_timeout', true), ''), '5s'), true)"
-)
+# A transaction holding the ledger lock is terminated when idle longer than
+# ``podledger.ledger_idle_timeout`` (default 5 s): see migrations 0004 and 0005.
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,25 +242,18 @@ def _append(
         # is read by a separate statement so that, under READ COMMITTED, its snapshot is taken
         # after the lock was granted. A version mismatch is raised before any position is
         # drawn, so a loser burns none.
-        head_cur = raw.cursor()
-        with raw.pipeline():
-            cur.execute(
-                "INSERT INTO streams (stream, version) "
-                "SELECT s, n FROM unnest(%b::text[], %b::int[]) AS t(s, n) ORDER BY s "
-                "ON CONFLICT (stream) DO UPDATE SET version = streams.version + excluded.version "
-                "RETURNING stream, version",
-                (names, [counts[s] for s in names]),
-            )
-            # Holding the ledger lock idle would stall every other append: from here on, this
-            # transaction is terminated if it sits idle longer than the ledger idle timeout
-            # (migration 0004; the insert trigger sets the same, for appends made outside this
-            # module).
-            head_cur.execute(_IDLE_TIMEOUT_SQL)
-            head_cur.execute("SELECT pg_advisory_xact_lock(%s)", (LEDGER_LOCK,))
-            head_cur.execute("SELECT hash FROM events ORDER BY position DESC LIMIT 1")
-        new_versions = dict(cur.fetchall())
-        row = head_cur.fetchone()
-        head_cur.close()
+        # One round trip (migrations/sql/ledger_begin_append.sql): bump the stream versions,
+        # bound the idle time of this lock-holding transaction, take the ledger lock (the one
+        # the insert trigger takes too; re-entrant within a transaction) and read the chain
+        # head with a snapshot taken after the lock was granted. The version check below runs
+        # before any position is drawn, so a loser burns none.
+        cur.execute(
+            "SELECT r_streams, r_versions, r_head FROM ledger_begin_append(%b::text[], %b::int[])",
+            (names, [counts[s] for s in names]),
+        )
+        r_streams, r_versions, r_head = cur.fetchone()  # type: ignore[misc]
+        new_versions = dict(zip(r_streams, r_versions, strict=True))
+        row = (r_head,) if r_head is not None else None
         expected = expected_versions or {}
         next_version: dict[str, int] = {}
         for s in names:
@@ -312,8 +301,8 @@ def _append(
                 "INSERT INTO events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
                 "prev_hash, hash) "
                 "SELECT s, v, t, sv, e, d::jsonb, m::jsonb, ea, ph, h FROM unnest("
-                "%s::text[], %s::int[], %s::text[], %s::smallint[], %s::uuid[], %s::text[], %s::text[], "
-                "%s::timestamptz[], %s::bytea[], %s::bytea[]) "
+                "%b::text[], %b::int[], %b::text[], %b::smallint[], %b::uuid[], %b::text[], %b::text[], "
+                "%b::timestamptz[], %b::bytea[], %b::bytea[]) "
                 "WITH ORDINALITY AS x(s, v, t, sv, e, d, m, ea, ph, h, o) ORDER BY o RETURNING position",
                 (
                     [p.stream for p in prepared],
