@@ -45,9 +45,14 @@ one ``apply_objects`` call for the tasks starting at ``t``, then ``Bridge.run_un
 starts and ends at the same second is deleted after that scheduling round.
 
 Reported: wall time of the replay (goal <= 60 s), scheduling cycles/s and binds/s over that
-wall time, final and peak CPU/GPU allocation (allocated / allocatable), the time-weighted mean
-allocation, the fraction of tasks that were ever bound, events appended, and the peak RSS of
-this process (``ru_maxrss``; goal <= 500 MB; the PostgreSQL server is a separate process).
+wall time, p50/p99 wall time of one trace timestamp, events and append transactions, final and
+peak CPU/GPU allocation (allocated / allocatable), the time-weighted mean allocation, the
+fraction of tasks that were ever bound, and the peak RSS of this process (``ru_maxrss``; goal
+<= 500 MB; the PostgreSQL server is a separate process). Printed besides: CPU time of this
+process and of the ledger's PostgreSQL backends, wall/CPU per phase, and every unschedulable
+attempt or preemption. The whole default trace writes ``bench/results/trace.json``; another
+pod list or a partial run writes ``trace-<variant>[-first<N>].json``. Requests carry no
+idempotency key (like ``podledger apply``) unless ``PODLEDGER_TRACE_IDEMPOTENT=1``.
 """
 
 from __future__ import annotations
@@ -336,6 +341,7 @@ class Outcome:
     check: str = ""
     placements: dict[str, str] = field(default_factory=dict)  # pod -> node of its last bind
     step_ms: list[float] = field(default_factory=list)  # wall time of each trace timestamp
+    notes: list[str] = field(default_factory=list)  # unschedulable attempts and preemptions
     input_appends: int = 0  # apply_objects / delete_objects calls (one transaction each)
     decision_appends: int = 0  # run_until_idle calls that appended decisions (one transaction each)
 
@@ -426,8 +432,15 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
                     elif isinstance(dec, d.PodPreempted):
                         out.preempted += 1
                         usage.unbind(dec.victim)
+                        out.notes.append(
+                            f"day {(r.now - EPOCH) / 86400:.2f}: {dec.victim} (priority {dec.victim_priority}) "
+                            f"preempted on {dec.node} by {dec.preemptor} (priority {dec.preemptor_priority})"
+                        )
                     elif isinstance(dec, d.PodUnschedulable):
                         out.unschedulable += 1
+                        out.notes.append(
+                            f"day {(r.now - EPOCH) / 86400:.2f}: {dec.pod} unschedulable: {dec.message}"
+                        )
 
         now = EPOCH + (times[0] if times else 0)
 
@@ -620,6 +633,10 @@ def main() -> None:
         f"{'n/a' if o.server_cpu_s is None else f'{o.server_cpu_s:.1f} s'}; consistency check: {o.check}\n"
         f"by phase: {o.phases.summary()}"
     )
+    for note in o.notes[:20]:
+        print(f"  {note}")
+    if len(o.notes) > 20:
+        print(f"  ... and {len(o.notes) - 20} more unschedulable attempts / preemptions")
     write(name, metrics)
 
 
