@@ -599,50 +599,54 @@ def _runs(engine: Engine, config_override: Any = None) -> Iterator[tuple[str, An
 
 
 def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
-    """Re-run every recorded scheduling run from its snapshot and compare decisions byte for byte."""
+    """Re-run every recorded scheduling run from its snapshot and compare decisions byte for byte.
+
+    Inputs are folded lazily, up to each run's recorded ``snapshot_position``: another writer's
+    events can commit while a run is being computed, so they precede the run's decisions in the
+    log although the run did not see them. They are folded before the next run, as the live
+    scheduler did at its next catch-up.
+    """
     rep = VerifyReport()
     bridge: Bridge | None = None
-    last_pos = 0
+    pending: list[StoredEvent] = []
+
+    def fold_upto(pos: int) -> None:
+        while pending and pending[0].position <= pos:
+            ev = pending.pop(0)
+            if bridge is not None:
+                bridge.fold(ev)
+
     for kind, item in _runs(engine):
         if kind == "start":
+            snap = int(item.data["snapshot_position"])
             bridge = Bridge(engine, config_from(None))
-            bridge.catch_up(upto=int(item.data["snapshot_position"]))
-            bridge.position = item.position
-            last_pos = item.position
+            bridge.catch_up(upto=snap)
+            pending = [e for e in pending if e.position > snap]
             continue
         if kind == "input":
-            last_pos = item.position
-            if bridge is not None:
-                bridge.fold(item)
+            pending.append(item)
             continue
         recorded = [(e.stream, e.type, _canon(e.data)) for e in item]
         if bridge is None:
-            rep.mismatches.append(
-                {"position": item[0].position, "problem": "decisions without a SchedulerStarted"}
-            )
+            rep.mismatches.append({"position": item[0].position, "problem": "decisions without a SchedulerStarted"})
             continue
-        bridge.position = int((item[0].meta or {}).get("snapshot_position", last_pos))
+        snap = int((item[0].meta or {}).get("snapshot_position", item[0].position - 1))
+        fold_upto(snap)
+        bridge.position = snap
         produced = _produced(bridge, ts(item[0].effective_at))
         rep.runs += 1
         rep.cycles += sum(1 for e in item if e.type == "SchedulingCycleCompleted")
         rep.decisions += len(recorded)
         if produced != recorded:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(produced, recorded, strict=False)) if a != b),
-                min(len(produced), len(recorded)),
-            )
-            rep.mismatches.append(
-                {
-                    "position": item[min(first, len(item) - 1)].position,
-                    "recorded": recorded[first] if first < len(recorded) else None,
-                    "replayed": produced[first] if first < len(produced) else None,
-                    "recorded_count": len(recorded),
-                    "replayed_count": len(produced),
-                }
-            )
+            first = next((i for i, (a, b) in enumerate(zip(produced, recorded, strict=False)) if a != b),
+                         min(len(produced), len(recorded)))
+            rep.mismatches.append({
+                "position": item[min(first, len(item) - 1)].position,
+                "recorded": recorded[first] if first < len(recorded) else None,
+                "replayed": produced[first] if first < len(produced) else None,
+                "recorded_count": len(recorded), "replayed_count": len(produced),
+            })
         bridge.note_stored(item)
-        bridge.position = item[-1].position
-        last_pos = item[-1].position
         if progress:
             progress(rep)
     return rep
