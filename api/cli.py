@@ -26,8 +26,10 @@ app.add_typer(db_app, name="db")
 app.add_typer(proj_app, name="projections")
 
 _WIDTH = None if sys.stdout.isatty() else 180  # Rich falls back to 80 columns when piped
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+# markup=False: messages quote user input (names, kinds, field values) verbatim; Rich markup in
+# them must neither crash nor vanish.
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, markup=False)
 
 
 class UserError(Exception):

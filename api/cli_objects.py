@@ -48,7 +48,7 @@ def apply(
     objects, errors = load_documents(_iter_sources(filename))
     if errors:
         for e in errors:
-            err.print(e if e.startswith("error") else f"error: {e}")
+            err.print(e if e.startswith("error:") else f"error: {e}")
         err.print(f"nothing applied: {len(errors)} error(s)")
         raise typer.Exit(1)
     if not objects:

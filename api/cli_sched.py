@@ -118,7 +118,7 @@ def demo(
         raise UserError(f"{examples}: not found (run from the repository root)")
     engine = _engine()
     out.print(
-        f"[bold]podledger demo[/bold] — ledger: {db.database_name(db.server_url())} (head position {store.head(engine)})"
+        f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {store.head(engine)})"
     )
     objects, errors = load_documents(iter_path(examples))
     if errors:

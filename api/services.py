@@ -124,7 +124,7 @@ def load_documents(docs: Iterable[Document]) -> tuple[list[Resource], list[str]]
                 objects.append(obj)
             errors.extend(str(e) for e in errs)
     except DocumentParseError as exc:
-        errors.append(f"error: {exc}")
+        errors.append(str(exc))
     return objects, errors
 
 

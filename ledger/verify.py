@@ -64,4 +64,17 @@ def verify_chain(engine: Engine, progress: Callable[[int], None] | None = None) 
                 checked += 1
                 if progress and checked % 10000 == 0:
                     progress(checked)
+        # The chain cannot show events cut off its end; every stream's OCC row still counts
+        # them. A stream whose last event is missing names the position after the last one.
+        cut = raw.execute(
+            "SELECT s.stream, s.version, coalesce(e.v, 0), coalesce(e.p, 0) FROM streams s "
+            "LEFT JOIN (SELECT stream, max(version) AS v, max(position) AS p FROM events GROUP BY stream) e "
+            "USING (stream) WHERE s.version <> coalesce(e.v, 0) ORDER BY 4 LIMIT 1"
+        ).fetchone()
+        if cut is not None:
+            stream, expected, found, last = cut
+            return VerifyResult(
+                False, checked, int(last) + 1,
+                f"stream {stream} counts {expected} events but the log holds {found} (events missing)",
+            )
     return VerifyResult(True, checked)
