@@ -20,6 +20,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.report --write
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
