@@ -1,8 +1,9 @@
-"""``make bench``: run every benchmark module in bench/ and print one table per module."""
+"""``make bench``: run every benchmark module in bench/, each in its own process (so one
+module's memory never shows in another's peak RSS), and print one table per module."""
 
 from __future__ import annotations
 
-import importlib
+import subprocess
 import sys
 import time
 
@@ -12,22 +13,14 @@ MODULES = ["bench.append", "bench.core", "bench.endtoend", "bench.preemption", "
 def main() -> None:
     failed = []
     for name in MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                print(f"({name}: not present, skipped)")
-                continue
-            raise
         t0 = time.perf_counter()
         print(f"== {name} ==", flush=True)
-        try:
-            mod.main()
-        except Exception as exc:  # report and go on with the other benchmarks
+        if subprocess.run([sys.executable, "-m", name]).returncode != 0:  # report and go on
             failed.append(name)
-            print(f"{name} failed: {exc!r}", file=sys.stderr)
+            print(f"{name} failed", file=sys.stderr)
         print(f"({name}: {time.perf_counter() - t0:.1f} s)\n", flush=True)
     if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)
 
 
