@@ -167,44 +167,34 @@ def pod_from(
     )
 
 
-def group_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.PodGroup:
+def _group_fields(obj: Mapping[str, Any], seq: int, created_at: float) -> dict[str, Any]:
+    """What PodGroup and CompositePodGroup share (all but the gang minimum)."""
     meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
     ref = spec.get("workloadRef") or {}
-    return m.PodGroup(
-        namespace=meta.get("namespace") or "default",
-        name=meta["name"],
-        min_count=_policy_min(spec, "minCount"),
-        topology_key=_topology_key(spec),
-        disruption_mode=_mode(spec),
-        priority=int(spec.get("priority") or 0),
-        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
-        parent=spec.get("parentCompositePodGroupName"),
-        workload=ref.get("workloadName"),
-        template=ref.get("templateName"),
-        uid=str(meta.get("uid") or ""),
-        seq=seq,
-        created_at=created_at,
-    )
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta["name"],
+        "topology_key": _topology_key(spec),
+        "disruption_mode": _mode(spec),
+        "priority": int(spec.get("priority") or 0),
+        "preemption_policy": spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
+        "parent": spec.get("parentCompositePodGroupName"),
+        "workload": ref.get("workloadName"),
+        "template": ref.get("templateName"),
+        "uid": str(meta.get("uid") or ""),
+        "seq": seq,
+        "created_at": created_at,
+    }
+
+
+def group_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.PodGroup:
+    spec = obj.get("spec") or {}
+    return m.PodGroup(min_count=_policy_min(spec, "minCount"), **_group_fields(obj, seq, created_at))
 
 
 def composite_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.CompositePodGroup:
-    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
-    ref = spec.get("workloadRef") or {}
-    return m.CompositePodGroup(
-        namespace=meta.get("namespace") or "default",
-        name=meta["name"],
-        min_group_count=_policy_min(spec, "minGroupCount"),
-        topology_key=_topology_key(spec),
-        disruption_mode=_mode(spec),
-        priority=int(spec.get("priority") or 0),
-        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
-        parent=spec.get("parentCompositePodGroupName"),
-        workload=ref.get("workloadName"),
-        template=ref.get("templateName"),
-        uid=str(meta.get("uid") or ""),
-        seq=seq,
-        created_at=created_at,
-    )
+    spec = obj.get("spec") or {}
+    return m.CompositePodGroup(min_group_count=_policy_min(spec, "minGroupCount"), **_group_fields(obj, seq, created_at))
 
 
 def pdb_from(obj: Mapping[str, Any]) -> m.PodDisruptionBudget:
