@@ -628,7 +628,9 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
             continue
         recorded = [(e.stream, e.type, _canon(e.data)) for e in item]
         if bridge is None:
-            rep.mismatches.append({"position": item[0].position, "problem": "decisions without a SchedulerStarted"})
+            rep.mismatches.append(
+                {"position": item[0].position, "problem": "decisions without a SchedulerStarted"}
+            )
             continue
         snap = int((item[0].meta or {}).get("snapshot_position", item[0].position - 1))
         fold_upto(snap)
@@ -638,14 +640,19 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
         rep.cycles += sum(1 for e in item if e.type == "SchedulingCycleCompleted")
         rep.decisions += len(recorded)
         if produced != recorded:
-            first = next((i for i, (a, b) in enumerate(zip(produced, recorded, strict=False)) if a != b),
-                         min(len(produced), len(recorded)))
-            rep.mismatches.append({
-                "position": item[min(first, len(item) - 1)].position,
-                "recorded": recorded[first] if first < len(recorded) else None,
-                "replayed": produced[first] if first < len(produced) else None,
-                "recorded_count": len(recorded), "replayed_count": len(produced),
-            })
+            first = next(
+                (i for i, (a, b) in enumerate(zip(produced, recorded, strict=False)) if a != b),
+                min(len(produced), len(recorded)),
+            )
+            rep.mismatches.append(
+                {
+                    "position": item[min(first, len(item) - 1)].position,
+                    "recorded": recorded[first] if first < len(recorded) else None,
+                    "replayed": produced[first] if first < len(produced) else None,
+                    "recorded_count": len(recorded),
+                    "replayed_count": len(produced),
+                }
+            )
         bridge.note_stored(item)
         if progress:
             progress(rep)
@@ -696,26 +703,36 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
             run_at(nxt)
 
     last_now = [0.0]
+    pending: list[StoredEvent] = []
+
+    def fold_upto(pos: int | None) -> None:
+        # Inputs are folded lazily, up to each run's recorded snapshot (as in verify_replay);
+        # timers of the new configuration that fall before an input fire first.
+        while pending and (pos is None or pending[0].position <= pos):
+            ev = pending.pop(0)
+            t = ts(ev.effective_at)
+            drain(t)
+            if ev.type == "PodGroupCreated":
+                obj = ev.data["object"]["metadata"]
+                created.setdefault(f"{obj.get('namespace') or 'default'}/{obj['name']}", t)
+            bridge.fold(ev)
+            last_now[0] = max(last_now[0], t)
+
     for kind, item in _runs(engine):
         if kind == "start":
             continue
         if kind == "input":
-            t = ts(item.effective_at)
-            drain(t)
-            if item.type == "PodGroupCreated":
-                obj = item.data["object"]["metadata"]
-                created.setdefault(f"{obj.get('namespace') or 'default'}/{obj['name']}", t)
-            bridge.fold(item)
-            last_now[0] = max(last_now[0], t)
+            pending.append(item)
             continue
         t = ts(item[0].effective_at)
         for e in item:
             recorded.append((t, e.type, e.data))
-        bridge.note_stored(item)
+        fold_upto(int((item[0].meta or {}).get("snapshot_position", item[0].position - 1)))
         drain(t)
         last_now[0] = t
         run_at(t)
         pending_runs.append(t)
+    fold_upto(None)
     drain(last_now[0] + 3600)
 
     before, v_before = _outcomes(recorded)
