@@ -128,6 +128,11 @@ def load_documents(docs: Iterable[Document]) -> tuple[list[Resource], list[str]]
     return objects, errors
 
 
+def request_event_id(idempotency_key: str, part: int | str) -> uuid.UUID:
+    """The event id of one event of a keyed request (a retried request maps to the same ids)."""
+    return uuid.uuid5(UID_NAMESPACE, f"{idempotency_key}:{part}")
+
+
 def _fill_uid(normalized: dict[str, Any], kind: str, ns: str | None, name: str, version: int) -> None:
     meta = normalized.setdefault("metadata", {})
     if not meta.get("uid"):
@@ -159,7 +164,7 @@ def apply_objects(
         if outcome.refused:
             record = outcome.rejection_record()
             data = {"actor": actor, "source": source, **record}
-            eid = uuid.uuid5(UID_NAMESPACE, f"{idempotency_key}:rejected") if idempotency_key else None
+            eid = request_event_id(idempotency_key, "rejected") if idempotency_key else None
             result.events = writer.write(
                 conn, [NewEvent(REJECTIONS_STREAM, "AdmissionRejected", data, base_meta, eid, effective_at)]
             )
@@ -167,14 +172,8 @@ def apply_objects(
             result.rejected = True
             return result
         streams = sorted({stream_for(r.kind, r.namespace, r.name) for r in outcome.changes})
-        versions: dict[str, int] = {s: state.versions[s] for s in streams if s in state.versions}
-        missing = [s for s in streams if s not in versions]
-        if missing:
-            versions.update({s: 0 for s in missing})
-            for s, v in conn.execute(
-                sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": missing}
-            ):
-                versions[s] = int(v)
+        # every changed object was one of the request's keys: _DbState read its stream's version
+        versions = {s: state.versions[s] for s in streams}
         pending = dict(versions)
         new_events: list[NewEvent] = []
         for i, r in enumerate(outcome.changes):
@@ -184,7 +183,7 @@ def apply_objects(
             if r.previous is not None and r.previous.get("metadata", {}).get("uid"):
                 r.normalized["metadata"]["uid"] = r.previous["metadata"]["uid"]
             action = "Created" if r.action == "created" else "Updated"
-            eid = uuid.uuid5(UID_NAMESPACE, f"{idempotency_key}:{i}") if idempotency_key else None
+            eid = request_event_id(idempotency_key, i) if idempotency_key else None
             new_events.append(
                 NewEvent(
                     stream,
@@ -212,30 +211,10 @@ def delete_object(
     effective_at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> StoredEvent:
-    info = get_kind(kind)
-    ns = (namespace or "default") if info.namespaced else None
-    with engine.begin() as conn:
-        row = conn.execute(
-            sa.text("SELECT 1 FROM objects WHERE kind = :k AND namespace = :n AND name = :m"),
-            {"k": info.kind, "n": ns or "", "m": name},
-        ).first()
-        if row is None:
-            where = f"{ns}/{name}" if ns else name
-            raise LookupError(f'{info.kind} "{where}" not found')
-        stream = stream_for(info.kind, ns, name)
-        version = (
-            conn.execute(sa.text("SELECT version FROM streams WHERE stream = :s"), {"s": stream}).scalar()
-            or 0
-        )
-        ev = NewEvent(
-            stream,
-            input_event_type(info.kind, "Deleted"),
-            {"kind": info.kind, "namespace": ns or "", "name": name},
-            {"actor": actor},
-            uuid.uuid5(UID_NAMESPACE, idempotency_key) if idempotency_key else None,
-            effective_at,
-        )
-        return writer.write(conn, [ev], {stream: int(version)})[0]
+    """Delete one object; raises LookupError (appending nothing) if it does not exist."""
+    return delete_objects(
+        engine, [(kind, namespace, name)], actor=actor, effective_at=effective_at, idempotency_key=idempotency_key
+    )[0]
 
 
 def delete_objects(
@@ -248,8 +227,8 @@ def delete_objects(
 ) -> list[StoredEvent]:
     """Delete several objects ``(kind, namespace, name)`` in one transaction (one append).
 
-    Same events as ``delete_object`` for each; if any object is missing, raises LookupError and
-    deletes nothing. Event ids derive from ``idempotency_key`` and the index in ``refs``.
+    If any object is missing, raises LookupError and deletes nothing. Event ids derive from
+    ``idempotency_key`` and the index in ``refs``.
     """
     if not refs:
         return []
@@ -261,40 +240,23 @@ def delete_objects(
         raise ValueError("the same object is named twice in one delete request")
     streams = [stream_for(k, n or None, m) for k, n, m in keys]
     with engine.begin() as conn:
-        # one statement: whether each object exists, and its stream's version
-        rows = conn.execute(
-            sa.text(
-                "SELECT q.stream, o.name IS NOT NULL, coalesce(s.version, 0) "
-                "FROM unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[]), CAST(:s AS text[])) "
-                "AS q(kind, namespace, name, stream) "
-                "LEFT JOIN objects o ON o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name "
-                "LEFT JOIN streams s ON s.stream = q.stream"
-            ),
-            {
-                "k": [k[0] for k in keys],
-                "n": [k[1] for k in keys],
-                "m": [k[2] for k in keys],
-                "s": streams,
-            },
-        )
-        found: dict[str, tuple[bool, int]] = {st: (bool(ex), int(v)) for st, ex, v in rows}
-        for key, stream in zip(keys, streams, strict=True):
-            if not found[stream][0]:
+        state = _DbState(conn, keys)  # one statement: the objects and their streams' versions
+        for key in keys:
+            if state.get(*key) is None:
                 where = f"{key[1]}/{key[2]}" if key[1] else key[2]
                 raise LookupError(f'{key[0]} "{where}" not found')
-        versions = {stream: found[stream][1] for stream in streams}
         events = [
             NewEvent(
                 stream,
                 input_event_type(kind, "Deleted"),
                 {"kind": kind, "namespace": ns, "name": name},
                 {"actor": actor},
-                uuid.uuid5(UID_NAMESPACE, f"{idempotency_key}:{i}") if idempotency_key else None,
+                request_event_id(idempotency_key, i) if idempotency_key else None,
                 effective_at,
             )
             for i, ((kind, ns, name), stream) in enumerate(zip(keys, streams, strict=True))
         ]
-        return writer.write(conn, events, versions)
+        return writer.write(conn, events, {s: state.versions[s] for s in streams})
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import re
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -221,8 +220,8 @@ def _lines(lines: list[str]) -> list[ApplyLine]:
 
 def _replay_apply(engine: Engine, key: str, n_objects: int) -> ApplyResponse | None:
     """The events a previous request with this Idempotency-Key appended, if any."""
-    ids = [uuid.uuid5(services.UID_NAMESPACE, f"{key}:{i}") for i in range(n_objects)]
-    ids.append(uuid.uuid5(services.UID_NAMESPACE, f"{key}:rejected"))
+    ids = [services.request_event_id(key, i) for i in range(n_objects)]
+    ids.append(services.request_event_id(key, "rejected"))
     with engine.connect() as conn:
         rows = conn.execute(
             sa.text(
@@ -381,7 +380,7 @@ def _delete_sync(
     engine = ctx.engine
     ref = _ref(info, ns, name)
     if key is not None:
-        eid = uuid.uuid5(services.UID_NAMESPACE, key)
+        eid = services.request_event_id(key, 0)
         with engine.connect() as conn:
             row = conn.execute(
                 sa.text("SELECT position, stream, version, type FROM events WHERE event_id = :e"), {"e": eid}
