@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 from ledger import store
 from ledger.projections.current import project
 from ledger.store import StoredEvent
-from scheduler.bridge import DECISION_TYPES, Bridge, config_from, ts
+from scheduler.bridge import DECISION_TYPES, Bridge, config_from, pod_requests, ts
 
 GROUP_DECISIONS = (
     "PodGroupUnschedulable",
@@ -129,8 +129,9 @@ def explain(
     namespace = namespace or "default"
     key = f"{namespace}/{name}"
     with engine.connect() as conn:
+        head = store.head(conn)
         pos = _resolve_at(conn, at)
-    with objects_at(engine, pos) if pos < _head(engine) else _live(engine) as conn:
+    with objects_at(engine, pos) if pos < head else _live(engine) as conn:
         row = conn.execute(
             sa.text(
                 "SELECT object, status, created_at FROM objects WHERE kind = :k AND namespace = :n AND name = :m"
@@ -176,8 +177,6 @@ def explain(
             ),
             {"n": namespace},
         ):
-            from scheduler.bridge import pod_requests
-
             for k, v in pod_requests(r[0].get("spec") or {}).items():
                 used[k] = used.get(k, 0) + v
 
@@ -379,10 +378,6 @@ def explain(
         )
         doc["nodesAt"] = int(snap) if snap is not None else pos
     return doc
-
-
-def _head(engine: Engine) -> int:
-    return store.head(engine)
 
 
 @contextmanager
@@ -687,7 +682,6 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
     created: dict[str, float] = {}
     bridge = Bridge(engine, new_cfg)
     bridge.follow_config = False
-    pending_runs: list[float] = []
 
     def run_at(now: float) -> None:
         for _stream, typ, data in _produced(bridge, now):
@@ -731,7 +725,6 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
         drain(t)
         last_now[0] = t
         run_at(t)
-        pending_runs.append(t)
     fold_upto(None)
     drain(last_now[0] + 3600)
 

@@ -6,7 +6,6 @@ Exit codes: 0 success, 1 user error (bad input, failed expectation, conflict), 2
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import orjson
@@ -135,4 +134,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["app", "main", "out", "err", "UserError", "Path"]
+__all__ = ["app", "main", "out", "err", "UserError"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -296,9 +296,6 @@ def list_objects(
     q += " ORDER BY namespace, name"
     return [ObjectRow(*r) for r in target.execute(sa.text(q), params)]
 
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
 
 
 def dumps(value: Any) -> str:

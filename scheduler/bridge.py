@@ -20,7 +20,7 @@ import copy
 import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -348,12 +348,12 @@ class Bridge:
             pod = sch.pod(data["pod"])
             if pod is not None and pod.node_name != data["node"]:
                 sch.upsert_pod(
-                    _replace(pod, node_name=data["node"], nominated_node=None, start_time=now), now
+                    replace(pod, node_name=data["node"], nominated_node=None, start_time=now), now
                 )
         elif typ == "PodNominated":
             pod = sch.pod(data["pod"])
             if pod is not None:
-                sch.upsert_pod(_replace(pod, nominated_node=data["node"]), now)
+                sch.upsert_pod(replace(pod, nominated_node=data["node"]), now)
         elif typ == "PodPreempted":
             sch.remove_pod(data["victim"], now)
         elif typ == "PodGroupUnschedulable":
@@ -607,17 +607,3 @@ def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
-def _replace(pod: m.Pod, **changes: Any) -> m.Pod:
-    from dataclasses import replace
-
-    return replace(pod, **changes)
-
-
-def decisions_payloads(results: Sequence[d.CycleResult]) -> list[dict[str, Any]]:
-    """Deterministic, JSON-able view of cycle results (used by replay --verify and tests)."""
-    out = []
-    for r in results:
-        for dec in r.decisions:
-            stream, typ, data = decision_event(dec)
-            out.append({"cycle": r.cycle, "type": typ, "stream": stream, "data": data})
-    return out
