@@ -91,8 +91,7 @@ def private_ledger() -> Iterator[Engine]:
     try:
         yield engine
     finally:
-        engine.dispose()
-        db._engines.pop(url, None)
+        db.dispose(url)
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

@@ -152,6 +152,14 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True) -> Engi
     return engine
 
 
+def dispose(url: str) -> None:
+    """Close and forget the engine of ``url`` (e.g. before dropping its database)."""
+    with _lock:
+        engine = _engines.pop(url, None)
+    if engine is not None:
+        engine.dispose()
+
+
 def dispose_all() -> None:
     with _lock:
         for engine in _engines.values():

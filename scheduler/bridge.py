@@ -362,11 +362,7 @@ class Bridge:
             # Seed the core with conditions written earlier, so that a restarted scheduler never
             # regresses a True PodGroupInitiallyScheduled.
             kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
-            sch.state.conditions.setdefault((kind, data["group"]), {})[data["type"]] = (
-                data["status"],
-                data["reason"],
-                data["message"],
-            )
+            sch.seed_condition(kind, data["group"], data["type"], data["status"], data["reason"], data["message"])
 
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
         sch = self.scheduler

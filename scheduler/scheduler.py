@@ -662,6 +662,11 @@ class Scheduler:
     def pods(self) -> list[Pod]:
         return [self.state.pods[k] for k in sorted(self.state.pods)]
 
+    def seed_condition(self, kind: str, key: str, ctype: str, status: str, reason: str, message: str) -> None:
+        """Record a condition written earlier (e.g. by a previous scheduler process), so that a
+        True PodGroupInitiallyScheduled is never regressed after a restart."""
+        self.state.conditions.setdefault((kind, key), {})[ctype] = (status, reason, message)
+
     def group_conditions(self, key: str) -> dict[str, tuple[str, str, str]]:
         c = self.state.conditions.get((KIND_PG, key))
         if c is None:
