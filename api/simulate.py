@@ -359,6 +359,14 @@ def load_scenario(doc: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
 def run_scenario(doc: Mapping[str, Any], *, verify: bool = False) -> Report:
     """Run a scenario; with ``verify`` also re-run every recorded scheduling run from the
     scenario's own log (``replay --verify``) and report each mismatch as a failure."""
+    return run_scenario_with_log(doc, verify=verify, with_log=False)[0]
+
+
+def run_scenario_with_log(
+    doc: Mapping[str, Any], *, verify: bool = False, with_log: bool = True
+) -> tuple[Report, list[dict[str, Any]]]:
+    """Run a scenario and also return the event data in order (recorded_at and the hash chain
+    aside, they hold wall-clock time), for the determinism and payload tests."""
     name, spec = load_scenario(doc)
     with private_ledger() as engine:
         sim = Simulation(engine, spec, name)
@@ -371,31 +379,24 @@ def run_scenario(doc: Mapping[str, Any], *, verify: bool = False) -> Report:
             for mm in rep.mismatches:
                 report.failures.append(f"replay --verify: mismatch at position {mm['position']}: "
                                        f"recorded {mm.get('recorded')} replayed {mm.get('replayed')}")
-        return report
-
-
-def run_scenario_with_log(doc: Mapping[str, Any]) -> tuple[Report, list[dict[str, Any]]]:
-    """Run and also return the event data in order (recorded_at aside), for determinism tests."""
-    name, spec = load_scenario(doc)
-    with private_ledger() as engine:
-        sim = Simulation(engine, spec, name)
-        report = sim.run(list(spec["steps"]))
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT position, stream, version, type, data, meta, effective_at, encode(hash, 'hex') FROM events ORDER BY position"
+        log: list[dict[str, Any]] = []
+        if with_log:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    sa.text(
+                        "SELECT position, stream, version, type, data, meta, effective_at FROM events ORDER BY position"
+                    )
                 )
-            )
-            log = [
-                {
-                    "position": r[0],
-                    "stream": r[1],
-                    "version": r[2],
-                    "type": r[3],
-                    "data": r[4],
-                    "meta": r[5],
-                    "effective_at": r[6].isoformat(),
-                }
-                for r in rows
-            ]
+                log = [
+                    {
+                        "position": r[0],
+                        "stream": r[1],
+                        "version": r[2],
+                        "type": r[3],
+                        "data": r[4],
+                        "meta": r[5],
+                        "effective_at": r[6].isoformat(),
+                    }
+                    for r in rows
+                ]
         return report, log

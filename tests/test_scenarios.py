@@ -11,6 +11,8 @@ from it is listed in ``XFAIL`` (strict: it must start passing once the deviation
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +21,15 @@ from typing import Any
 import pytest
 import yaml
 
-from api.simulate import run_scenario, run_scenario_with_log
+from api.simulate import run_scenario_with_log
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.yaml"))
+# Per scenario, one digest per event of (stream, version, type, data, meta, effective_at): a
+# restructuring must leave every payload byte-identical. A change that alters payloads on purpose
+# rewrites it with PODLEDGER_UPDATE_GOLDEN=1 and says why in its commit.
+GOLDEN = Path(__file__).parent / "golden" / "scenario_events.json"
+UPDATE_GOLDEN = os.environ.get("PODLEDGER_UPDATE_GOLDEN") == "1"
 
 # file name -> reason (spec expectation vs. observed behaviour); strict xfail.
 XFAIL: dict[str, str] = {}
@@ -70,8 +77,30 @@ def test_scenario(path: Path) -> None:
     doc = _load(path)
     assert doc.get("kind") == "Scenario"
     assert (doc.get("metadata") or {}).get("name") == path.stem, "metadata.name should match the file name"
-    report = run_scenario(doc, verify=True)  # also proves every recorded decision by replaying it
+    report, log = run_scenario_with_log(doc, verify=True)  # verify: replays every recorded decision
     assert report.passed, f"{path.name} failed:\n" + "\n".join(report.failures)
+    _check_golden(path.stem, log)
+
+
+def _event_digest(event: dict[str, Any]) -> str:
+    body = {k: event[k] for k in ("stream", "version", "type", "data", "meta", "effective_at")}
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return f"{event['type']} {event['stream']} {hashlib.sha256(raw).hexdigest()[:16]}"
+
+
+def _check_golden(name: str, log: list[dict[str, Any]]) -> None:
+    got = [_event_digest(e) for e in log]
+    golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    if UPDATE_GOLDEN:
+        golden[name] = got
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=0) + "\n")
+        return
+    assert name in golden, f"no golden payloads for {name}: run with PODLEDGER_UPDATE_GOLDEN=1"
+    want = golden[name]
+    for i, (a, b) in enumerate(zip(want, got, strict=False)):
+        assert a == b, f"{name}: event {i + 1} differs from the golden payload: want {a}, got {b}"
+    assert len(want) == len(got), f"{name}: {len(got)} events, golden has {len(want)}"
 
 
 @pytest.mark.parametrize("name", DETERMINISM)
