@@ -41,18 +41,17 @@ from ledger.resources.models import (
     BUILTIN_PRIORITY_CLASSES,
     PREEMPT_LOWER_PRIORITY,
     CompositePodGroup,
-    CompositePodGroupTemplate,
     ElasticQuota,
     ElasticQuotaTree,
     ObjectKey,
     Pod,
     PodGroup,
-    PodGroupTemplate,
     PriorityClass,
     Resource,
     Workload,
     model_for,
 )
+from ledger.resources.models.scheduling import CompositePodGroupTemplate, PodGroupTemplate
 
 __all__ = [
     "MAX_TEMPLATES",
