@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
-from ledger.resources.models.meta import K8sModel, Resource
+from ledger.resources.models.meta import K8sModel, Resource, requirement_problems
 from ledger.resources.models.values import (
     PREEMPT_LOWER_PRIORITY,
     PreemptionPolicy,
@@ -22,6 +22,7 @@ from ledger.resources.models.values import (
     check_int32,
     check_labels,
     check_name,
+    key_path,
     label_value_problem,
     max_into,
     qualified_name_problem,
@@ -97,13 +98,7 @@ class NodeSelectorRequirement(K8sModel):
     values: list[str] = Field(default_factory=list)
 
     def check(self, path: str) -> Problems:
-        problems: Problems = []
-        if not self.key:
-            problems.append((f"{path}.key", "must not be empty"))
-        if self.operator in ("In", "NotIn") and not self.values:
-            problems.append((f"{path}.values", f"must be specified when `operator` is '{self.operator}'"))
-        if self.operator in ("Exists", "DoesNotExist") and self.values:
-            problems.append((f"{path}.values", f"may not be specified when `operator` is '{self.operator}'"))
+        problems = requirement_problems(path, self.key, self.operator, self.values)
         if self.operator in ("Gt", "Lt"):
             if len(self.values) != 1:
                 problems.append(
@@ -308,9 +303,7 @@ class Pod(Resource):
                     if res.requests.get(rname, 0) > limit:
                         problems.append(
                             (
-                                f"{path}.resources.requests[{rname}]"
-                                if not rname.isidentifier()
-                                else f"{path}.resources.requests.{rname}",
+                                key_path(f"{path}.resources.requests", rname),
                                 f"must be less than or equal to {rname} limit",
                             )
                         )

@@ -164,6 +164,18 @@ class Resource(K8sModel):
 # --------------------------------------------------------------------------- label selectors
 
 
+def requirement_problems(path: str, key: str, operator: str, values: list[str]) -> Problems:
+    """The rules label and node selector requirements share: a key, and values iff the operator takes them."""
+    problems: Problems = []
+    if not key:
+        problems.append((f"{path}.key", "must not be empty"))
+    if operator in ("In", "NotIn") and not values:
+        problems.append((f"{path}.values", f"must be specified when `operator` is '{operator}'"))
+    if operator in ("Exists", "DoesNotExist") and values:
+        problems.append((f"{path}.values", f"may not be specified when `operator` is '{operator}'"))
+    return problems
+
+
 class LabelSelectorRequirement(K8sModel):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
@@ -178,11 +190,7 @@ class LabelSelector(K8sModel):
         problems: Problems = []
         check_labels(f"{path}.matchLabels", self.match_labels, problems)
         for i, req in enumerate(self.match_expressions):
-            p = f"{path}.matchExpressions[{i}]"
-            if not req.key:
-                problems.append((f"{p}.key", "must not be empty"))
-            if req.operator in ("In", "NotIn") and not req.values:
-                problems.append((f"{p}.values", f"must be specified when `operator` is '{req.operator}'"))
-            if req.operator in ("Exists", "DoesNotExist") and req.values:
-                problems.append((f"{p}.values", f"may not be specified when `operator` is '{req.operator}'"))
+            problems += requirement_problems(
+                f"{path}.matchExpressions[{i}]", req.key, req.operator, req.values
+            )
         return problems

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import Field, model_validator
 
 from ledger.resources.models.meta import K8sModel, Resource
-from ledger.resources.models.values import Problems, Seconds
+from ledger.resources.models.values import Problems, Seconds, key_path
 
 FEATURE_GATES = (
     "GenericWorkload",
@@ -85,12 +85,7 @@ class SchedulerConfigSpec(K8sModel):
         ):
             for key, weight in (weights or {}).items():
                 if not 0 <= weight <= 100:
-                    problems.append(
-                        (
-                            f"{path}.{field}[{key}]" if not key.isidentifier() else f"{path}.{field}.{key}",
-                            "must be in the range 0-100",
-                        )
-                    )
+                    problems.append((key_path(f"{path}.{field}", key), "must be in the range 0-100"))
         b = self.backoff
         if b is not None and b.initial_seconds is not None and b.max_seconds is not None:
             if b.initial_seconds < 0:

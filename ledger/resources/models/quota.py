@@ -13,7 +13,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from ledger.resources.models.meta import K8sModel, Resource
-from ledger.resources.models.values import Problems, ResourceList, add_into, check_name
+from ledger.resources.models.values import Problems, ResourceList, add_into, check_name, key_path
 
 
 def _check_min_max(path: str, mins: Mapping[str, int], maxs: Mapping[str, int] | None) -> Problems:
@@ -23,10 +23,7 @@ def _check_min_max(path: str, mins: Mapping[str, int], maxs: Mapping[str, int] |
     for rname, value in mins.items():
         if rname in maxs and value > maxs[rname]:
             problems.append(
-                (
-                    f"{path}.min.{rname}" if rname.isidentifier() else f"{path}.min[{rname}]",
-                    f"min must be less than or equal to max ({rname})",
-                )
+                (key_path(f"{path}.min", rname), f"min must be less than or equal to max ({rname})")
             )
     return problems
 

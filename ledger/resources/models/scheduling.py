@@ -21,6 +21,7 @@ from ledger.resources.models.values import (
     check_int32,
     check_name,
     check_priority,
+    exactly_one_of,
     qualified_name_problem,
 )
 
@@ -81,7 +82,21 @@ BUILTIN_PRIORITY_CLASSES: dict[str, dict[str, Any]] = {
 }
 
 
-# --------------------------------------------------------------------------- groups and Workload
+# --------------------------------------------------------------------------- group fields
+
+
+def _policy_problems(path: str, basic: Empty | None, minimum_field: str, minimum: int | None) -> Problems:
+    """``schedulingPolicy``: exactly one of ``basic`` / ``gang``; the gang minimum is an int32 >= 1.
+
+    ``minimum`` is the gang's ``minCount`` / ``minGroupCount``, ``None`` when there is no gang.
+    """
+    problems = exactly_one_of(path, {"basic": basic is not None, "gang": minimum is not None})
+    if problems or minimum is None:
+        return problems
+    if minimum < 1:
+        return [(f"{path}.gang.{minimum_field}", "must be >= 1")]
+    check_int32(f"{path}.gang.{minimum_field}", minimum, problems)
+    return problems
 
 
 class GangPolicy(K8sModel):
@@ -97,15 +112,7 @@ class PodGroupSchedulingPolicy(K8sModel):
         return self.gang is not None
 
     def check(self, path: str) -> Problems:
-        if (self.basic is None) == (self.gang is None):
-            return [(path, "must specify exactly one of: `basic`, `gang`")]
-        if self.gang is not None and self.gang.min_count < 1:
-            return [(f"{path}.gang.minCount", "must be >= 1")]
-        if self.gang is not None:
-            problems: Problems = []
-            check_int32(f"{path}.gang.minCount", self.gang.min_count, problems)
-            return problems
-        return []
+        return _policy_problems(path, self.basic, "minCount", self.gang.min_count if self.gang else None)
 
 
 class CompositeGangPolicy(K8sModel):
@@ -121,15 +128,8 @@ class CompositePodGroupSchedulingPolicy(K8sModel):
         return self.gang is not None
 
     def check(self, path: str) -> Problems:
-        if (self.basic is None) == (self.gang is None):
-            return [(path, "must specify exactly one of: `basic`, `gang`")]
-        if self.gang is not None and self.gang.min_group_count < 1:
-            return [(f"{path}.gang.minGroupCount", "must be >= 1")]
-        if self.gang is not None:
-            problems: Problems = []
-            check_int32(f"{path}.gang.minGroupCount", self.gang.min_group_count, problems)
-            return problems
-        return []
+        minimum = self.gang.min_group_count if self.gang else None
+        return _policy_problems(path, self.basic, "minGroupCount", minimum)
 
 
 class TopologyConstraint(K8sModel):
@@ -168,9 +168,7 @@ class DisruptionMode(K8sModel):
         return "All" if self.all is not None else "Single"
 
     def check(self, path: str) -> Problems:
-        if (self.single is None) == (self.all is None):
-            return [(path, "must specify exactly one of: `single`, `all`")]
-        return []
+        return exactly_one_of(path, {"single": self.single is not None, "all": self.all is not None})
 
 
 def _default_disruption_mode() -> DisruptionMode:
@@ -196,6 +194,7 @@ class _GroupBase(K8sModel):
     """
 
     if TYPE_CHECKING:
+        scheduling_policy: PodGroupSchedulingPolicy | CompositePodGroupSchedulingPolicy
         scheduling_constraints: SchedulingConstraints | None
         disruption_mode: DisruptionMode | None
         priority_class_name: str | None
@@ -208,8 +207,9 @@ class _GroupBase(K8sModel):
             self.priority_class_name = None
         return self
 
-    def _check_common(self, path: str) -> Problems:
-        problems: Problems = []
+    def check_group(self, path: str) -> Problems:
+        """The rules of the fields every group spec and template has (policy to priority)."""
+        problems = self.scheduling_policy.check(f"{path}.schedulingPolicy")
         if self.scheduling_constraints is not None:
             problems += self.scheduling_constraints.check(f"{path}.schedulingConstraints")
         if self.disruption_mode is not None:
@@ -229,6 +229,15 @@ class _GroupBase(K8sModel):
         return self.disruption_mode.mode if self.disruption_mode else "Single"
 
 
+def _claims_problems(path: str, claims: list[dict[str, Any]]) -> Problems:
+    if len(claims) > MAX_RESOURCE_CLAIMS:
+        return [(f"{path}.resourceClaims", f"must have at most {MAX_RESOURCE_CLAIMS} items")]
+    return []
+
+
+# --------------------------------------------------------------------------- Workload
+
+
 class PodGroupTemplate(_GroupBase):
     name: str
     scheduling_policy: PodGroupSchedulingPolicy
@@ -242,11 +251,7 @@ class PodGroupTemplate(_GroupBase):
     def check(self, path: str) -> Problems:
         problems: Problems = []
         check_name(f"{path}.name", self.name, problems, label=True)
-        problems += self.scheduling_policy.check(f"{path}.schedulingPolicy")
-        problems += self._check_common(path)
-        if len(self.resource_claims) > MAX_RESOURCE_CLAIMS:
-            problems.append((f"{path}.resourceClaims", f"must have at most {MAX_RESOURCE_CLAIMS} items"))
-        return problems
+        return problems + self.check_group(path) + _claims_problems(path, self.resource_claims)
 
 
 class CompositePodGroupTemplate(_GroupBase):
@@ -261,18 +266,15 @@ class CompositePodGroupTemplate(_GroupBase):
     composite_pod_group_templates: list[CompositePodGroupTemplate] = Field(default_factory=list)
 
     def check(self, path: str) -> Problems:
+        """This template's own fields; its children are checked by ``Workload.check``."""
         problems: Problems = []
         check_name(f"{path}.name", self.name, problems, label=True)
-        problems += self.scheduling_policy.check(f"{path}.schedulingPolicy")
-        problems += self._check_common(path)
-        for i, t in enumerate(self.pod_group_templates):
-            problems += t.check(f"{path}.podGroupTemplates[{i}]")
-        for i, c in enumerate(self.composite_pod_group_templates):
-            problems += c.check(f"{path}.compositePodGroupTemplates[{i}]")
-        return problems
+        return problems + self.check_group(path)
 
 
 CompositePodGroupTemplate.model_rebuild()
+
+Template = PodGroupTemplate | CompositePodGroupTemplate
 
 
 class ControllerRef(K8sModel):
@@ -299,18 +301,12 @@ class Workload(Resource):
                 problems.append(("spec.controllerRef.kind", "required value"))
             if not ref.name:
                 problems.append(("spec.controllerRef.name", "required value"))
-        for i, t in enumerate(self.spec.pod_group_templates):
-            problems += t.check(f"spec.podGroupTemplates[{i}]")
-        for i, c in enumerate(self.spec.composite_pod_group_templates):
-            problems += c.check(f"spec.compositePodGroupTemplates[{i}]")
+        for path, _, template, _ in self.templates():
+            problems += template.check(path)
         return problems
 
-    def templates(
-        self,
-    ) -> Iterable[
-        tuple[str, int, PodGroupTemplate | CompositePodGroupTemplate, CompositePodGroupTemplate | None]
-    ]:
-        """Every template at any depth: ``(path, depth, template, parent)``; roots have depth 1."""
+    def templates(self) -> list[tuple[str, int, Template, CompositePodGroupTemplate | None]]:
+        """Every template at any depth, depth first: ``(path, depth, template, parent)``; roots have depth 1."""
 
         def walk(
             path: str,
@@ -318,9 +314,7 @@ class Workload(Resource):
             parent: CompositePodGroupTemplate | None,
             pgs: list[PodGroupTemplate],
             cpgs: list[CompositePodGroupTemplate],
-        ) -> Iterable[
-            tuple[str, int, PodGroupTemplate | CompositePodGroupTemplate, CompositePodGroupTemplate | None]
-        ]:
+        ) -> Iterable[tuple[str, int, Template, CompositePodGroupTemplate | None]]:
             for i, t in enumerate(pgs):
                 yield f"{path}.podGroupTemplates[{i}]", depth, t, parent
             for i, c in enumerate(cpgs):
@@ -332,14 +326,54 @@ class Workload(Resource):
             walk("spec", 1, None, self.spec.pod_group_templates, self.spec.composite_pod_group_templates)
         )
 
-    def find_template(self, name: str) -> PodGroupTemplate | CompositePodGroupTemplate | None:
+    def find_template(self, name: str) -> Template | None:
         for _, _, t, _ in self.templates():
             if t.name == name:
                 return t
         return None
 
 
-class PodGroupSpec(_GroupBase):
+# --------------------------------------------------------------------------- PodGroup and CompositePodGroup
+
+
+class _GroupSpec(_GroupBase):
+    """What PodGroupSpec and CompositePodGroupSpec share beyond the template fields."""
+
+    if TYPE_CHECKING:
+        parent_composite_pod_group_name: str | None
+        workload_ref: WorkloadRef | None
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Self:
+        if self.disruption_mode is None:
+            self.disruption_mode = _default_disruption_mode()
+        if self.parent_composite_pod_group_name == "":
+            self.parent_composite_pod_group_name = None
+        return self
+
+    def check_spec(self) -> Problems:
+        """``check_group`` plus the references: ``workloadRef`` and the parent's name."""
+        problems = self.check_group("spec")
+        if self.workload_ref is not None:
+            problems += self.workload_ref.check("spec.workloadRef")
+        if self.parent_composite_pod_group_name is not None:
+            check_name("spec.parentCompositePodGroupName", self.parent_composite_pod_group_name, problems)
+        return problems
+
+
+class _Group(Resource):
+    """PodGroup and CompositePodGroup: the stored spec always says its ``preemptionPolicy``."""
+
+    if TYPE_CHECKING:
+        spec: PodGroupSpec | CompositePodGroupSpec
+
+    def normalized(self) -> dict[str, Any]:
+        data = super().normalized()
+        data["spec"].setdefault("preemptionPolicy", PREEMPT_LOWER_PRIORITY)
+        return data
+
+
+class PodGroupSpec(_GroupSpec):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadRef | None = None
     scheduling_policy: PodGroupSchedulingPolicy
@@ -350,46 +384,25 @@ class PodGroupSpec(_GroupBase):
     priority: int | None = None  # set by admission
     preemption_policy: PreemptionPolicy | None = None  # set by admission
 
-    @model_validator(mode="after")
-    def _defaults(self) -> Self:
-        if self.disruption_mode is None:
-            self.disruption_mode = _default_disruption_mode()
-        if self.parent_composite_pod_group_name == "":
-            self.parent_composite_pod_group_name = None
-        return self
-
     @property
     def min_count(self) -> int | None:
         gang = self.scheduling_policy.gang
         return gang.min_count if gang else None
 
 
-class PodGroup(Resource):
+class PodGroup(_Group):
     KIND: ClassVar[str] = "PodGroup"
     spec: PodGroupSpec
 
-    def normalized(self) -> dict[str, Any]:
-        data = super().normalized()
-        data["spec"].setdefault("preemptionPolicy", PREEMPT_LOWER_PRIORITY)
-        return data
-
     def check(self) -> Problems:
-        problems = super().check()
         spec = self.spec
-        problems += spec.scheduling_policy.check("spec.schedulingPolicy")
-        problems += spec._check_common("spec")
-        if spec.workload_ref is not None:
-            problems += spec.workload_ref.check("spec.workloadRef")
-        if spec.parent_composite_pod_group_name is not None:
-            check_name("spec.parentCompositePodGroupName", spec.parent_composite_pod_group_name, problems)
-            if spec.workload_ref is None:
-                problems.append(("spec.parentCompositePodGroupName", "requires spec.workloadRef to be set"))
-        if len(spec.resource_claims) > MAX_RESOURCE_CLAIMS:
-            problems.append(("spec.resourceClaims", f"must have at most {MAX_RESOURCE_CLAIMS} items"))
-        return problems
+        problems = super().check() + spec.check_spec()
+        if spec.parent_composite_pod_group_name is not None and spec.workload_ref is None:
+            problems.append(("spec.parentCompositePodGroupName", "requires spec.workloadRef to be set"))
+        return problems + _claims_problems("spec", spec.resource_claims)
 
 
-class CompositePodGroupSpec(_GroupBase):
+class CompositePodGroupSpec(_GroupSpec):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadRef
     scheduling_policy: CompositePodGroupSchedulingPolicy
@@ -399,37 +412,18 @@ class CompositePodGroupSpec(_GroupBase):
     priority: int | None = None  # set by admission
     preemption_policy: PreemptionPolicy | None = None  # set by admission
 
-    @model_validator(mode="after")
-    def _defaults(self) -> Self:
-        if self.disruption_mode is None:
-            self.disruption_mode = _default_disruption_mode()
-        if self.parent_composite_pod_group_name == "":
-            self.parent_composite_pod_group_name = None
-        return self
-
     @property
     def min_group_count(self) -> int | None:
         gang = self.scheduling_policy.gang
         return gang.min_group_count if gang else None
 
 
-class CompositePodGroup(Resource):
+class CompositePodGroup(_Group):
     KIND: ClassVar[str] = "CompositePodGroup"
     spec: CompositePodGroupSpec
 
-    def normalized(self) -> dict[str, Any]:
-        data = super().normalized()
-        data["spec"].setdefault("preemptionPolicy", PREEMPT_LOWER_PRIORITY)
-        return data
-
     def check(self) -> Problems:
-        problems = super().check()
-        spec = self.spec
-        problems += spec.scheduling_policy.check("spec.schedulingPolicy")
-        problems += spec._check_common("spec")
-        problems += spec.workload_ref.check("spec.workloadRef")
-        if spec.parent_composite_pod_group_name is not None:
-            check_name("spec.parentCompositePodGroupName", spec.parent_composite_pod_group_name, problems)
-            if spec.parent_composite_pod_group_name == self.name:
-                problems.append(("spec.parentCompositePodGroupName", "must not name the group itself"))
+        problems = super().check() + self.spec.check_spec()
+        if self.spec.parent_composite_pod_group_name == self.name:
+            problems.append(("spec.parentCompositePodGroupName", "must not name the group itself"))
         return problems

@@ -171,6 +171,18 @@ def check_name(path: str, value: str | None, problems: Problems, *, label: bool 
         problems.append((path, f"invalid value {value!r}: {problem}"))
 
 
+def exactly_one_of(path: str, members: Mapping[str, bool]) -> Problems:
+    """A union (``basic``/``gang``...): exactly one member set; ``members`` maps name -> is set."""
+    if sum(members.values()) == 1:
+        return []
+    return [(path, "must specify exactly one of: " + ", ".join(f"`{name}`" for name in members))]
+
+
+def key_path(path: str, key: str) -> str:
+    """``path.key`` for identifier keys, else ``path[key]`` (``requests[nvidia.com/gpu]``)."""
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key}]"
+
+
 def check_labels(path: str, labels: Mapping[str, str], problems: Problems) -> None:
     for key, val in labels.items():
         problem = qualified_name_problem(key)
