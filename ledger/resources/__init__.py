@@ -7,6 +7,13 @@ Pure Python (pydantic + PyYAML): no database, no clock.
     outcome = admit([obj, ...], state)                  # AdmissionOutcome
     outcome.refused / outcome.changes / outcome.rejection_record()
     result.normalized                                   # the dict stored in events
+
+Layout: ``parse`` (YAML/JSON documents -> validated models), ``kinds`` (the kind registry),
+``quantity`` (Kubernetes quantities), ``errors``; ``models/`` one module per API group
+(``meta``, ``core``, ``scheduling``, ``policy``, ``quota``, ``podledger``) plus ``values`` (shared
+field rules) and ``registry`` (``validate_raw``); ``admission/`` one module per admission rule
+(``priority``, ``templates``, ``references``, ``immutability``, ``quotas``) plus ``request``
+(the entry point ``admit``), ``state`` and ``outcome``.
 """
 
 from ledger.resources.admission import (

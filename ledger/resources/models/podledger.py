@@ -1,0 +1,117 @@
+"""``podledger.io`` SchedulerConfig: scoring, plugin weights, preemption algorithm, backoff, feature gates.
+
+Every field is filled with its default after validation, so the normalized spec is complete.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, Self
+
+from pydantic import Field, model_validator
+
+from ledger.resources.models.meta import K8sModel, Resource
+from ledger.resources.models.values import Problems, Seconds, key_path
+
+FEATURE_GATES = (
+    "GenericWorkload",
+    "TopologyAwareWorkloadScheduling",
+    "CompositePodGroup",
+    "PodGroupPreemptionPolicy",
+    "WorkloadAwarePreemption",
+)
+DEFAULT_FEATURE_GATES: dict[str, bool] = dict.fromkeys(FEATURE_GATES, True)
+DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {"cpu": 1, "memory": 1}
+DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodGroupPodsCount": 1,
+    "TaintToleration": 3,
+}
+DEFAULT_BACKOFF_INITIAL_SECONDS = 1
+DEFAULT_BACKOFF_MAX_SECONDS = 10
+DEFAULT_UNSCHEDULABLE_FLUSH_SECONDS = 300
+
+
+class Backoff(K8sModel):
+    initial_seconds: Seconds | None = None
+    max_seconds: Seconds | None = None
+
+
+class SchedulerConfigSpec(K8sModel):
+    """Every field is filled with its default after validation: the normalized spec is complete."""
+
+    scoring_strategy: Literal["LeastAllocated", "MostAllocated"] | None = None
+    resource_weights: dict[str, int] | None = None  # replaces the default {cpu: 1, memory: 1}
+    plugin_weights: dict[str, int] | None = None  # merged over the default weights
+    preemption_algorithm: Literal["Default", "ElasticQuota", "Auto", "None"] | None = None
+    backoff: Backoff | None = None
+    pod_max_in_unschedulable_pods_duration: Seconds | None = None
+    feature_gates: dict[str, bool] | None = None  # merged over every gate on
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Self:
+        if self.scoring_strategy is None:
+            self.scoring_strategy = "LeastAllocated"
+        self.resource_weights = dict(sorted((self.resource_weights or DEFAULT_RESOURCE_WEIGHTS).items()))
+        self.plugin_weights = dict(sorted({**DEFAULT_PLUGIN_WEIGHTS, **(self.plugin_weights or {})}.items()))
+        if self.preemption_algorithm is None:
+            self.preemption_algorithm = "Auto"
+        backoff = self.backoff or Backoff()
+        self.backoff = Backoff(
+            initial_seconds=DEFAULT_BACKOFF_INITIAL_SECONDS
+            if backoff.initial_seconds is None
+            else backoff.initial_seconds,
+            max_seconds=DEFAULT_BACKOFF_MAX_SECONDS if backoff.max_seconds is None else backoff.max_seconds,
+        )
+        if self.pod_max_in_unschedulable_pods_duration is None:
+            self.pod_max_in_unschedulable_pods_duration = DEFAULT_UNSCHEDULABLE_FLUSH_SECONDS
+        gates = {**DEFAULT_FEATURE_GATES, **(self.feature_gates or {})}
+        self.feature_gates = {g: gates[g] for g in sorted(gates)}
+        return self
+
+    def check(self, path: str = "spec") -> Problems:
+        problems: Problems = []
+        for gate in self.feature_gates or {}:
+            if gate not in DEFAULT_FEATURE_GATES:
+                problems.append(
+                    (
+                        f"{path}.featureGates.{gate}",
+                        f"unrecognized feature gate {gate!r} (known: {', '.join(FEATURE_GATES)})",
+                    )
+                )
+        for field, weights in (
+            ("resourceWeights", self.resource_weights),
+            ("pluginWeights", self.plugin_weights),
+        ):
+            for key, weight in (weights or {}).items():
+                if not 0 <= weight <= 100:
+                    problems.append((key_path(f"{path}.{field}", key), "must be in the range 0-100"))
+        b = self.backoff
+        if b is not None and b.initial_seconds is not None and b.max_seconds is not None:
+            if b.initial_seconds < 0:
+                problems.append((f"{path}.backoff.initialSeconds", "must be >= 0"))
+            if b.max_seconds < b.initial_seconds:
+                problems.append((f"{path}.backoff.maxSeconds", "must be >= backoff.initialSeconds"))
+        flush = self.pod_max_in_unschedulable_pods_duration
+        if flush is not None and flush < 0:
+            problems.append((f"{path}.podMaxInUnschedulablePodsDuration", "must be >= 0"))
+        return problems
+
+
+class SchedulerConfig(Resource):
+    KIND: ClassVar[str] = "SchedulerConfig"
+    spec: SchedulerConfigSpec = Field(default_factory=SchedulerConfigSpec)
+
+    @model_validator(mode="after")
+    def _full_spec(self) -> Self:
+        if self.spec.scoring_strategy is None:  # built by the default factory: not validated
+            self.spec = SchedulerConfigSpec.model_validate({})
+        return self
+
+    def normalized(self) -> dict[str, Any]:
+        data = super().normalized()
+        data["spec"] = self.spec.normalized()
+        return data
+
+    def check(self) -> Problems:
+        return super().check() + self.spec.check("spec")
