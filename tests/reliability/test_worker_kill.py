@@ -44,7 +44,8 @@ from .conftest import (
 LIVES = 8  # workers killed with SIGKILL (more, up to MAX_LIVES, until two kills hit an open append)
 PODS = 110  # 200m each; 4 nodes x 4 cpu hold 80 of them, the rest stay unschedulable
 CAPACITY = 80
-HIGH = PODS // 5  # every 5th pod; they preempt low-priority ones once the nodes are full
+HIGH = PODS // 5  # every 5th pod; they preempt low-priority ones when the nodes are full on arrival
+LATE = 4  # high-priority pods applied once the nodes are full: each must preempt a bound low one
 MAX_LIVES = 14
 SLOW_DECISIONS = """
 CREATE FUNCTION test_slow_decisions() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -145,6 +146,11 @@ def test_kill9_worker_at_random_points(engine, db_url, procs, tmp_path):
         wait_until(
             lambda: _bound(engine) == (CAPACITY, HIGH), 30, "every high-priority pod bound, nodes full"
         )
+        # Whether a high pod of the feed met full nodes depends on where the kills fell (a pod
+        # that arrives while no worker runs is queued by priority, ahead of the low ones), so the
+        # preemption path is exercised for sure by pods that arrive when the nodes are full.
+        apply_text(engine, "---\n".join(pod_yaml(f"late-{i}", "200m", "high") for i in range(LATE)))
+        wait_until(lambda: _bound(engine) == (CAPACITY, HIGH + LATE), 30, "the late high-priority pods bound")
         w.send_signal(signal.SIGTERM)
         assert w.wait(30) == 0
         assert log_count(log, "stopped") == 1
@@ -162,11 +168,11 @@ def test_kill9_worker_at_random_points(engine, db_url, procs, tmp_path):
     preempted = int(
         scalar(engine, "SELECT count(DISTINCT data->>'victim') FROM events WHERE type = 'PodPreempted'")
     )
-    assert preempted > 0, info
+    assert preempted >= LATE, info
     assert decisions_without_cycle(engine) == [], info
     assert interleaved_transactions(engine) == [], info
     assert stream_gaps(engine) == [], info
-    assert assert_projection_equals_replay(engine) == 2 + 4 + PODS
+    assert assert_projection_equals_replay(engine) == 2 + 4 + PODS + LATE
     chain = verify_chain(engine)
     assert chain.ok and chain.checked == event_count(engine), (chain, info)
     rep = verify_replay(engine)
