@@ -121,6 +121,7 @@ def get(
     from api.cli import _engine
     from api.services import dumps, list_objects
     from ledger.resources.kinds import UnknownKindError, resolve_kind
+    from ledger.resources.manifest import to_manifest
 
     try:
         info = resolve_kind(kind)
@@ -136,7 +137,7 @@ def get(
         where = f"{ns}/{name}" if info.namespaced else name
         raise UserError(f'{info.kind} "{where}" not found')
     if output in ("json", "yaml"):
-        items = [r.full() for r in rows]
+        items = [to_manifest(r.full()) for r in rows]  # quantities as kubectl writes them
         doc: Any = items[0] if name else {"apiVersion": "v1", "kind": "List", "items": items}
         if output == "json":
             sys.stdout.write(dumps(doc) + "\n")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import sqlalchemy as sa
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "cluster"
@@ -172,3 +173,34 @@ def test_demo_exits_zero(engine):
     assert ver.returncode == 0 and " 0 mismatches" in ver.stdout, ver.stdout + ver.stderr
     again = cli("demo")  # idempotent: applying the examples again changes nothing
     assert again.returncode == 0 and "0 created or updated" in again.stdout
+
+
+def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
+    """`get KIND -o yaml | apply -f -` is a no-op for every object of the example cluster:
+    quantities come out in Kubernetes notation (64, 31500m, 124Gi), not in stored base units."""
+    assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
+    n = events(engine)
+    kinds = (
+        "priorityclasses",
+        "nodes",
+        "elasticquotas",
+        "podgroups",
+        "compositepodgroups",
+        "pods",
+        "pdb",
+        "workloads",
+    )
+    seen = 0
+    for kind in kinds:
+        got = cli("get", kind, "-o", "yaml")
+        assert got.returncode == 0, got.stderr
+        again = cli("apply", "-f", "-", stdin=got.stdout)
+        assert again.returncode == 0, (kind, again.stderr)
+        lines = again.stdout.splitlines()
+        assert lines and all(line.endswith(" unchanged") for line in lines), (kind, again.stdout)
+        seen += len(lines)
+    assert events(engine) == n
+    assert seen == n  # every object of the example went through the round trip
+    node = yaml.safe_load(cli("get", "nodes", "node-r1-1", "-o", "yaml").stdout)
+    assert node["status"]["capacity"]["cpu"] == "32" and node["status"]["allocatable"]["cpu"] == "31500m"
+    assert list(node)[:3] == ["apiVersion", "kind", "metadata"]
