@@ -100,6 +100,10 @@ class Worker:
 
     def tick(self) -> None:
         if self.stop_event.is_set():
+            # A signal that came before the scheduler ran (right after the election) could not
+            # shut it down: the first tick does.
+            if self._sched is not None:
+                self._sched.shutdown(wait=False)
             return
         if not self._still_leader():
             # Our session (and with it the advisory lock) is gone: another worker may lead now.

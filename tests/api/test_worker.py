@@ -102,3 +102,22 @@ def test_standby_takes_over_and_no_pod_is_bound_twice(engine, tmp_path):
 
     rep = verify_replay(engine)
     assert rep.runs >= 2 and rep.ok, rep.mismatches
+
+
+def test_a_stop_requested_before_the_scheduler_runs_ends_the_term(engine, db_url):
+    """SIGTERM right after the election (the "leader" line is printed before the scheduler
+    starts) must not be lost: the term ends at the first tick instead of running forever."""
+    import threading
+
+    from scheduler.worker import Worker
+
+    worker = Worker(engine, db_url, interval=0.05, name="early-stop")
+    assert worker._try_lead()
+    worker.stop_event.set()  # what the signal handler does when no scheduler runs yet
+    term = threading.Thread(target=worker.lead, daemon=True)
+    term.start()
+    term.join(30)
+    try:
+        assert not term.is_alive()
+    finally:
+        worker._release()
