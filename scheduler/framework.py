@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,8 +18,10 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    from scheduler.decisions import Decision
     from scheduler.model import Pod
     from scheduler.snapshot import Snapshot
+    from scheduler.state import State
 
 BOOL = npt.NDArray[np.bool_]
 
@@ -180,6 +182,38 @@ def diagnose(results: Sequence[FilterResult], subset: BOOL | None) -> Diagnosis:
                     reason_counts[reason] = reason_counts.get(reason, 0) + c
             alive_mask &= fr.ok
     return Diagnosis(total, plugin_counts, reason_counts, uu)
+
+
+# --------------------------------------------------------------------------- attempt requests
+@dataclass(frozen=True, slots=True)
+class PreFilterRequest:
+    kind: str  # pod | podgroup | compositepodgroup
+    key: str  # "ns/name" of the pod or root group
+    pods: tuple[Pod, ...]  # the attempt's pending pods, queue order
+    now: float
+    state: State
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterRequest:
+    kind: str  # pod | podgroup | compositepodgroup
+    key: str  # "ns/name" of the preemptor pod or root group
+    pods: tuple[Pod, ...]  # the attempt's pending pods, queue order
+    priority: int
+    preemption_policy: str
+    status: Status  # the failure being handled
+    diagnosis: Diagnosis | None
+    now: float
+    state: State  # read-only view; state.snap is the snapshot (reservations already reverted)
+    reschedule: Callable[[], tuple[Status, dict[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    status: Status  # Success = preemption started (waiting on preemption)
+    nominations: Mapping[str, str] = field(default_factory=dict)  # pod key -> node
+    victims: tuple[str, ...] = ()  # pod keys removed from the cluster
+    decisions: tuple[Decision, ...] = ()
 
 
 # --------------------------------------------------------------------------- extension points

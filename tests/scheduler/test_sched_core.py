@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scheduler import reference
 from scheduler.cycle import Algorithm, PostFilterRequest, PostFilterResult, gang_outcome
 from scheduler.decisions import GroupUnschedulable, PodNominated, PodUnschedulable
 from scheduler.framework import SUCCESS, diagnose
@@ -25,7 +26,6 @@ from scheduler.model import (
     Taint,
     Toleration,
 )
-from scheduler.plugins import reference
 from scheduler.plugins.topology_placement import generate
 from scheduler.scheduler import Scheduler
 from scheduler.snapshot import Snapshot, make_demand
