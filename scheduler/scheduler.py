@@ -57,6 +57,7 @@ from scheduler.model import (
     SchedulerConfig,
 )
 from scheduler.plugins import gang_scheduling, scheduling_gates
+from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.preemption import Preemption
 from scheduler.queue import Entity, SchedulingQueue
 from scheduler.quota import Quotas
@@ -92,8 +93,9 @@ class Scheduler:
         # elastic quotas + preemption (scheduler/quota.py, scheduler/preemption.py); the plugin
         # reads config.preemption_algorithm at each call ("None" disables preemption)
         self.quotas = Quotas()
-        self.preemption = Preemption(self.state, self.quotas)
-        self.cycle.pre_filter_hook = self.preemption.pre_filter
+        self.elastic_quota = ElasticQuota(self.state, self.quotas)
+        self.preemption = Preemption(self.state, self.quotas, self.elastic_quota)
+        self.cycle.pre_filter_hook = self.elastic_quota.pre_filter
         self.cycle.post_filter_hook = self.preemption.post_filter
 
     # ------------------------------------------------------------- hooks
