@@ -3,7 +3,7 @@ PostFilter), leaving the snapshot as the facade expects."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler.cycle.composite import Algorithm, complete_results, results_ok
 from scheduler.cycle.diagnosis import pod_failure
@@ -16,6 +16,7 @@ from scheduler.framework import (
     PostFilterRequest,
     PostFilterResult,
     PreFilterRequest,
+    Profile,
     Status,
     unschedulable,
 )
@@ -27,22 +28,17 @@ from scheduler.state import CPG, PG, State
 class Cycle:
     """Runs attempts against a ``State``; the facade applies the outcome."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, profile: Profile) -> None:
         self.state = state
-        self.post_filter_hook: Callable[[PostFilterRequest], PostFilterResult | None] | None = None
-        self.pre_filter_hook: Callable[[PreFilterRequest], Status | None] | None = None
+        self.profile = profile
 
     def pre_filter(self, request: PreFilterRequest) -> Status | None:
-        """PreFilter extension point for whole attempts (default: nothing to check)."""
-        if self.pre_filter_hook is None:
-            return None
-        return self.pre_filter_hook(request)
+        """PreFilter extension point: the first failing plugin's status, None when all pass."""
+        return self.profile.run_pre_filter(request)
 
     def post_filter(self, request: PostFilterRequest) -> PostFilterResult | None:
-        """PodGroupPostFilter / PostFilter extension point (default: no preemption)."""
-        if self.post_filter_hook is None:
-            return None
-        return self.post_filter_hook(request)
+        """PostFilter / PodGroupPostFilter extension point (None: no plugin acted)."""
+        return self.profile.run_post_filter(request)
 
     # ------------------------------------------------------------ plain
     def run_pod(self, pod: Pod, now: float) -> tuple[int, Status, Diagnosis | None, PostFilterResult | None]:
@@ -50,7 +46,7 @@ class Cycle:
         key = pod.key
         pre = (
             self.pre_filter(PreFilterRequest("pod", key, (pod,), now, state))
-            if self.pre_filter_hook
+            if self.profile.pre_filter
             else None
         )
         if pre is not None and not pre.ok:
@@ -102,7 +98,7 @@ class Cycle:
     ) -> tuple[Algorithm, Status, bool]:
         """Root algorithm; reservations of a Success stay in the snapshot (caller's mark)."""
         state = self.state
-        alg = Algorithm(state, queued)
+        alg = Algorithm(state, queued, self.profile)
         if root_kind == PG:
             o = alg.schedule_pg(state.pod_groups[root], None, standalone=True)
             st, any_sched = o.status, o.any_scheduled
@@ -134,12 +130,12 @@ class Cycle:
                 root_kind, root, vst, False, leaves, cpgs, results, {}, Counters(), validation_error=True
             )
         pre = None
-        if self.pre_filter_hook is not None:
+        if self.profile.pre_filter:
             kind = "podgroup" if root_kind == PG else "compositepodgroup"
             pods_all = tuple(p for lk in leaves for p in queued.get(lk, ()))
             pre = self.pre_filter(PreFilterRequest(kind, root, pods_all, now, state))
         if pre is not None and not pre.ok:
-            alg = Algorithm(state, queued)
+            alg = Algorithm(state, queued, self.profile)
             st, any_sched = (
                 (pre if pre.code != Code.WAIT else Status(Code.UNSCHEDULABLE, pre.reasons, pre.plugin)),
                 False,

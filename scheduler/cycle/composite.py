@@ -12,7 +12,7 @@ from scheduler.cycle.placement import LeafAlgorithm
 from scheduler.cycle.results import MSG_CHILD_ERROR, MSG_PLACEMENTS, LeafOutcome, PlacementEval
 from scheduler.framework import Code, Status, error, unschedulable
 from scheduler.model import CompositePodGroup
-from scheduler.plugins import gang_scheduling, topology_placement
+from scheduler.plugins import gang_scheduling
 from scheduler.state import CPG, PG, State
 
 BOOL = npt.NDArray[np.bool_]
@@ -46,7 +46,7 @@ class Algorithm(LeafAlgorithm):
         key = cpg.topology_key if self.tas else None
         leaves = self.subtree_leaves(cpg.key)
         sched_nodes = [nd for lk in leaves for nd in snap.group_pods.get(lk, {}).values()]
-        placements, gst = topology_placement.generate(snap, key, parent_mask, sched_nodes)
+        placements, gst = self.generate(key, parent_mask, sched_nodes)
         self.c.generated += len(placements)
         rk = f"{CPG}:{cpg.key}"
         if not gst.ok:
@@ -84,7 +84,7 @@ class Algorithm(LeafAlgorithm):
                 ok.append((ev, sub_r, sub_o))
         if not ok:
             if first is None:
-                st = unschedulable(MSG_PLACEMENTS % (0, "no placement generated"), topology_placement.NAME)
+                st = unschedulable(MSG_PLACEMENTS % (0, "no placement generated"), self.generator_name())
             else:
                 self.results.update(first[1])
                 self.outcomes.update(first[2])
@@ -95,7 +95,7 @@ class Algorithm(LeafAlgorithm):
             chosen = ok[0]
         else:
             self.c.scored += len(ok)
-            best_ev = self._best([e for e, _, _ in ok])
+            best_ev = self.best([e for e, _, _ in ok])
             chosen = next(t for t in ok if t[0] is best_ev)
         ev, sub_r, sub_o = chosen
         self.placement_of[cpg.key] = ev.placement.name

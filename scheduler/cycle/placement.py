@@ -15,9 +15,10 @@ from scheduler.cycle.results import (
     LeafOutcome,
     PlacementEval,
 )
-from scheduler.framework import SUCCESS, Code, Diagnosis, Status, unschedulable
+from scheduler.framework import SUCCESS, Code, Diagnosis, Profile, Status, unschedulable
 from scheduler.model import Pod, PodGroup
-from scheduler.plugins import gang_scheduling, node_resources_fit, pod_group_pods_count, topology_placement
+from scheduler.plugins import gang_scheduling, node_resources_fit, placement_scoring, topology_placement
+from scheduler.plugins.placement_scoring import Candidates
 from scheduler.plugins.topology_placement import Placement
 from scheduler.podsched import PodInfo
 from scheduler.snapshot import Demand
@@ -34,8 +35,9 @@ VECTORIZED_PLACEMENTS = True
 class LeafAlgorithm:
     """One attempt's leaf algorithms on the shared snapshot (``composite.Algorithm`` adds CPGs)."""
 
-    def __init__(self, state: State, queued: Mapping[str, Sequence[Pod]]) -> None:
+    def __init__(self, state: State, queued: Mapping[str, Sequence[Pod]], profile: Profile) -> None:
         self.state = state
+        self.profile = profile
         self.snap = state.snap
         self.ps = state.podsched
         self.queued = queued
@@ -170,13 +172,13 @@ class LeafAlgorithm:
         snap.refresh()
         parent_mask = snap.all_nodes if parent is None else parent
         sched_nodes = list(snap.group_pods.get(pg.key, {}).values())
-        placements, gst = topology_placement.generate(snap, key, parent_mask, sched_nodes)
+        placements, gst = self.generate(key, parent_mask, sched_nodes)
         self.c.generated += len(placements)
         if not gst.ok:
             return LeafOutcome(pg.key, gst)
         if not placements:
             return LeafOutcome(
-                pg.key, unschedulable(MSG_PLACEMENTS % (0, "no placement generated"), topology_placement.NAME)
+                pg.key, unschedulable(MSG_PLACEMENTS % (0, "no placement generated"), self.generator_name())
             )
         infos = self._infos(pods)
         nominated: Placement | None = None
@@ -226,9 +228,9 @@ class LeafAlgorithm:
         if len(successful) == 1:
             best = successful[0]
         elif all(ev.outcome is None for ev in successful):
-            best = self._best_predicted(successful, key, parent_mask)
+            best = self.best(successful, key, parent_mask)
         else:
-            best = self._best(successful)
+            best = self.best(successful)
         self.c.scored += len(successful) if len(successful) > 1 else 0
         if best.outcome is not None:
             # re-assume the evaluated proposals
@@ -243,66 +245,27 @@ class LeafAlgorithm:
         out.placement = best.placement.name
         return out
 
-    # ---------------------------------------------------- §6.4 scoring
-    def _best_predicted(self, evals: Sequence[PlacementEval], key: str, parent: BOOL) -> PlacementEval:
-        """``_best`` for predicted single-domain placements, with per-domain sums (reduceat)."""
-        snap = self.snap
-        cfg = self.state.config
-        dom = snap.domains(key)
-        ids = np.array([ev.placement.domain for ev in evals], dtype=np.intp)
-        placed = np.array([ev.placed for ev in evals], dtype=np.int64)
-        alloc_s: dict[str, I64] = {}
-        used_s: dict[str, I64] = {}
-        for res, w in cfg.resource_weights.items():
-            r = snap.res_index.get(res)
-            if r is None or w <= 0:
-                continue
-            a = snap.alloc[r]
-            alloc_s[res] = dom.sums(np.where(parent, a, 0))[ids]
-            add = np.array([ev.added.get(res, 0) for ev in evals], dtype=np.int64)
-            used_s[res] = dom.sums(np.where(parent, a - snap.free[r], 0))[ids] + add
-        nrf = node_resources_fit.placement_scores(alloc_s, used_s, cfg.resource_weights)
-        raw = placed + np.array([ev.scheduled_before for ev in evals], dtype=np.int64)
-        m = int(raw.max())
-        cnt: I64 = raw * 100 // m if m > 0 else np.zeros(len(evals), dtype=np.int64)
-        pw = cfg.plugin_weights
-        total: I64 = (
-            int(pw.get(node_resources_fit.NAME, 1)) * nrf + int(pw.get(pod_group_pods_count.NAME, 1)) * cnt
-        )
-        order = sorted(range(len(evals)), key=lambda k: (-int(total[k]), evals[k].placement.name))
-        return evals[order[0]]
+    # ---------------------------------------------------- §6.2 / §6.4 through the profile
+    def generate(
+        self, key: str | None, parent: BOOL, scheduled_nodes: list[str]
+    ) -> tuple[list[Placement], Status]:
+        """PlacementGenerate: the profile's generator (none: the parent is the only placement)."""
+        gen = self.profile.placement_generate
+        if gen is None:
+            return [Placement("", parent)], SUCCESS
+        return gen.generate(self.snap, key, parent, scheduled_nodes)
 
-    def _nrf_score(self, nodes: BOOL, added: Mapping[str, int]) -> int:
-        snap = self.snap
-        weights = self.state.config.resource_weights
-        alloc: dict[str, int] = {}
-        used: dict[str, int] = {}
-        for res in weights:
-            r = snap.res_index.get(res)
-            if r is None:
-                continue
-            a = int(snap.alloc[r][nodes].sum())
-            alloc[res] = a
-            used[res] = a - int(snap.free[r][nodes].sum()) + int(added.get(res, 0))
-        return node_resources_fit.placement_score(alloc, used, weights)
+    def generator_name(self) -> str:
+        gen = self.profile.placement_generate
+        return gen.name if gen is not None else topology_placement.NAME
 
-    def _best(self, evals: Sequence[PlacementEval]) -> PlacementEval:
-        w = self.state.config.plugin_weights
-        w_fit = int(w.get(node_resources_fit.NAME, 1))
-        w_cnt = int(w.get(pod_group_pods_count.NAME, 1))
-        raw = [ev.scheduled_before + ev.placed for ev in evals]
-        cnt, err = pod_group_pods_count.normalize(raw)
-        if err is not None:
-            cnt = [0] * len(evals)
-        best: PlacementEval | None = None
-        best_key: tuple[int, str] | None = None
-        for ev, c in zip(evals, cnt, strict=True):
-            total = w_fit * self._nrf_score(ev.placement.nodes, ev.added) + w_cnt * c
-            k = (-total, ev.placement.name)
-            if best_key is None or k < best_key:
-                best, best_key = ev, k
-        assert best is not None
-        return best
+    def best(
+        self, evals: Sequence[PlacementEval], key: str | None = None, parent: BOOL | None = None
+    ) -> PlacementEval:
+        """PlacementScore: the winning candidate (``placement_scoring``); ``key``/``parent`` when
+        every candidate is a predicted single domain (per-domain sums)."""
+        c = Candidates(evals, self.snap, self.state.config, key, parent)
+        return placement_scoring.best(c, self.profile.placement_score)
 
 
 def gang_outcome(m: int, s0: int, n: int, placed: int) -> tuple[Status, bool]:
