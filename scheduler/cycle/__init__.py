@@ -23,23 +23,27 @@ Deterministic tie rules (upstream breaks ties at random): equal node scores -> l
 (nodes sorted by ``(seq, name)``); equal placement total scores -> the placement whose name
 (``<topology key>=<value>``) sorts first.
 
-PreFilter hook (e.g. an elastic quota): before a plain pod is filtered, and before a group's root
-algorithm runs (after validation), the cycle calls ``Cycle.pre_filter(request: PreFilterRequest)
--> Status | None``; set ``Scheduler.pre_filter_hook``. A non-success status fails the attempt
-with it (plain pod: ``0/N nodes are available: <message>.``; group: the root status, so the
-PostFilter hook still runs when it is Unschedulable).
+Layout: ``attempt`` (the ``Cycle``: a plain pod's attempt, a group attempt), ``validation``
+(§5.1 hierarchy checks), ``placement`` (leaves: §5.2 default algorithm, §6.3 evaluation loop),
+``composite`` (§7.2 CompositePodGroups, §5.1 step 7 status completion), ``diagnosis`` (fit
+errors, the compact diagnosis), ``results`` (what an attempt produces).
 
-PodGroupPostFilter hook (preemption lives in ``scheduler/preemption.py``): when the
-root status is ``Unschedulable`` (not UnschedulableAndUnresolvable, not Error), and for a plain
-pod after a failed filter, the cycle calls ``Cycle.post_filter(request: PostFilterRequest)
--> PostFilterResult | None``. Without a hook it returns None (no preemption);
-``Scheduler.post_filter_hook`` (a callable with the same signature) plugs preemption in. A
-result with a Success status means "waiting on preemption": nothing binds this cycle, the
-``victims`` are removed from the state, ``nominations`` set the pods' nominated node, its
-``decisions`` (e.g. PodPreempted) are emitted, and its message is appended to the group/pod
-message. ``request.reschedule()`` re-runs the root algorithm on the current snapshot (which the
-hook may have modified inside its own ``backup``/``restore``) and returns the root status and the
-proposed ``pod key -> node`` assignments, leaving the snapshot unchanged.
+Plugins are called through the scheduler's ``Profile`` (``scheduler.framework``):
+
+* PreFilter (e.g. the elastic quota): before a plain pod is filtered, and before a group's root
+  algorithm runs (after validation). A non-success status fails the attempt with it (plain pod:
+  ``0/N nodes are available: <message>.``; group: the root status, so PostFilter still runs
+  when it is Unschedulable);
+* PlacementGenerate / PlacementScore: inside the placement evaluation (§6.2, §6.4);
+* PostFilter / PodGroupPostFilter (preemption, ``scheduler/preemption/``): when the root status
+  is ``Unschedulable`` (not UnschedulableAndUnresolvable, not Error), and for a plain pod after
+  a failed filter. A result with a Success status means "waiting on preemption": nothing binds
+  this cycle, the ``victims`` are removed from the state, ``nominations`` set the pods'
+  nominated node, its ``decisions`` (e.g. PodPreempted) are emitted, and its message is
+  appended to the group/pod message. ``request.reschedule()`` re-runs the root algorithm on the
+  current snapshot (which the plugin may have modified inside its own ``backup``/``restore``)
+  and returns the root status and the proposed ``pod key -> node`` assignments, leaving the
+  snapshot unchanged.
 """
 
 from scheduler.cycle.attempt import Cycle

@@ -1,10 +1,15 @@
 """Preemption: workload-aware PodGroupPostFilter, classic pod-level DefaultPreemption and
 elastic-quota preemption (spec workload-scheduling.md §8–§10, §11.4; spec/quota.md).
 
-The plugin is the cycle's PostFilter hook (``Cycle.post_filter_hook``): it runs when an attempt
+The plugin is the profile's PostFilter (``scheduler.profile``): it runs when an attempt
 ends ``Unschedulable`` and returns a ``PostFilterResult``. A Success result means "waiting on
 preemption": the facade removes the victims, records the nominations and requeues the pods;
 nothing binds in the same cycle, the next cycle tries the nominated nodes first.
+
+Layout: ``units`` (victim units, importance), ``pdb`` (budgets), ``common`` (rules, messages,
+choices, shared helpers), ``workload`` (simulation engine, workload-aware preemption),
+``classic`` (per-node DefaultPreemption), ``elastic`` (quota rules), ``plugin`` (the PostFilter
+plugin that picks the algorithm). The quota PreFilter it re-checks is ``plugins/elastic_quota``.
 
 Algorithm selection (``SchedulerConfig.preemption_algorithm``)
   * ``None``: no preemption at all;
