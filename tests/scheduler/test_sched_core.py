@@ -434,8 +434,8 @@ FORBIDDEN = {"ledger", "api", "sqlalchemy", "psycopg", "pydantic", "time", "date
 def test_scheduler_core_imports_no_io_clock_or_randomness() -> None:
     bad = []
     for path in sorted((ROOT / "scheduler").rglob("*.py")):
-        if path.name in ("bridge.py", "worker.py"):
-            continue
+        if path.name in ("bridge.py", "worker.py", "translate.py", "controllers.py"):
+            continue  # the edges: ledger <-> core (tests/scheduler/test_layout.py checks them for DB/clock)
         tree = ast.parse(path.read_text())
         for n in ast.walk(tree):
             names: list[str] = []
