@@ -155,8 +155,8 @@ def run_gangs(
     dt, res = cpu_time(lambda: s.run_until_idle(0.0))
     attempts = sum(1 for r in res if r.entity.startswith("pg/"))
     bound = sum(1 for r in res for d in r.decisions if type(d).__name__ == "PodBound")
-    gen = sum(r.durations_ms.get("placements_generated", 0.0) for r in res)
-    scored = sum(r.durations_ms.get("placements_scored", 0.0) for r in res)
+    gen = sum(r.placement_counts.get("placements_generated", 0) for r in res)
+    scored = sum(r.placement_counts.get("placements_scored", 0) for r in res)
     return dt, attempts, bound, {"generated": gen, "scored": scored}
 
 

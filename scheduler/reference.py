@@ -121,3 +121,47 @@ def schedule(pod: Pod, nodes: Sequence[RefNode], config: SchedulerConfig) -> int
 def ref_nodes(nodes: Sequence[Node]) -> list[RefNode]:
     """RefNodes in snapshot order ((seq, name))."""
     return [RefNode(n) for n in sorted(nodes, key=lambda n: (n.seq, n.name))]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVerdict:
+    """One node's verdict for one pod: ``plugin`` is the first filter plugin (default order)
+    that rejects the node, with its reasons; ``fits`` when none does."""
+
+    pod: str
+    node: str
+    fits: bool
+    plugin: str = ""
+    reasons: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "pod": self.pod,
+            "node": self.node,
+            "fits": self.fits,
+            "plugin": self.plugin,
+            "reasons": list(self.reasons),
+        }
+
+
+def node_verdicts(nodes: Sequence[Node], pods: Sequence[Pod], pod_keys: Sequence[str]) -> list[NodeVerdict]:
+    """Per node (``nodes`` in snapshot order) the verdict for each pod of ``pod_keys`` found in
+    ``pods``, against the bound pods' usage (nominations are not reserved)."""
+    refs = {r.node.name: r for r in ref_nodes(nodes)}
+    by_key = {p.key: p for p in pods}
+    for p in pods:
+        if p.node_name and p.node_name in refs:
+            refs[p.node_name].add(make_demand(p.requests))
+    out: list[NodeVerdict] = []
+    for key in pod_keys:
+        pod = by_key.get(key)
+        if pod is None:
+            continue
+        demand = make_demand(pod.requests)
+        for rn in refs.values():
+            res = filter_node(pod, demand, rn)
+            if res is None:
+                out.append(NodeVerdict(key, rn.node.name, True))
+            else:
+                out.append(NodeVerdict(key, rn.node.name, False, res[0], tuple(res[1])))
+    return out

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
-from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis
+from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, reason_of
 from scheduler.decisions import (
     CycleResult,
     Decision,
@@ -37,7 +37,7 @@ from scheduler.decisions import (
     PodNominated,
     PodUnschedulable,
 )
-from scheduler.framework import Code, Profile, Status
+from scheduler.framework import Profile, Status
 from scheduler.model import (
     DEFAULT_SCHEDULER,
     CompositePodGroup,
@@ -47,12 +47,14 @@ from scheduler.model import (
     PodGroup,
     QuotaNode,
     SchedulerConfig,
+    copy_pod,
 )
 from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.preemption import Preemption
 from scheduler.profile import default_profile
 from scheduler.queue import Entity, SchedulingQueue
 from scheduler.quota import Quotas
+from scheduler.reference import NodeVerdict, node_verdicts
 from scheduler.snapshot import make_demand
 from scheduler.state import CPG, PG, State, split_entity
 
@@ -322,10 +324,10 @@ class Scheduler:
         now: float,
         result: str,
         decisions: list[Decision],
-        durations: dict[str, float] | None = None,
+        placement_counts: dict[str, int] | None = None,
     ) -> CycleResult:
         self._cycle_no += 1
-        return CycleResult(self._cycle_no, ekey, now, result, tuple(decisions), durations or {})
+        return CycleResult(self._cycle_no, ekey, now, result, tuple(decisions), placement_counts or {})
 
     def run_cycle(self, now: float) -> CycleResult | None:
         q = self.queue
@@ -390,7 +392,7 @@ class Scheduler:
     def _bind(self, pod: Pod, node: str, now: float) -> Pod:
         key = pod.key
         st = self.state
-        bound = _copy_pod(pod, node_name=node, nominated_node=None, start_time=now)
+        bound = copy_pod(pod, node_name=node, nominated_node=None, start_time=now)
         st.pods[key] = bound
         st.podsched.forget(key)
         if pod.nominated_node is not None:
@@ -540,10 +542,10 @@ class Scheduler:
         else:
             result = "unschedulable"
         c = attempt.counters
-        durations: dict[str, float] = {}
+        counts: dict[str, int] = {}
         if c.generated:
-            durations = {"placements_generated": float(c.generated), "placements_scored": float(c.scored)}
-        return self._result(e.key, now, result, decisions, durations)
+            counts = {"placements_generated": c.generated, "placements_scored": c.scored}
+        return self._result(e.key, now, result, decisions, counts)
 
     # ============================================================ reading
     def pod(self, key: str) -> Pod | None:
@@ -572,18 +574,10 @@ class Scheduler:
     def node_usage(self) -> list[tuple[str, dict[str, int], dict[str, int]]]:
         return self.state.snap.usage()
 
-
-_POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
-_set = object.__setattr__
-
-
-def _copy_pod(pod: Pod, **changes: object) -> Pod:
-    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``."""
-    new = object.__new__(Pod)
-    for name in _POD_SLOTS:
-        _set(new, name, changes[name] if name in changes else getattr(pod, name))
-    return new
-
-
-def reason_of(s: Status) -> str:
-    return "SchedulerError" if s.code == Code.ERROR else "Unschedulable"
+    def node_verdicts(self, pod_keys: Sequence[str]) -> list[NodeVerdict]:
+        """For each known pod of ``pod_keys`` (in that order) and each node (snapshot order): does
+        it pass the filters, else the first rejecting plugin and its reasons (what ``explain``
+        shows). Computed by the pure-Python reference on the bound pods' usage."""
+        snap = self.state.snap
+        snap.refresh()
+        return node_verdicts(snap.nodes, self.pods(), pod_keys)

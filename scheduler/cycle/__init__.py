@@ -48,7 +48,7 @@ Plugins are called through the scheduler's ``Profile`` (``scheduler.framework``)
 
 from scheduler.cycle.attempt import Cycle
 from scheduler.cycle.composite import Algorithm, complete_results, results_ok
-from scheduler.cycle.diagnosis import DIAGNOSIS_BUDGET, compact_diagnosis, pod_failure
+from scheduler.cycle.diagnosis import DIAGNOSIS_BUDGET, compact_diagnosis, pod_failure, reason_of
 from scheduler.cycle.placement import gang_outcome
 from scheduler.cycle.results import (
     MSG_CHILD_ERROR,
@@ -83,6 +83,7 @@ __all__ = [
     "complete_results",
     "gang_outcome",
     "pod_failure",
+    "reason_of",
     "results_ok",
     "validate",
 ]

@@ -42,6 +42,12 @@ class Cycle:
 
     # ------------------------------------------------------------ plain
     def run_pod(self, pod: Pod, now: float) -> tuple[int, Status, Diagnosis | None, PostFilterResult | None]:
+        """One plain pod: PreFilter, filter + score + select, PostFilter on failure.
+
+        Returns ``(node index or -1, status, diagnosis, post-filter result)``. On success the pod
+        is assumed on the node in the snapshot (the facade binds it); on failure the status
+        message is the fit error (``0/N nodes are available: ...``) with the PostFilter's message
+        appended, and the diagnosis says which plugin rejected how many nodes."""
         state = self.state
         key = pod.key
         pre = (
@@ -112,6 +118,13 @@ class Cycle:
     def run_group(
         self, root_kind: str, root: str, queued: Mapping[str, Sequence[Pod]], now: float
     ) -> GroupAttempt:
+        """One group attempt: validation, PreFilter, the root algorithm, PostFilter.
+
+        Returns a ``GroupAttempt``: the root status, the completed status of every group of the
+        tree (§5.1 step 7, for conditions and pod messages), each leaf's outcome (the pods to
+        bind on success, per-pod failures otherwise), the placement counters and the first
+        fitting-nowhere diagnosis (for ``compact_diagnosis``). The snapshot keeps the root's
+        reservations only on Success (the facade then binds them); otherwise it is restored."""
         state = self.state
         snap = state.snap
         leaves: list[str]

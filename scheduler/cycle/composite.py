@@ -40,6 +40,10 @@ class Algorithm(LeafAlgorithm):
         return out
 
     def schedule_cpg(self, cpg: CompositePodGroup, parent: BOOL | None) -> Status:
+        """§7.2: evaluate the CPG in each of its placements (children in forest order, greedy,
+        recursive, each evaluation reverted), score the successful ones, then re-assume the
+        winner's proposals. Returns the CPG's status; child statuses and outcomes land in
+        ``self.results`` / ``self.outcomes`` (the winner's, or the first placement's on failure)."""
         snap = self.snap
         snap.refresh()
         parent_mask = snap.all_nodes if parent is None else parent

@@ -10,7 +10,15 @@ from scheduler.framework import Code, Diagnosis, Status
 from scheduler.plugins import gang_scheduling
 
 
+def reason_of(s: Status) -> str:
+    """The condition reason of a failed status."""
+    return "SchedulerError" if s.code == Code.ERROR else "Unschedulable"
+
+
 def pod_failure(diag: Diagnosis) -> Status:
+    """The status of a pod that fits no node: the fit error as message, attributed to the plugin
+    that rejected most nodes; UnschedulableAndUnresolvable when every rejection was (then
+    preemption cannot help) or when there are no nodes."""
     if diag.num_nodes == 0:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (diag.fit_error(),), "")
     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if diag.unresolvable == diag.num_nodes else Code.UNSCHEDULABLE

@@ -60,6 +60,10 @@ class LeafAlgorithm:
 
     # ------------------------------------------------------- §5.2 default
     def default_algorithm(self, pg: PodGroup, pods: Sequence[Pod], subset: BOOL | None) -> LeafOutcome:
+        """§5.2: place ``pods`` one by one on the nodes of ``subset`` with PlacementFeasible
+        before and after each. Returns the leaf's outcome; on Success its ``assigned`` pods stay
+        assumed in the snapshot, on failure the snapshot is reverted and ``tried`` keeps what
+        would have been placed (for diagnosis)."""
         snap, ps = self.snap, self.ps
         out = LeafOutcome(pg.key)
         m = pg.minimum
@@ -168,6 +172,16 @@ class LeafAlgorithm:
     def _placement_loop(
         self, pg: PodGroup, pods: Sequence[Pod], parent: BOOL | None, key: str, standalone: bool
     ) -> LeafOutcome:
+        """§6.3 placement evaluation of a leaf with a topology constraint.
+
+        Generates the placements (PlacementGenerate), evaluates the nominated one first (a
+        standalone group whose pods' nominated nodes hit exactly one placement), otherwise every
+        placement: predicted at once when the pods are interchangeable (``_predict``), else run
+        pod by pod (``_evaluate_exact``). Among the successful placements the PlacementScore
+        plugins pick one, which is then run for real (its pods stay assumed). Returns the leaf's
+        outcome with ``placement`` set; when no placement succeeds, Unschedulable ``0/N
+        placements are available, first placement status: ...`` with the first (or nominated)
+        placement's exact diagnosis, so that the message explains a concrete failure."""
         snap = self.snap
         snap.refresh()
         parent_mask = snap.all_nodes if parent is None else parent
