@@ -6,7 +6,7 @@ of N repetitions, so that other load on a shared machine disturbs the numbers le
 measured in the same run:
 
 * plain pods / node sweep: the pure-Python node-by-node reference filters + scores
-  (``scheduler.plugins.reference``), on fewer pods (its cost per pod is flat);
+  (``scheduler.reference``), on fewer pods (its cost per pod is flat);
 * gang attempts: the same gangs scheduled pod by pod with the reference implementation;
 * TAS: the exact placement evaluation (every placement run pod by pod with backup/restore, as
   kube-scheduler does) instead of the vectorized per-domain prediction, on fewer gangs.
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from scheduler import cycle as cycle_mod
+from scheduler import reference
+from scheduler.cycle import placement as cycle_mod
 from scheduler.model import Node, Pod, PodGroup, SchedulerConfig
-from scheduler.plugins import reference
 from scheduler.scheduler import Scheduler
 from scheduler.snapshot import make_demand
 
@@ -155,8 +155,8 @@ def run_gangs(
     dt, res = cpu_time(lambda: s.run_until_idle(0.0))
     attempts = sum(1 for r in res if r.entity.startswith("pg/"))
     bound = sum(1 for r in res for d in r.decisions if type(d).__name__ == "PodBound")
-    gen = sum(r.durations_ms.get("placements_generated", 0.0) for r in res)
-    scored = sum(r.durations_ms.get("placements_scored", 0.0) for r in res)
+    gen = sum(r.placement_counts.get("placements_generated", 0) for r in res)
+    scored = sum(r.placement_counts.get("placements_scored", 0) for r in res)
     return dt, attempts, bound, {"generated": gen, "scored": scored}
 
 

@@ -2,26 +2,30 @@
 
 It is one of the two scheduler modules allowed to touch the ledger (with ``worker.py``):
 
-* inputs: it folds input events (nodes, pods, groups, PDBs, config) from the log into the
-  core's ``Scheduler`` in position order, converting normalized manifests into
-  ``scheduler.model`` objects. The position at which an object was first observed becomes its
-  ``seq`` (the tie-breaker of equal priority and timestamp);
-* decisions: each ``CycleResult`` becomes events, appended (with the inline projection) in
+* inputs: it folds input events (nodes, pods, groups, PDBs, quotas, config) from the log into
+  the core's ``Scheduler`` in position order, converting normalized manifests into
+  ``scheduler.model`` objects (``scheduler.translate``). The position at which an object was
+  first observed becomes its ``seq`` (the tie-breaker of equal priority and timestamp);
+* decisions: each ``CycleResult`` becomes events (``DECISION_EVENTS``: one table from decision
+  type to event type and stream), appended (with the inline projection) in
   one transaction per flush; every event's meta carries the cycle number, the snapshot
   position, the config hash and the scheduler version;
 * bootstrap: a fresh bridge rebuilds the core's state by folding the log from position 0,
   including decision events written earlier (binds, preemptions), so a restarted worker
-  continues where the last one stopped.
+  continues where the last one stopped;
+* controllers: preempted pods with a controller are re-created (``scheduler.controllers`` builds
+  the events, the bridge appends them).
+
+``config_from``, ``node_from``, ``pod_from``, ``pod_requests``, ``ts`` and ``from_ts`` are
+re-exported from ``scheduler.translate`` for the callers that import them from here.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -29,259 +33,112 @@ from sqlalchemy.engine import Engine
 
 from ledger import store, writer
 from ledger.events import INPUT_KINDS
-from ledger.resources.models import pod_effective_requests
 from ledger.store import NewEvent, StoredEvent
+from scheduler import controllers
 from scheduler import decisions as d
 from scheduler import model as m
-from scheduler import quota
 from scheduler.scheduler import Scheduler
+from scheduler.translate import (
+    composite_from,
+    config_from,
+    config_hash,
+    from_ts,
+    group_from,
+    node_from,
+    pdb_from,
+    pod_from,
+    pod_requests,
+    quota_from,
+    ts,
+)
+
+__all__ = [
+    "DECISION_EVENTS",
+    "DECISION_TYPES",
+    "Bridge",
+    "config_from",
+    "decision_event",
+    "from_ts",
+    "node_from",
+    "pod_from",
+    "pod_requests",
+    "ts",
+]
 
 SCHEDULER_VERSION = "podledger-scheduler/0.1"
 CYCLES_STREAM = "sched/cycles"
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
-# Event types written by the scheduler (a run's events; `replay --verify` re-derives them).
-DECISION_TYPES = frozenset(
-    {
-        "PodBound",
-        "PodNominated",
-        "PodUnschedulable",
-        "PodGated",
-        "PodGroupConditionChanged",
-        "CompositePodGroupConditionChanged",
-        "PodGroupScheduled",
-        "PodGroupUnschedulable",
-        "PodGroupRetried",
-        "PodPreempted",
-        "PodGroupRequeued",
-        "PodRequeued",
-        "SchedulingCycleCompleted",
-    }
-)
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
 
-def ts(dt: datetime) -> float:
-    return dt.timestamp()
-
-
-def from_ts(value: float) -> datetime:
-    return datetime.fromtimestamp(value, UTC)
-
-
-# ----------------------------------------------------------------------------- conversions
-
-
-def _requirements(exprs: Iterable[Mapping[str, Any]] | None) -> tuple[m.Requirement, ...]:
-    return tuple(
-        m.Requirement(e["key"], e["operator"], tuple(str(v) for v in (e.get("values") or ())))
-        for e in exprs or ()
-    )
-
-
-def _policy_min(spec: Mapping[str, Any], field_name: str) -> int | None:
-    pol = spec.get("schedulingPolicy") or {}
-    gang = pol.get("gang")
-    if gang is None:
-        return None
-    return int(gang.get(field_name) or 1)
-
-
-def _topology_key(spec: Mapping[str, Any]) -> str | None:
-    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
-    return str(topo[0]["key"]) if topo else None
-
-
-def _mode(spec: Mapping[str, Any]) -> str:
-    dm = spec.get("disruptionMode") or {}
-    return m.ALL if "all" in dm else m.SINGLE
-
-
-def node_from(obj: Mapping[str, Any], seq: int) -> m.Node:
-    meta, spec, status = obj.get("metadata", {}), obj.get("spec") or {}, obj.get("status") or {}
-    alloc = dict(status.get("allocatable") or status.get("capacity") or {})
-    alloc.setdefault(m.PODS, 110)
-    return m.Node(
-        name=meta["name"],
-        allocatable={k: int(v) for k, v in alloc.items()},
-        labels=dict(meta.get("labels") or {}),
-        taints=tuple(
-            m.Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule")
-            for t in spec.get("taints") or ()
-        ),
-        unschedulable=bool(spec.get("unschedulable")),
-        seq=seq,
-    )
-
-
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """Kubernetes' effective request (containers, init containers incl. sidecars, overhead)."""
-    return pod_effective_requests({"spec": spec})
-
-
-def pod_from(
-    obj: Mapping[str, Any],
-    seq: int,
-    created_at: float,
-    status: Mapping[str, Any] | None = None,
-    requests: Mapping[str, int] | None = None,
-) -> m.Pod:
-    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
-    aff = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
-    req = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
-    pref = aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []
-    status = status or {}
-    node = status.get("nodeName") or spec.get("nodeName")
-    return m.Pod(
-        namespace=meta.get("namespace") or "default",
-        name=meta["name"],
-        requests=dict(requests) if requests is not None else pod_requests(spec),
-        uid=str(meta.get("uid") or ""),
-        labels=dict(meta.get("labels") or {}),
-        node_selector=dict(spec.get("nodeSelector") or {}),
-        required_terms=tuple(m.NodeSelectorTerm(_requirements(t.get("matchExpressions"))) for t in req),
-        preferred_terms=tuple(
-            m.PreferredTerm(
-                int(p.get("weight", 1)),
-                m.NodeSelectorTerm(_requirements((p.get("preference") or {}).get("matchExpressions"))),
-            )
-            for p in pref
-        ),
-        tolerations=tuple(
-            m.Toleration(
-                t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "", t.get("effect") or ""
-            )
-            for t in spec.get("tolerations") or ()
-        ),
-        priority=int(spec.get("priority") or 0),
-        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
-        scheduler_name=spec.get("schedulerName") or m.DEFAULT_SCHEDULER,
-        scheduling_gates=tuple(g["name"] for g in spec.get("schedulingGates") or ()),
-        node_name=node,
-        nominated_node=status.get("nominatedNodeName"),
-        pod_group=(spec.get("schedulingGroup") or {}).get("podGroupName"),
-        has_controller=any(o.get("controller") for o in meta.get("ownerReferences") or ()),
-        seq=seq,
-        created_at=created_at,
-        start_time=created_at if node else None,
-    )
-
-
-def _group_fields(obj: Mapping[str, Any], seq: int, created_at: float) -> dict[str, Any]:
-    """What PodGroup and CompositePodGroup share (all but the gang minimum)."""
-    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
-    ref = spec.get("workloadRef") or {}
-    return {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta["name"],
-        "topology_key": _topology_key(spec),
-        "disruption_mode": _mode(spec),
-        "priority": int(spec.get("priority") or 0),
-        "preemption_policy": spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
-        "parent": spec.get("parentCompositePodGroupName"),
-        "workload": ref.get("workloadName"),
-        "template": ref.get("templateName"),
-        "uid": str(meta.get("uid") or ""),
-        "seq": seq,
-        "created_at": created_at,
-    }
-
-
-def group_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.PodGroup:
-    spec = obj.get("spec") or {}
-    return m.PodGroup(min_count=_policy_min(spec, "minCount"), **_group_fields(obj, seq, created_at))
-
-
-def composite_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.CompositePodGroup:
-    spec = obj.get("spec") or {}
-    return m.CompositePodGroup(min_group_count=_policy_min(spec, "minGroupCount"), **_group_fields(obj, seq, created_at))
-
-
-def pdb_from(obj: Mapping[str, Any]) -> m.PodDisruptionBudget:
-    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
-    sel = spec.get("selector") or {}
-    return m.PodDisruptionBudget(
-        namespace=meta.get("namespace") or "default",
-        name=meta["name"],
-        match_labels=dict(sel.get("matchLabels") or {}),
-        match_expressions=_requirements(sel.get("matchExpressions")),
-        min_available=spec.get("minAvailable"),
-        max_unavailable=spec.get("maxUnavailable"),
-    )
-
-
-def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
-    if not obj:
-        return m.SchedulerConfig()
-    spec = obj.get("spec") or obj
-    base = m.SchedulerConfig()
-    backoff = spec.get("backoff") or {}
-    gates = dict(base.feature_gates)
-    gates.update({k: bool(v) for k, v in (spec.get("featureGates") or {}).items()})
-    weights = dict(base.plugin_weights)
-    weights.update({k: int(v) for k, v in (spec.get("pluginWeights") or {}).items()})
-    return m.SchedulerConfig(
-        scoring_strategy=spec.get("scoringStrategy") or base.scoring_strategy,
-        resource_weights={
-            k: int(v) for k, v in (spec.get("resourceWeights") or base.resource_weights).items()
-        },
-        plugin_weights=weights,
-        preemption_algorithm=spec.get("preemptionAlgorithm") or base.preemption_algorithm,
-        backoff_initial_seconds=float(backoff.get("initialSeconds", base.backoff_initial_seconds)),
-        backoff_max_seconds=float(backoff.get("maxSeconds", base.backoff_max_seconds)),
-        unschedulable_flush_seconds=float(
-            spec.get("podMaxInUnschedulablePodsDuration", base.unschedulable_flush_seconds)
-        ),
-        feature_gates=gates,
-    )
-
-
-def config_hash(config: m.SchedulerConfig) -> str:
-    return hashlib.sha256(orjson.dumps(asdict(config), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
 # ----------------------------------------------------------------------------- decisions → events
+def stream(kind: str, key: str) -> str:
+    """The stream of a scheduler event about one object: ``sched/<pod|podgroup|compositepodgroup>/ns/name``."""
+    return f"sched/{kind}/{key}"
 
 
-def _entity_stream(entity: str) -> str:
-    kind, _, rest = entity.partition("/")
+def _entity_route(dec: d.EntityRequeued) -> tuple[str, str]:
+    kind, _, rest = dec.entity.partition("/")
     if kind == "pg":
-        return f"sched/podgroup/{rest}"
+        return "PodGroupRequeued", stream("podgroup", rest)
     if kind == "cpg":
-        return f"sched/compositepodgroup/{rest}"
-    return f"sched/pod/{entity}"
+        return "PodGroupRequeued", stream("compositepodgroup", rest)
+    return ("PodRequeued" if "/" in dec.entity else "PodGroupRequeued"), stream("pod", dec.entity)
+
+
+def _condition_route(dec: d.GroupConditionChanged) -> tuple[str, str]:
+    prefix = "compositepodgroup" if dec.kind == "CompositePodGroup" else "podgroup"
+    return f"{dec.kind}ConditionChanged", stream(prefix, dec.group)
+
+
+@dataclass(frozen=True)
+class EventRule:
+    types: tuple[str, ...]  # every event type the decision can become
+    route: Callable[[Any], tuple[str, str]]  # decision -> (event type, stream)
+
+
+# The one table from decision type to event: event type(s) and stream.
+DECISION_EVENTS: dict[type[d.Decision], EventRule] = {
+    d.PodBound: EventRule(("PodBound",), lambda x: ("PodBound", stream("pod", x.pod))),
+    d.PodNominated: EventRule(("PodNominated",), lambda x: ("PodNominated", stream("pod", x.pod))),
+    d.PodUnschedulable: EventRule(
+        ("PodUnschedulable",), lambda x: ("PodUnschedulable", stream("pod", x.pod))
+    ),
+    d.PodGated: EventRule(("PodGated",), lambda x: ("PodGated", stream("pod", x.pod))),
+    d.GroupConditionChanged: EventRule(
+        ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"), _condition_route
+    ),
+    d.GroupScheduled: EventRule(
+        ("PodGroupScheduled",), lambda x: ("PodGroupScheduled", stream("podgroup", x.group))
+    ),
+    d.GroupUnschedulable: EventRule(
+        ("PodGroupUnschedulable",), lambda x: ("PodGroupUnschedulable", stream("podgroup", x.group))
+    ),
+    d.PodPreempted: EventRule(("PodPreempted",), lambda x: ("PodPreempted", stream("pod", x.victim))),
+    d.EntityRequeued: EventRule(("PodRequeued", "PodGroupRequeued"), _entity_route),
+}
+RETRIED = "PodGroupRetried"  # a PodGroupUnschedulable identical to the group's last one
+CYCLE_COMPLETED = "SchedulingCycleCompleted"
+# Event types written by the scheduler (a run's events; `replay --verify` re-derives them).
+DECISION_TYPES = frozenset(
+    {t for rule in DECISION_EVENTS.values() for t in rule.types} | {RETRIED, CYCLE_COMPLETED}
+)
 
 
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
-    """(stream, event type, payload) for one decision."""
+    """(stream, event type, payload) for one decision: the payload is the decision's fields
+    (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
+    rule = DECISION_EVENTS.get(type(dec))
+    if rule is None:
+        raise TypeError(f"unknown decision {type(dec).__name__}")
+    typ, stream_name = rule.route(dec)
     data = asdict(dec)
-    if isinstance(dec, d.PodBound):
-        return f"sched/pod/{dec.pod}", "PodBound", data
-    if isinstance(dec, d.PodNominated):
-        return f"sched/pod/{dec.pod}", "PodNominated", data
-    if isinstance(dec, d.PodUnschedulable):
-        return f"sched/pod/{dec.pod}", "PodUnschedulable", data
-    if isinstance(dec, d.PodGated):
-        return f"sched/pod/{dec.pod}", "PodGated", data
     if isinstance(dec, d.GroupConditionChanged):
-        kind = data.pop("kind")
-        prefix = "compositepodgroup" if kind == "CompositePodGroup" else "podgroup"
-        return f"sched/{prefix}/{dec.group}", f"{kind}ConditionChanged", data
-    if isinstance(dec, d.GroupScheduled):
+        data.pop("kind")
+    elif isinstance(dec, d.GroupScheduled):
         data["pods"] = list(dec.pods)
-        return f"sched/podgroup/{dec.group}", "PodGroupScheduled", data
-    if isinstance(dec, d.GroupUnschedulable):
-        return f"sched/podgroup/{dec.group}", "PodGroupUnschedulable", data
-    if isinstance(dec, d.PodPreempted):
-        return f"sched/pod/{dec.victim}", "PodPreempted", data
-    if isinstance(dec, d.EntityRequeued):
-        typ = (
-            "PodRequeued"
-            if "/" in dec.entity and dec.entity.split("/")[0] not in ("pg", "cpg")
-            else "PodGroupRequeued"
-        )
-        return _entity_stream(dec.entity), typ, data
-    raise TypeError(f"unknown decision {type(dec).__name__}")
+    return stream_name, typ, data
 
 
 @dataclass
@@ -347,9 +204,7 @@ class Bridge:
         if typ == "PodBound":
             pod = sch.pod(data["pod"])
             if pod is not None and pod.node_name != data["node"]:
-                sch.upsert_pod(
-                    replace(pod, node_name=data["node"], nominated_node=None, start_time=now), now
-                )
+                sch.upsert_pod(replace(pod, node_name=data["node"], nominated_node=None, start_time=now), now)
         elif typ == "PodNominated":
             pod = sch.pod(data["pod"])
             if pod is not None:
@@ -362,7 +217,9 @@ class Bridge:
             # Seed the core with conditions written earlier, so that a restarted scheduler never
             # regresses a True PodGroupInitiallyScheduled.
             kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
-            sch.seed_condition(kind, data["group"], data["type"], data["status"], data["reason"], data["message"])
+            sch.seed_condition(
+                kind, data["group"], data["type"], data["status"], data["reason"], data["message"]
+            )
 
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
         sch = self.scheduler
@@ -400,7 +257,7 @@ class Bridge:
         elif kind == "Pod":
             pkey = f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
             requests = self._requests[pkey] = pod_requests(obj.get("spec") or {})
-            if any(o.get("controller") for o in obj["metadata"].get("ownerReferences") or ()):
+            if controllers.has_controller(obj):
                 self._owned[pkey] = obj
             else:
                 self._owned.pop(pkey, None)
@@ -416,13 +273,7 @@ class Bridge:
         elif kind == "PodDisruptionBudget":
             sch.upsert_pdb(pdb_from(obj))
         elif kind in ("ElasticQuota", "ElasticQuotaTree"):
-            meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
-            ns, name = meta.get("namespace") or "default", meta["name"]
-            if kind == "ElasticQuota":
-                nodes = [quota.node_from_flat(ns, name, spec)]
-            else:
-                nodes = quota.nodes_from_tree(spec.get("root") or {})
-            sch.upsert_quota(f"{kind}:{ns}/{name}", nodes)
+            sch.upsert_quota(*quota_from(kind, obj))
         elif kind == "SchedulerConfig" and self.follow_config:
             self._set_config(obj)
 
@@ -452,7 +303,7 @@ class Bridge:
                 prev = self._last_diag.get(data["group"])
                 if prev is not None and prev[0] == fp:
                     # Same inputs, same verdict: record only a pointer to the earlier diagnosis.
-                    typ = "PodGroupRetried"
+                    typ = RETRIED
                     data = {"group": data["group"], "diagnosis_position": prev[1], "fingerprint": fp}
             if typ == "PodBound":
                 data["requests"] = self._requests.get(data["pod"])
@@ -470,10 +321,10 @@ class Bridge:
         self._pending.append(
             NewEvent(
                 CYCLES_STREAM,
-                "SchedulingCycleCompleted",
+                CYCLE_COMPLETED,
                 summary,
                 meta,
-                self._event_id(result, -1, "SchedulingCycleCompleted", CYCLES_STREAM, summary),
+                self._event_id(result, -1, CYCLE_COMPLETED, CYCLES_STREAM, summary),
                 when,
             )
         )
@@ -520,37 +371,12 @@ class Bridge:
         return out
 
     def recreate_victims(self, results: Sequence[d.CycleResult], now: float) -> list[StoredEvent]:
-        """Append a ``PodCreated`` for every controller-owned victim of ``results``: same name,
-        ``spec.nodeName`` removed, uid = uuid5(victim uid + preemption position), actor
-        ``controller``; then fold them. Deterministic: ids derive from the preemption events."""
-        victims = [
-            dec.victim
-            for r in results
-            for dec in r.decisions
-            if isinstance(dec, d.PodPreempted) and dec.victim in self._owned
-        ]
+        """Append a ``PodCreated`` for every controller-owned victim of ``results``
+        (``scheduler.controllers``), then fold them."""
+        victims = controllers.preempted_owned(results, self._owned)
         if not victims:
             return []
-        positions = self._preempted_at
-        batch: list[NewEvent] = []
-        for key in victims:
-            pos = positions.get(key, 0)
-            obj = copy.deepcopy(self._owned[key])
-            meta = obj.setdefault("metadata", {})
-            old_uid = str(meta.get("uid") or key)
-            meta["uid"] = str(uuid.uuid5(EVENT_NS, f"{old_uid}:{pos}"))
-            (obj.get("spec") or {}).pop("nodeName", None)
-            ns, name = key.split("/", 1)
-            batch.append(
-                NewEvent(
-                    f"pod/{ns}/{name}",
-                    "PodCreated",
-                    {"object": obj},
-                    {"actor": "controller", "reason": "PreemptedPodRecreated", "preempted_position": pos},
-                    uuid.uuid5(EVENT_NS, f"recreate:{old_uid}:{pos}"),
-                    from_ts(now),
-                )
-            )
+        batch = controllers.recreations(victims, self._owned, self._preempted_at, from_ts(now), EVENT_NS)
         stored = writer.write(self.engine, batch)
         self.catch_up()
         return stored
@@ -601,5 +427,3 @@ def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
     """What a retry is compared on: the verdict and the whole compact diagnosis."""
     key = {"reason": data.get("reason"), "message": data.get("message"), "diagnosis": data.get("diagnosis")}
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-

@@ -117,4 +117,7 @@ class CycleResult:
     now: float
     result: str  # scheduled | unschedulable | waiting-on-preemption | error | gated | skipped
     decisions: tuple[Decision, ...]
-    durations_ms: dict[str, float] = field(default_factory=dict)
+    # placement evaluation counts of a group attempt ({"placements_generated", "placements_scored"},
+    # empty when no placement was generated); the SchedulingCycleCompleted payload keeps its
+    # (always empty) "durations_ms" field
+    placement_counts: dict[str, int] = field(default_factory=dict)

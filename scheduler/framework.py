@@ -1,16 +1,18 @@
 """Scheduling framework vocabulary: ``Status``, filter results, fit errors, extension points.
 
-Extension points (kube-scheduler names): PreEnqueue, QueueSort, PreFilter, Filter, Score,
-PlacementGenerate, PlacementFeasible, PlacementScore, PodGroupPostFilter. Filters here are
-*vectorized*: a filter plugin evaluates one pod against every node of the snapshot at once and
-returns a boolean mask plus, for the rejected nodes, reason masks (one per distinct reason).
+Extension points (kube-scheduler names) a ``Profile`` lists plugins for: PreEnqueue, PreFilter,
+Filter, Score, PlacementGenerate, PlacementScore, PostFilter (PodGroupPostFilter for groups).
+QueueSort (``scheduler.queue``) and PlacementFeasible (GangScheduling's quorum check, part of the
+§5.2 algorithm in ``scheduler.cycle.placement``) are fixed. Filters here are *vectorized*: a
+filter plugin evaluates one pod against every node of the snapshot at once and returns a boolean
+mask plus, for the rejected nodes, reason masks (one per distinct reason).
 """
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,8 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from scheduler.model import Pod
+    from scheduler.decisions import Decision
+    from scheduler.model import NodeSelectorTerm, Pod, PreferredTerm, Toleration
+    from scheduler.plugins.placement_scoring import Candidates
+    from scheduler.plugins.topology_placement import Placement
     from scheduler.snapshot import Snapshot
+    from scheduler.state import State
 
 BOOL = npt.NDArray[np.bool_]
 
@@ -84,6 +90,25 @@ def error(msg: str, plugin: str = "") -> Status:
 
 def wait(msg: str, plugin: str = "") -> Status:
     return Status(Code.WAIT, (msg,), plugin)
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSignature:
+    """What node-static filters and scores read of a pod (pods with equal signatures share them)."""
+
+    tolerations: tuple[Toleration, ...]
+    node_selector: tuple[tuple[str, str], ...]
+    required: tuple[NodeSelectorTerm, ...]
+    preferred: tuple[PreferredTerm, ...]
+
+
+def signature_of(pod: Pod) -> FilterSignature:
+    return FilterSignature(
+        tuple(pod.tolerations),
+        tuple(sorted(pod.node_selector.items())),
+        tuple(pod.required_terms),
+        tuple(pod.preferred_terms),
+    )
 
 
 def go_quote(s: str) -> str:
@@ -182,26 +207,146 @@ def diagnose(results: Sequence[FilterResult], subset: BOOL | None) -> Diagnosis:
     return Diagnosis(total, plugin_counts, reason_counts, uu)
 
 
+# --------------------------------------------------------------------------- attempt requests
+@dataclass(frozen=True, slots=True)
+class PreFilterRequest:
+    kind: str  # pod | podgroup | compositepodgroup
+    key: str  # "ns/name" of the pod or root group
+    pods: tuple[Pod, ...]  # the attempt's pending pods, queue order
+    now: float
+    state: State
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterRequest:
+    kind: str  # pod | podgroup | compositepodgroup
+    key: str  # "ns/name" of the preemptor pod or root group
+    pods: tuple[Pod, ...]  # the attempt's pending pods, queue order
+    priority: int
+    preemption_policy: str
+    status: Status  # the failure being handled
+    diagnosis: Diagnosis | None
+    now: float
+    state: State  # read-only view; state.snap is the snapshot (reservations already reverted)
+    reschedule: Callable[[], tuple[Status, dict[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    status: Status  # Success = preemption started (waiting on preemption)
+    nominations: Mapping[str, str] = field(default_factory=dict)  # pod key -> node
+    victims: tuple[str, ...] = ()  # pod keys removed from the cluster
+    decisions: tuple[Decision, ...] = ()
+
+
 # --------------------------------------------------------------------------- extension points
+# A plugin is an object with a ``name`` and the method of its extension point; the ``Profile``
+# lists them in call order. Plugins that need the scheduler's state (quotas, preemption) are
+# built per Scheduler by ``scheduler.profile.default_profile``.
+
+
 class PreEnqueuePlugin(Protocol):
+    """Before an entity enters the active queue. The first non-success status gates the entity
+    (every pod gets ``PodGated``); it is re-evaluated when the entity or the cluster changes.
+    ``passes_plain(pod)`` is True when a plain pod certainly passes (the queue's fast path)."""
+
     name: str
 
-    def pre_enqueue(self, pod: Pod) -> Status: ...
+    def pre_enqueue(self, state: State, entity: str, pods: Sequence[Pod]) -> Status: ...
+
+    def passes_plain(self, pod: Pod) -> bool: ...
+
+
+class PreFilterPlugin(Protocol):
+    """Once per attempt, before any node is filtered (a plain pod; a group after validation).
+    ``None`` or Success: nothing to say; otherwise the attempt fails with the status."""
+
+    name: str
+
+    def pre_filter(self, req: PreFilterRequest) -> Status | None: ...
 
 
 class FilterPlugin(Protocol):
+    """A node-static filter, vectorized over all nodes. It may read only the pod's
+    ``FilterSignature`` (results are cached per signature until the node set changes).
+    NodeResourcesFit, which depends on every assumed pod, is built into the pod scheduler's
+    incremental cache and always runs after the profile's filters."""
+
     name: str
 
-    def filter(self, pod: Pod, snap: Snapshot) -> FilterResult: ...
+    def filter(self, sig: FilterSignature, snap: Snapshot) -> FilterResult: ...
 
 
 class ScorePlugin(Protocol):
+    """A node-static scorer: raw per-node scores (None when they cannot change the ranking),
+    normalized to 0..100 (reversed when ``reverse``), weighted by ``config.plugin_weights[name]``
+    (``default_weight`` when absent) and added to NodeResourcesFit's score."""
+
+    name: str
+    default_weight: int
+    reverse: bool
+
+    def score_raw(self, sig: FilterSignature, snap: Snapshot) -> npt.NDArray[np.int64] | None: ...
+
+
+class PlacementGeneratePlugin(Protocol):
+    """Candidate placements of a group with a topology constraint (§6.2)."""
+
     name: str
 
-    def score(self, pod: Pod, snap: Snapshot, nodes: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]: ...
+    def generate(
+        self, snap: Snapshot, key: str | None, parent: BOOL, scheduled_nodes: Iterable[str]
+    ) -> tuple[list[Placement], Status]: ...
 
 
-class PlacementFeasiblePlugin(Protocol):
+class PlacementScorePlugin(Protocol):
+    """Scores (0..100) of the successful placements of one evaluation (§6.4); weighted by
+    ``config.plugin_weights[name]`` (``default_weight`` when absent) and summed."""
+
+    name: str
+    default_weight: int
+
+    def placement_scores(self, candidates: Candidates) -> npt.NDArray[np.int64]: ...
+
+
+class PostFilterPlugin(Protocol):
+    """After a failed attempt (Unschedulable): the first non-None result is applied (preemption)."""
+
     name: str
 
-    def placement_feasible(self, minimum: int, scheduled: int, remaining: int) -> Status: ...
+    def post_filter(self, req: PostFilterRequest) -> PostFilterResult | None: ...
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The plugins of each extension point, in call order. Replace a field with
+    ``dataclasses.replace`` and hand the result to ``Scheduler.use_profile`` to change it."""
+
+    pre_enqueue: tuple[PreEnqueuePlugin, ...] = ()
+    pre_filter: tuple[PreFilterPlugin, ...] = ()
+    filter: tuple[FilterPlugin, ...] = ()
+    score: tuple[ScorePlugin, ...] = ()
+    placement_generate: PlacementGeneratePlugin | None = None
+    placement_score: tuple[PlacementScorePlugin, ...] = ()
+    post_filter: tuple[PostFilterPlugin, ...] = ()
+
+    def run_pre_enqueue(self, state: State, entity: str, pods: Sequence[Pod]) -> Status:
+        for p in self.pre_enqueue:
+            s = p.pre_enqueue(state, entity, pods)
+            if not s.ok:
+                return s
+        return SUCCESS
+
+    def run_pre_filter(self, req: PreFilterRequest) -> Status | None:
+        for p in self.pre_filter:
+            s = p.pre_filter(req)
+            if s is not None and not s.ok:
+                return s
+        return None
+
+    def run_post_filter(self, req: PostFilterRequest) -> PostFilterResult | None:
+        for p in self.post_filter:
+            r = p.post_filter(req)
+            if r is not None:
+                return r
+        return None

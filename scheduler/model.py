@@ -209,3 +209,15 @@ class SchedulerConfig:
 
     def gate(self, name: str) -> bool:
         return bool(self.feature_gates.get(name, True))
+
+
+_POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
+_set = object.__setattr__
+
+
+def copy_pod(pod: Pod, **changes: object) -> Pod:
+    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``."""
+    new = object.__new__(Pod)
+    for name in _POD_SLOTS:
+        _set(new, name, changes[name] if name in changes else getattr(pod, name))
+    return new

@@ -1,9 +1,10 @@
 """SchedulePod: filter, score and select a host for one pod, vectorized over the snapshot.
 
-Filter order (default profile): NodeUnschedulable, TaintToleration, NodeAffinity (node-static,
-cached per pod filter signature until the node set changes), then NodeResourcesFit (dynamic).
-Score plugins: NodeResourcesFit (not normalized), TaintToleration (reverse-normalized),
-NodeAffinity (normalized), weighted by ``config.plugin_weights``. All feasible nodes are scored
+Filters: the profile's node-static filters (default: NodeUnschedulable, TaintToleration,
+NodeAffinity; cached per pod filter signature until the node set changes), then NodeResourcesFit
+(dynamic, built in: an incremental per-node cache). Scores: NodeResourcesFit (not normalized)
+plus the profile's node-static scorers (default: TaintToleration reverse-normalized, NodeAffinity
+normalized), weighted by ``config.plugin_weights``. All feasible nodes are scored
 (``percentageOfNodesToScore = 100``).
 
 Deterministic tie-break: among nodes with the highest total score, the lowest node index
@@ -20,8 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework import Diagnosis, FilterResult, diagnose
-from scheduler.model import NodeSelectorTerm, Pod, PreferredTerm, SchedulerConfig, Toleration
+from scheduler.framework import (
+    Diagnosis,
+    FilterPlugin,
+    FilterResult,
+    FilterSignature,
+    ScorePlugin,
+    diagnose,
+    signature_of,
+)
+from scheduler.model import Pod, SchedulerConfig
 from scheduler.plugins import node_affinity, node_resources_fit, node_unschedulable, taint_toleration
 from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot, make_demand
 
@@ -32,22 +41,18 @@ IDX = npt.NDArray[np.intp]
 MAX_SCORE = 100
 
 
-@dataclass(frozen=True, slots=True)
-class FilterSignature:
-    tolerations: tuple[Toleration, ...]
-    node_selector: tuple[tuple[str, str], ...]
-    required: tuple[NodeSelectorTerm, ...]
-    preferred: tuple[PreferredTerm, ...]
-
-
 @dataclass(slots=True)
 class StaticInfo:
     generation: int
-    results: list[FilterResult]
+    results: list[FilterResult]  # one per profile filter, in order
     ok: BOOL
-    taint_raw: I64 | None
-    affinity_raw: I64 | None
+    raws: tuple[I64 | None, ...]  # one per profile score plugin (None: cannot change the ranking)
     all_ok: bool = False
+
+    @property
+    def ranks(self) -> bool:
+        """Does any node-static score plugin rank the nodes?"""
+        return any(r is not None for r in self.raws)
 
 
 class DynamicInfo:
@@ -212,15 +217,6 @@ class PodInfo:
     dyn_gen: int = -1
 
 
-def signature_of(pod: Pod) -> FilterSignature:
-    return FilterSignature(
-        tuple(pod.tolerations),
-        tuple(sorted(pod.node_selector.items())),
-        tuple(pod.required_terms),
-        tuple(pod.preferred_terms),
-    )
-
-
 def default_normalize(scores: I64, reverse: bool) -> I64:
     m = int(scores.max()) if len(scores) else 0
     if m == 0:
@@ -244,6 +240,22 @@ class PodScheduler:
         self._gen = -1
         self.nominated: dict[str, dict[str, tuple[int, Demand]]] = {}  # node -> pod -> (priority, demand)
         self._nominated_of: dict[str, str] = {}
+        self.filters: tuple[FilterPlugin, ...] = (
+            node_unschedulable.NodeUnschedulable(),
+            taint_toleration.TaintToleration(),
+            node_affinity.NodeAffinity(),
+        )
+        self.scores: tuple[ScorePlugin, ...] = (
+            taint_toleration.TaintToleration(),
+            node_affinity.NodeAffinity(),
+        )
+
+    def set_plugins(self, filters: tuple[FilterPlugin, ...], scores: tuple[ScorePlugin, ...]) -> None:
+        """The profile's node-static filters and scorers (drops every cached result)."""
+        self.filters, self.scores = filters, scores
+        self._static.clear()
+        self._info.clear()
+        self._gen = -1
 
     def set_config(self, config: SchedulerConfig) -> None:
         self.config = config
@@ -279,20 +291,12 @@ class PodScheduler:
         st = self._static.get(pi.sig)
         if st is None:
             sig = pi.sig
-            results = [
-                node_unschedulable.filter_nodes(sig.tolerations, snap),
-                taint_toleration.filter_nodes(sig.tolerations, snap),
-                node_affinity.filter_nodes(dict(sig.node_selector), sig.required, snap),
-            ]
-            ok = results[0].ok & results[1].ok & results[2].ok
-            st = StaticInfo(
-                snap.generation,
-                results,
-                ok,
-                taint_toleration.score_raw(sig.tolerations, snap),
-                node_affinity.score_raw(sig.preferred, snap),
-                bool(ok.all()),
-            )
+            results = [f.filter(sig, snap) for f in self.filters]
+            ok: BOOL = np.ones(snap.n, dtype=np.bool_)
+            for r in results:
+                ok &= r.ok
+            raws = tuple(sc.score_raw(sig, snap) for sc in self.scores)
+            st = StaticInfo(snap.generation, results, ok, raws, bool(ok.all()))
             if len(self._static) > 4096:
                 self._static.clear()
             self._static[pi.sig] = st
@@ -411,12 +415,10 @@ class PodScheduler:
         w: Mapping[str, int] = cfg.plugin_weights
         st = self.static(pi)
         total: I64 = self.dynamic(pi).mscore[idx] * int(w.get(node_resources_fit.NAME, 1))
-        wt = int(w.get(taint_toleration.NAME, 3))
-        if st.taint_raw is not None and wt:
-            total += default_normalize(st.taint_raw[idx], reverse=True) * wt
-        wa = int(w.get(node_affinity.NAME, 2))
-        if st.affinity_raw is not None and wa:
-            total += default_normalize(st.affinity_raw[idx], reverse=False) * wa
+        for sc, raw in zip(self.scores, st.raws, strict=True):
+            wt = int(w.get(sc.name, sc.default_weight))
+            if raw is not None and wt:
+                total += default_normalize(raw[idx], reverse=sc.reverse) * wt
         return total
 
     def select(self, pi: PodInfo, ok: BOOL) -> int:
@@ -427,7 +429,7 @@ class PodScheduler:
             if i is not None and ok[i]:
                 return i
         st = self.static(pi)
-        if st.taint_raw is None and st.affinity_raw is None:
+        if not st.ranks:
             # only NodeResourcesFit ranks: argmax over the cached per-node scores
             if int(self.config.plugin_weights.get(node_resources_fit.NAME, 1)) > 0:
                 masked = np.where(ok, self.dynamic(pi).mscore, -1)
@@ -446,12 +448,7 @@ class PodScheduler:
     def best_node(self, pi: PodInfo, subset: BOOL | None) -> int:
         """Filter + score + select host for one pod (-1 if no node fits)."""
         st = self.static(pi)
-        if (
-            st.taint_raw is not None
-            or st.affinity_raw is not None
-            or pi.pod.nominated_node is not None
-            or self.nominated
-        ):
+        if st.ranks or pi.pod.nominated_node is not None or self.nominated:
             return self.select(pi, self.feasible(pi, subset))
         w_fit = int(self.config.plugin_weights.get(node_resources_fit.NAME, 1))
         mask: BOOL | None = None

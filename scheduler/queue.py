@@ -4,6 +4,10 @@ and whole CompositePodGroup trees (``cpg/ns/<root>``).
 Order (QueueSort = PrioritySort): priority desc (a group's priority is its root group's), then
 queue timestamp asc, then ``seq`` (first observed) asc, then key.
 
+It also holds the queue's bookkeeping: which pending pods form each entity (``members``,
+``entity_of``), the entities whose PreEnqueue verdict is stale (``dirty``), and what was last
+reported per pending pod (``pending_reason``, ``gated``).
+
 States: ``active`` (in the heap), ``parked`` (backing off or waiting for a change), ``gated``
 (PreEnqueue refused; re-evaluated when the entity or cluster changes) and ``inflight``.
 
@@ -70,7 +74,46 @@ class SchedulingQueue:
         self._parked: set[str] = set()
         self._changed_parked: set[str] = set()
         self._scanned_stamp = 0
-        self.dirty: set[str] = set()
+        self.dirty: set[str] = set()  # entities whose PreEnqueue verdict must be re-evaluated
+        self._dirty_heap: list[str] = []
+        # membership: entity -> its pending pod keys, pending pod -> its entity
+        self.members: dict[str, set[str]] = {}
+        self.entity_of: dict[str, str] = {}
+        # what was last reported per pending pod: (plugin, message)
+        self.pending_reason: dict[str, tuple[str, str]] = {}
+        self.gated: dict[str, tuple[str, str]] = {}  # pods whose entity PreEnqueue refused
+
+    # ---------------------------------------------------------- membership
+    def join(self, pod_key: str, key: str) -> None:
+        self.entity_of[pod_key] = key
+        self.members.setdefault(key, set()).add(pod_key)
+
+    def leave(self, pod_key: str) -> tuple[str | None, bool]:
+        """Remove a pending pod from its entity: (entity key or None, entity now empty)."""
+        key = self.entity_of.pop(pod_key, None)
+        if key is None:
+            return None, False
+        s = self.members.get(key)
+        if s is not None:
+            s.discard(pod_key)
+            if not s:
+                del self.members[key]
+                return key, True
+        return key, False
+
+    def mark_dirty(self, key: str) -> None:
+        if key not in self.dirty:
+            heapq.heappush(self._dirty_heap, key)
+        self.dirty.add(key)
+
+    def pop_dirty(self) -> str | None:
+        """The next dirty entity in key order (None when there is none)."""
+        while self._dirty_heap:
+            key = heapq.heappop(self._dirty_heap)
+            if key in self.dirty:
+                self.dirty.discard(key)
+                return key
+        return None
 
     # ------------------------------------------------------------- changes
     def cluster_changed(self) -> None:

@@ -21,23 +21,15 @@ its members), so ``run_until_idle`` always terminates, also with a backoff of 0.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
-from scheduler.cycle import (
-    Cycle,
-    GroupAttempt,
-    PostFilterRequest,
-    PostFilterResult,
-    PreFilterRequest,
-    compact_diagnosis,
-)
+from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
+from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, reason_of
 from scheduler.decisions import (
     CycleResult,
     Decision,
     EntityRequeued,
-    GroupConditionChanged,
     GroupScheduled,
     GroupUnschedulable,
     PodBound,
@@ -45,7 +37,7 @@ from scheduler.decisions import (
     PodNominated,
     PodUnschedulable,
 )
-from scheduler.framework import SUCCESS, Code, Status
+from scheduler.framework import Profile, Status
 from scheduler.model import (
     DEFAULT_SCHEDULER,
     CompositePodGroup,
@@ -55,26 +47,16 @@ from scheduler.model import (
     PodGroup,
     QuotaNode,
     SchedulerConfig,
+    copy_pod,
 )
-from scheduler.plugins import gang_scheduling, scheduling_gates
+from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.preemption import Preemption
+from scheduler.profile import default_profile
 from scheduler.queue import Entity, SchedulingQueue
 from scheduler.quota import Quotas
+from scheduler.reference import NodeVerdict, node_verdicts
 from scheduler.snapshot import make_demand
-from scheduler.state import CPG, PG, State, name_of
-
-PG_COND = "PodGroupInitiallyScheduled"
-CPG_COND = "CompositePodGroupInitiallyScheduled"
-KIND_PG = "PodGroup"
-KIND_CPG = "CompositePodGroup"
-
-
-def split_entity(ekey: str) -> tuple[str, str]:
-    """("pod", "ns/name") | ("pg", "ns/name") | ("cpg", "ns/name")."""
-    parts = ekey.split("/", 2)
-    if len(parts) == 3 and parts[0] in (PG, CPG):
-        return parts[0], f"{parts[1]}/{parts[2]}"
-    return "pod", ekey
+from scheduler.state import CPG, PG, State, split_entity
 
 
 class Scheduler:
@@ -82,36 +64,32 @@ class Scheduler:
         self.config = config or SchedulerConfig()
         self.state = State(self.config)
         self.queue = SchedulingQueue()
-        self.cycle = Cycle(self.state)
         self._cycle_no = 0
-        self._entity_pods: dict[str, set[str]] = {}
-        self._entity_of: dict[str, str] = {}
-        self._pending_reason: dict[str, tuple[str, str]] = {}
-        self._gated: dict[str, tuple[str, str]] = {}
-        self._dirty_heap: list[str] = []
-        # elastic quotas + preemption (scheduler/quota.py, scheduler/preemption.py); the plugin
-        # reads config.preemption_algorithm at each call ("None" disables preemption)
+        # elastic quotas + preemption (scheduler/quota.py, scheduler/preemption/); the PostFilter
+        # plugin reads config.preemption_algorithm at each call ("None" disables preemption)
         self.quotas = Quotas()
-        self.preemption = Preemption(self.state, self.quotas)
-        self.cycle.pre_filter_hook = self.preemption.pre_filter
-        self.cycle.post_filter_hook = self.preemption.post_filter
+        self.elastic_quota = ElasticQuota(self.state, self.quotas)
+        self.preemption = Preemption(self.state, self.quotas, self.elastic_quota)
+        self.profile = default_profile(self.elastic_quota, self.preemption)
+        self.cycle = Cycle(self.state, self.profile)
+        self._set_profile(self.profile)
 
-    # ------------------------------------------------------------- hooks
-    @property
-    def post_filter_hook(self) -> Callable[[PostFilterRequest], PostFilterResult | None] | None:
-        return self.cycle.post_filter_hook
+    def use_profile(self, profile: Profile) -> None:
+        """Run every later cycle with ``profile``'s plugins (``scheduler.profile`` builds the
+        default; change it with ``dataclasses.replace(scheduler.profile, ...)``). Every queued
+        entity's PreEnqueue verdict is re-evaluated, as after a cluster change."""
+        self._set_profile(profile)
+        self.queue.cluster_changed()
+        for ekey in sorted(self.queue.members):
+            self.queue.mark_dirty(ekey)
 
-    @post_filter_hook.setter
-    def post_filter_hook(self, fn: Callable[[PostFilterRequest], PostFilterResult | None] | None) -> None:
-        self.cycle.post_filter_hook = fn
-
-    @property
-    def pre_filter_hook(self) -> Callable[[PreFilterRequest], Status | None] | None:
-        return self.cycle.pre_filter_hook
-
-    @pre_filter_hook.setter
-    def pre_filter_hook(self, fn: Callable[[PreFilterRequest], Status | None] | None) -> None:
-        self.cycle.pre_filter_hook = fn
+    def _set_profile(self, profile: Profile) -> None:
+        self.profile = profile
+        self.cycle.profile = profile
+        self.state.podsched.set_plugins(profile.filter, profile.score)
+        checks = [getattr(p, "passes_plain", None) for p in profile.pre_enqueue]
+        # the queue's fast path for plain pods, valid only when every PreEnqueue plugin offers it
+        self._plain_checks = tuple(c for c in checks if c is not None) if all(checks) else None
 
     # ============================================================ inputs
     def upsert_node(self, node: Node) -> None:
@@ -148,7 +126,7 @@ class Scheduler:
         if pod.node_name is not None:
             st.snap.add_pod(pod.key, pod.node_name, make_demand(pod.requests), gk)
             self.queue.cluster_changed()
-            self._pending_reason.pop(pod.key, None)
+            self.queue.pending_reason.pop(pod.key, None)
             if gk is not None and st.is_member(pod):
                 self._touch_group(gk, now)
         else:
@@ -166,8 +144,8 @@ class Scheduler:
         self.state.podsched.forget(key)
         self.state.podsched.set_nominated(key, None, 0, None)
         self.state.added_at.pop(key, None)
-        self._pending_reason.pop(key, None)
-        self._gated.pop(key, None)
+        self.queue.pending_reason.pop(key, None)
+        self.queue.gated.pop(key, None)
 
     def upsert_pod_group(self, pg: PodGroup, now: float) -> None:
         st = self.state
@@ -233,10 +211,10 @@ class Scheduler:
         self.queue.cluster_changed()
         # feature gates can change group membership / entity keys
         now = max(self.state.added_at.values(), default=0.0)
-        for pk in sorted(self._entity_of):
+        for pk in sorted(self.queue.entity_of):
             pod = self.state.pods[pk]
             self._index_pending(pod, now)
-            self._mark_dirty(self._entity_of[pk])
+            self.queue.mark_dirty(self.queue.entity_of[pk])
 
     # ====================================================== bookkeeping
     def _sync_nomination(self, pod: Pod) -> None:
@@ -250,11 +228,6 @@ class Scheduler:
         keys = {k for k in self.state.pod_groups if k.startswith(ns + "/")}
         keys |= {k for k in self.state.members if k.startswith(ns + "/")}
         return keys
-
-    def _mark_dirty(self, ekey: str) -> None:
-        if ekey not in self.queue.dirty:
-            heapq.heappush(self._dirty_heap, ekey)
-        self.queue.dirty.add(ekey)
 
     def _touch(self, ekey: str, now: float) -> None:
         kind, root = split_entity(ekey)
@@ -271,14 +244,16 @@ class Scheduler:
             c = st.composites[root]
             prio, seq = c.priority, c.seq
         else:
-            seq = min((st.pods[pk].seq for pk in self._entity_pods.get(ekey, ()) if pk in st.pods), default=0)
+            seq = min(
+                (st.pods[pk].seq for pk in self.queue.members.get(ekey, ()) if pk in st.pods), default=0
+            )
         self.queue.touch(ekey, "pod" if kind == "pod" else kind, prio, seq, now)
-        self._mark_dirty(ekey)
+        self.queue.mark_dirty(ekey)
 
     def _touch_group(self, gk: str, now: float) -> None:
         pg = self.state.pod_groups.get(gk)
         ekey = self.state.chain(pg).entity if pg is not None else f"{PG}/{gk}"
-        if self._entity_pods.get(ekey):
+        if self.queue.members.get(ekey):
             self._touch(ekey, now)
 
     def _index_pending(self, pod: Pod, now: float) -> None:
@@ -287,24 +262,19 @@ class Scheduler:
             self._remove_from_entity(pod.key, now)
             return  # another scheduler's pod
         ekey = st.entity_of(pod)
-        cur = self._entity_of.get(pod.key)
+        cur = self.queue.entity_of.get(pod.key)
         if cur is not None and cur != ekey:
             self._remove_from_entity(pod.key, now)
-        self._entity_of[pod.key] = ekey
-        self._entity_pods.setdefault(ekey, set()).add(pod.key)
+        self.queue.join(pod.key, ekey)
         self._touch(ekey, now)
 
     def _remove_from_entity(self, pod_key: str, now: float) -> None:
-        ekey = self._entity_of.pop(pod_key, None)
+        ekey, emptied = self.queue.leave(pod_key)
         if ekey is None:
             return
-        s = self._entity_pods.get(ekey)
-        if s is not None:
-            s.discard(pod_key)
-            if not s:
-                del self._entity_pods[ekey]
-                self.queue.drop(ekey)
-                return
+        if emptied:
+            self.queue.drop(ekey)
+            return
         self._touch(ekey, now)
 
     def _unindex_pod(self, old: Pod, now: float) -> None:
@@ -348,94 +318,56 @@ class Scheduler:
         pods.sort(key=lambda p: (-p.priority, st.added_at.get(p.key, 0.0), p.seq, p.key))
         return pods
 
-    def _pre_enqueue(self, ekey: str, pods: list[Pod]) -> Status:
-        st = self.state
-        for p in pods:
-            s = scheduling_gates.pre_enqueue(p)
-            if not s.ok:
-                return s
-        kind, root = split_entity(ekey)
-        if kind == PG:
-            pg = st.pod_groups.get(root)
-            if pg is None:
-                return gang_scheduling.group_not_found(name_of(root))
-            if pg.is_gang and st.all_pods_count(root) < pg.minimum:
-                return gang_scheduling.min_count_not_met()
-        elif kind == CPG:
-            cpg = st.composites.get(root)
-            if cpg is not None and self._ready_children(root, set()) < cpg.minimum:
-                return gang_scheduling.tree_quorum_not_met(name_of(root))
-        return SUCCESS
-
-    def _ready_children(self, cpg_key: str, seen: set[str]) -> int:
-        st = self.state
-        seen.add(cpg_key)
-        n = 0
-        for kind, ck in st.children(cpg_key):
-            if kind == PG:
-                pg = st.pod_groups[ck]
-                if st.all_pods_count(ck) >= pg.minimum:
-                    n += 1
-            elif ck not in seen:
-                c = st.composites[ck]
-                if self._ready_children(ck, seen) >= c.minimum:
-                    n += 1
-        return n
-
     def _result(
         self,
         ekey: str,
         now: float,
         result: str,
         decisions: list[Decision],
-        durations: dict[str, float] | None = None,
+        placement_counts: dict[str, int] | None = None,
     ) -> CycleResult:
         self._cycle_no += 1
-        return CycleResult(self._cycle_no, ekey, now, result, tuple(decisions), durations or {})
+        return CycleResult(self._cycle_no, ekey, now, result, tuple(decisions), placement_counts or {})
 
     def run_cycle(self, now: float) -> CycleResult | None:
         q = self.queue
         self.state.snap.refresh()
         q.promote(now)
-        while self._dirty_heap:
-            ekey = heapq.heappop(self._dirty_heap)
-            if ekey not in q.dirty:
-                continue
-            q.dirty.discard(ekey)
+        while (ekey := q.pop_dirty()) is not None:
             e = q.entities.get(ekey)
-            members = self._entity_pods.get(ekey)
+            members = self.queue.members.get(ekey)
             if e is None or not members:
                 if e is not None:
                     q.drop(ekey)
                 continue
-            if e.kind == "pod":  # fast path: a plain pod is gated only by its scheduling gates
+            if e.kind == "pod" and self._plain_checks is not None:  # fast path for plain pods
                 p0 = self.state.pods.get(ekey)
-                if p0 is not None and not p0.scheduling_gates and ekey not in self._gated:
+                if p0 is not None and ekey not in q.gated and all(c(p0) for c in self._plain_checks):
                     q.activate(e, now)
                     continue
             pods = self._order(members)
-            s = self._pre_enqueue(ekey, pods)
+            s = self.profile.run_pre_enqueue(self.state, ekey, pods)
             if s.ok:
                 for p in pods:
-                    if self._gated.pop(p.key, None) is not None:
-                        self._pending_reason.pop(p.key, None)
+                    if self.queue.gated.pop(p.key, None) is not None:
+                        self.queue.pending_reason.pop(p.key, None)
                 q.activate(e, now)
                 continue
             q.gate(e)
             msg = (s.plugin, s.message)
             decisions: list[Decision] = []
             for p in pods:
-                if self._gated.get(p.key) != msg:
+                if self.queue.gated.get(p.key) != msg:
                     decisions.append(PodGated(p.key, s.plugin, s.message))
-                self._gated[p.key] = msg
-                self._pending_reason[p.key] = msg
+                self.queue.gated[p.key] = msg
+                self.queue.pending_reason[p.key] = msg
             if decisions:
                 return self._result(ekey, now, "gated", decisions)
         while True:
             e = q.pop(now)
             if e is None:
                 return None
-            members = self._entity_pods.get(e.key)
+            members = self.queue.members.get(e.key)
             if not members:
                 q.drop(e.key)
                 continue
@@ -460,19 +392,13 @@ class Scheduler:
     def _bind(self, pod: Pod, node: str, now: float) -> Pod:
         key = pod.key
         st = self.state
-        bound = _copy_pod(pod, node_name=node, nominated_node=None, start_time=now)
+        bound = copy_pod(pod, node_name=node, nominated_node=None, start_time=now)
         st.pods[key] = bound
         st.podsched.forget(key)
         if pod.nominated_node is not None:
             st.podsched.set_nominated(key, None, 0, None)
-        self._pending_reason.pop(key, None)
-        ekey = self._entity_of.pop(key, None)
-        if ekey is not None:
-            s = self._entity_pods.get(ekey)
-            if s is not None:
-                s.discard(key)
-                if not s:
-                    del self._entity_pods[ekey]
+        self.queue.pending_reason.pop(key, None)
+        self.queue.leave(key)
         st.added_at.pop(key, None)
         return bound
 
@@ -526,7 +452,7 @@ class Scheduler:
             return self._result(e.key, now, "scheduled", [PodBound(pod.key, name, None)])
         decisions: list[Decision] = [PodUnschedulable(pod.key, reason_of(st), st.message)]
         waiting = self._apply_post(post, now, decisions)
-        self._pending_reason[pod.key] = (st.plugin, st.message)
+        self.queue.pending_reason[pod.key] = (st.plugin, st.message)
         if pod.key not in self.state.pods:  # removed by its own post filter (should not happen)
             self.queue.drop(e.key)
             return self._result(e.key, now, "unschedulable", decisions)
@@ -593,9 +519,9 @@ class Scheduler:
             if p.key not in st.pods:
                 continue
             decisions.append(PodUnschedulable(p.key, reason_of(s), s.message))
-            self._pending_reason[p.key] = (s.plugin, s.message)
-        decisions.extend(self._conditions(attempt, statuses))
-        remaining = self._entity_pods.get(e.key)
+            self.queue.pending_reason[p.key] = (s.plugin, s.message)
+        decisions.extend(group_conditions(st, attempt, statuses))
+        remaining = self.queue.members.get(e.key)
         if not remaining:
             self.queue.drop(e.key)
         elif root_status.ok:
@@ -616,44 +542,10 @@ class Scheduler:
         else:
             result = "unschedulable"
         c = attempt.counters
-        durations: dict[str, float] = {}
+        counts: dict[str, int] = {}
         if c.generated:
-            durations = {"placements_generated": float(c.generated), "placements_scored": float(c.scored)}
-        return self._result(e.key, now, result, decisions, durations)
-
-    def _conditions(self, attempt: GroupAttempt, statuses: dict[str, Status]) -> list[Decision]:
-        st = self.state
-        out: list[Decision] = []
-        for leaf in attempt.leaves:
-            if leaf in st.pod_groups:
-                s = statuses.get(f"{PG}:{leaf}")
-                if s is not None:
-                    d = self._set_condition(KIND_PG, leaf, PG_COND, s)
-                    if d is not None:
-                        out.append(d)
-        if st.cpg_on:
-            for ck in attempt.cpgs:
-                if ck in st.composites:
-                    s = statuses.get(f"{CPG}:{ck}")
-                    if s is not None:
-                        d = self._set_condition(KIND_CPG, ck, CPG_COND, s)
-                        if d is not None:
-                            out.append(d)
-        return out
-
-    def _set_condition(self, kind: str, key: str, ctype: str, s: Status) -> Decision | None:
-        if s.ok:
-            new = ("True", "Scheduled", "")
-        elif s.is_error:
-            new = ("False", "SchedulerError", s.message)
-        else:
-            new = ("False", "Unschedulable", s.message)
-        conds = self.state.conditions.setdefault((kind, key), {})
-        cur = conds.get(ctype)
-        if cur is not None and (cur[0] == "True" and new[0] != "True" or cur == new):
-            return None
-        conds[ctype] = new
-        return GroupConditionChanged(kind, key, ctype, *new)
+            counts = {"placements_generated": c.generated, "placements_scored": c.scored}
+        return self._result(e.key, now, result, decisions, counts)
 
     # ============================================================ reading
     def pod(self, key: str) -> Pod | None:
@@ -677,23 +569,15 @@ class Scheduler:
         p = self.state.pods.get(pod_key)
         if p is None or p.node_name is not None:
             return None
-        return self._pending_reason.get(pod_key)
+        return self.queue.pending_reason.get(pod_key)
 
     def node_usage(self) -> list[tuple[str, dict[str, int], dict[str, int]]]:
         return self.state.snap.usage()
 
-
-_POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
-_set = object.__setattr__
-
-
-def _copy_pod(pod: Pod, **changes: object) -> Pod:
-    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``."""
-    new = object.__new__(Pod)
-    for name in _POD_SLOTS:
-        _set(new, name, changes[name] if name in changes else getattr(pod, name))
-    return new
-
-
-def reason_of(s: Status) -> str:
-    return "SchedulerError" if s.code == Code.ERROR else "Unschedulable"
+    def node_verdicts(self, pod_keys: Sequence[str]) -> list[NodeVerdict]:
+        """For each known pod of ``pod_keys`` (in that order) and each node (snapshot order): does
+        it pass the filters, else the first rejecting plugin and its reasons (what ``explain``
+        shows). Computed by the pure-Python reference on the bound pods' usage."""
+        snap = self.state.snap
+        snap.refresh()
+        return node_verdicts(snap.nodes, self.pods(), pod_keys)

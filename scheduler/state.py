@@ -41,6 +41,14 @@ def name_of(key: str) -> str:
     return key.split("/", 1)[1]
 
 
+def split_entity(ekey: str) -> tuple[str, str]:
+    """Queue key -> ("pod", "ns/name") | ("pg", "ns/name") | ("cpg", "ns/name")."""
+    parts = ekey.split("/", 2)
+    if len(parts) == 3 and parts[0] in (PG, CPG):
+        return parts[0], f"{parts[1]}/{parts[2]}"
+    return "pod", ekey
+
+
 def ns_of(key: str) -> str:
     return key.split("/", 1)[0]
 

@@ -10,7 +10,7 @@
   ``coalesce=True``); a LISTEN/NOTIFY thread wakes it early when events are appended.
 - Each tick's decisions are appended in one transaction (see ``Bridge.run_until_idle``).
 - SIGTERM/SIGINT: finish the running tick, release the lock, exit 0.
-- One structured JSON log line per cycle (cycle, entity, result, phase durations).
+- One structured JSON log line per cycle (cycle, entity, result, placement counts).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Worker:
             entity=res.entity,
             result=res.result,
             decisions=len(res.decisions),
-            durations_ms=res.durations_ms,
+            placement_counts=res.placement_counts,
         )
 
     def tick(self) -> None:

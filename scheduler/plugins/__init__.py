@@ -1,7 +1,17 @@
-"""Scheduler plugins, one module per plugin, with upstream names and messages.
+"""Scheduler plugins, one module per plugin (or per rule family), with upstream names and messages.
 
-Filters are vectorized over all nodes of a ``Snapshot``; ``reference`` holds a pure-Python,
-node-by-node implementation of the same filters (benchmark baseline, cross-checked in tests).
-Default filter order (kube-scheduler's default profile): NodeUnschedulable, TaintToleration,
-NodeAffinity, NodeResourcesFit.
+Each module holds a plugin's rules, its messages and a small plugin class for its extension
+point(s) (``scheduler.framework``); ``scheduler.profile`` lists them in call order:
+
+* PreEnqueue: ``scheduling_gates`` (SchedulingGates), ``gang_scheduling`` (GangScheduling:
+  minCount, CompositePodGroup tree quorum; also PlacementFeasible, used by the §5.2 algorithm);
+* PreFilter: ``elastic_quota`` (ElasticQuota);
+* Filter (node-static, vectorized over all nodes): ``node_unschedulable``, ``taint_toleration``,
+  ``node_affinity``; ``node_resources_fit`` is the built-in dynamic filter and node scorer;
+* Score: ``taint_toleration``, ``node_affinity`` (plus NodeResourcesFit);
+* PlacementGenerate: ``topology_placement``; PlacementScore: ``placement_scoring``;
+* PostFilter: preemption (``scheduler.preemption``).
+
+``scheduler.reference`` holds a pure-Python, node-by-node implementation of the default filters
+and scores (benchmark baseline, cross-checked in tests); ``plugins/reference.py`` only re-exports it.
 """

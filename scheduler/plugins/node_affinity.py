@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework import Code, FilterResult
+from scheduler.framework import Code, FilterResult, FilterSignature
 from scheduler.model import NodeSelectorTerm, PreferredTerm, Requirement
 from scheduler.snapshot import Snapshot, parse_int64
 
@@ -143,3 +143,17 @@ def node_matches(
     if terms and not any(term_matches(labels, t) for t in terms):
         return False
     return True
+
+
+class NodeAffinity:
+    """Filter and Score plugin (preferred terms' weights of the matching node)."""
+
+    name = NAME
+    default_weight = 2
+    reverse = False
+
+    def filter(self, sig: FilterSignature, snap: Snapshot) -> FilterResult:
+        return filter_nodes(dict(sig.node_selector), sig.required, snap)
+
+    def score_raw(self, sig: FilterSignature, snap: Snapshot) -> npt.NDArray[np.int64] | None:
+        return score_raw(sig.preferred, snap)

@@ -1,4 +1,5 @@
-"""NodeResourcesFit: resource fit filter, node scoring, and the placement (bin-packing) scorer.
+"""NodeResourcesFit: resource fit filter and node scoring (its placement scorer, bin packing over
+a whole placement, lives with the other placement scorer in ``placement_scoring``).
 
 Filter (Unschedulable): ``Too many pods`` when the node's pod slots are used up, and
 ``Insufficient <resource>`` for every requested resource (> 0) whose free amount is smaller than
@@ -9,9 +10,6 @@ Score: ``LeastAllocated`` (default) ``(alloc - used) * 100 // alloc`` or ``MostA
 ``used`` = node's non-zero requests + the pod's non-zero request for cpu/memory (upstream
 ``NonZeroRequested``) and plain requests for extended resources (which are only scored when the
 pod requests them). Resources with allocatable 0 are skipped; result = weighted sum // weight sum.
-
-Placement score (TopologyAwareWorkloadScheduling): MostAllocated shape over the placement as a
-whole, ``(sum requested + proposed pods) * 100 // sum allocatable`` per resource, weighted average.
 """
 
 from __future__ import annotations
@@ -207,41 +205,3 @@ def score_node_reference(
         total += s * w
         wsum += w
     return total // wsum if wsum else 0
-
-
-def placement_score(
-    alloc_sums: Mapping[str, int], used_sums: Mapping[str, int], weights: Mapping[str, int]
-) -> int:
-    """Bin-packing score of one placement (MostAllocated shape over the placement)."""
-    total = wsum = 0
-    for res, w in sorted(weights.items()):
-        if w <= 0:
-            continue
-        a = alloc_sums.get(res, 0)
-        if a <= 0:
-            continue
-        u = used_sums.get(res, 0)
-        total += min(u, a) * MAX_NODE_SCORE // a * w
-        wsum += w
-    return total // wsum if wsum else 0
-
-
-def placement_scores(
-    alloc_sums: dict[str, I64], used_sums: dict[str, I64], weights: Mapping[str, int]
-) -> I64:
-    """Vectorized ``placement_score`` over many placements."""
-    n = len(next(iter(alloc_sums.values()))) if alloc_sums else 0
-    total: I64 = np.zeros(n, dtype=np.int64)
-    wsum: I64 = np.zeros(n, dtype=np.int64)
-    for res, w in sorted(weights.items()):
-        if w <= 0 or res not in alloc_sums:
-            continue
-        a = alloc_sums[res]
-        u = used_sums[res]
-        pos = a > 0
-        safe = np.where(pos, a, 1)
-        s = np.minimum(u, safe) * MAX_NODE_SCORE // safe
-        total += np.where(pos, s * w, 0)
-        wsum += np.where(pos, w, 0)
-    out: I64 = np.where(wsum > 0, total // np.maximum(wsum, 1), 0)
-    return out

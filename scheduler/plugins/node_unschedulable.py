@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework import Code, FilterResult
+from scheduler.framework import Code, FilterResult, FilterSignature
 from scheduler.model import Taint, Toleration
 from scheduler.plugins.taint_toleration import tolerates
 from scheduler.snapshot import Snapshot
@@ -30,3 +30,12 @@ def filter_node(tolerations: tuple[Toleration, ...], unschedulable: bool) -> lis
     if unschedulable and not tolerates_unschedulable(tolerations):
         return [ERR_REASON_UNSCHEDULABLE]
     return []
+
+
+class NodeUnschedulable:
+    """Filter plugin."""
+
+    name = NAME
+
+    def filter(self, sig: FilterSignature, snap: Snapshot) -> FilterResult:
+        return filter_nodes(sig.tolerations, snap)

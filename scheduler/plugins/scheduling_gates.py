@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scheduler.framework import SUCCESS, Status, unresolvable
 from scheduler.model import Pod
+from scheduler.state import State
 
 NAME = "SchedulingGates"
 
@@ -12,3 +15,19 @@ def pre_enqueue(pod: Pod) -> Status:
     if not pod.scheduling_gates:
         return SUCCESS
     return unresolvable("waiting for scheduling gates: [" + " ".join(pod.scheduling_gates) + "]", NAME)
+
+
+class SchedulingGates:
+    """PreEnqueue plugin: the first gated pod of the entity gates it."""
+
+    name = NAME
+
+    def pre_enqueue(self, state: State, entity: str, pods: Sequence[Pod]) -> Status:
+        for p in pods:
+            s = pre_enqueue(p)
+            if not s.ok:
+                return s
+        return SUCCESS
+
+    def passes_plain(self, pod: Pod) -> bool:
+        return not pod.scheduling_gates

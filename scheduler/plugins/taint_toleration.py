@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework import Code, FilterResult
+from scheduler.framework import Code, FilterResult, FilterSignature
 from scheduler.model import Taint, Toleration
 from scheduler.snapshot import Snapshot
 
@@ -93,3 +93,17 @@ def score_raw(tolerations: tuple[Toleration, ...], snap: Snapshot) -> npt.NDArra
         return None
     out: npt.NDArray[np.int64] = per_set[snap.taint_set]
     return out
+
+
+class TaintToleration:
+    """Filter and Score plugin (fewer intolerable PreferNoSchedule taints score higher)."""
+
+    name = NAME
+    default_weight = 3
+    reverse = True
+
+    def filter(self, sig: FilterSignature, snap: Snapshot) -> FilterResult:
+        return filter_nodes(sig.tolerations, snap)
+
+    def score_raw(self, sig: FilterSignature, snap: Snapshot) -> npt.NDArray[np.int64] | None:
+        return score_raw(sig.tolerations, snap)

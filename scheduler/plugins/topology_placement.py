@@ -75,3 +75,14 @@ def generate(
             continue
         out.append(Placement(f"{key}={dom.values[d]}", None, d, parent, ids))
     return out, SUCCESS
+
+
+class TopologyPlacement:
+    """PlacementGenerate plugin."""
+
+    name = NAME
+
+    def generate(
+        self, snap: Snapshot, key: str | None, parent: BOOL, scheduled_nodes: Iterable[str]
+    ) -> tuple[list[Placement], Status]:
+        return generate(snap, key, parent, scheduled_nodes)

@@ -21,8 +21,8 @@ from scheduler.scheduler import Scheduler
 
 GI = 1 << 30
 # Preemption off: these tests check scheduling alone (tests/scheduler/test_preemption.py covers it).
-# The core is tested without preemption (scheduler/preemption.py has its own tests); the hooks
-# are exercised explicitly where needed.
+# The core is tested without preemption (scheduler/preemption/ has its own tests); PreFilter and
+# PostFilter plugins are swapped in through Scheduler.use_profile where needed.
 ZERO_BACKOFF = SchedulerConfig(
     backoff_initial_seconds=0.0, backoff_max_seconds=0.0, preemption_algorithm="None"
 )

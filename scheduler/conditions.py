@@ -1,0 +1,55 @@
+"""Group conditions: PodGroupInitiallyScheduled / CompositePodGroupInitiallyScheduled.
+
+After a group attempt every evaluated leaf PodGroup, then every CompositePodGroup of the tree
+(pre-order), gets its completed status as a condition: ``True/Scheduled``, ``False/Unschedulable``
+or ``False/SchedulerError`` with the status message. A condition that is already True never
+regresses, and an unchanged condition emits nothing.
+"""
+
+from __future__ import annotations
+
+from scheduler.cycle import GroupAttempt
+from scheduler.decisions import Decision, GroupConditionChanged
+from scheduler.framework import Status
+from scheduler.state import CPG, PG, State
+
+PG_COND = "PodGroupInitiallyScheduled"
+CPG_COND = "CompositePodGroupInitiallyScheduled"
+KIND_PG = "PodGroup"
+KIND_CPG = "CompositePodGroup"
+
+
+def group_conditions(state: State, attempt: GroupAttempt, statuses: dict[str, Status]) -> list[Decision]:
+    """The condition changes of one group attempt (leaves first, then CompositePodGroups)."""
+    out: list[Decision] = []
+    for leaf in attempt.leaves:
+        if leaf in state.pod_groups:
+            s = statuses.get(f"{PG}:{leaf}")
+            if s is not None:
+                d = set_condition(state, KIND_PG, leaf, PG_COND, s)
+                if d is not None:
+                    out.append(d)
+    if state.cpg_on:
+        for ck in attempt.cpgs:
+            if ck in state.composites:
+                s = statuses.get(f"{CPG}:{ck}")
+                if s is not None:
+                    d = set_condition(state, KIND_CPG, ck, CPG_COND, s)
+                    if d is not None:
+                        out.append(d)
+    return out
+
+
+def set_condition(state: State, kind: str, key: str, ctype: str, s: Status) -> Decision | None:
+    if s.ok:
+        new = ("True", "Scheduled", "")
+    elif s.is_error:
+        new = ("False", "SchedulerError", s.message)
+    else:
+        new = ("False", "Unschedulable", s.message)
+    conds = state.conditions.setdefault((kind, key), {})
+    cur = conds.get(ctype)
+    if cur is not None and (cur[0] == "True" and new[0] != "True" or cur == new):
+        return None
+    conds[ctype] = new
+    return GroupConditionChanged(kind, key, ctype, *new)

@@ -1,0 +1,298 @@
+"""Leaf PodGroups: the default algorithm (§5.2) and the placement evaluation loop (§6.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.cycle.diagnosis import pod_failure
+from scheduler.cycle.results import (
+    MSG_NOMINATED_NO_POD,
+    MSG_PLACEMENTS,
+    Counters,
+    LeafOutcome,
+    PlacementEval,
+)
+from scheduler.framework import SUCCESS, Code, Diagnosis, Profile, Status, unschedulable
+from scheduler.model import Pod, PodGroup
+from scheduler.plugins import gang_scheduling, node_resources_fit, placement_scoring, topology_placement
+from scheduler.plugins.placement_scoring import Candidates
+from scheduler.plugins.topology_placement import Placement
+from scheduler.podsched import PodInfo
+from scheduler.snapshot import Demand
+from scheduler.state import PG, State
+
+BOOL = npt.NDArray[np.bool_]
+I64 = npt.NDArray[np.int64]
+
+# Vectorized per-domain prediction of placement outcomes for interchangeable pods (exact; the
+# benchmark turns it off to measure the pod-by-pod evaluation of every placement as a baseline).
+VECTORIZED_PLACEMENTS = True
+
+
+class LeafAlgorithm:
+    """One attempt's leaf algorithms on the shared snapshot (``composite.Algorithm`` adds CPGs)."""
+
+    def __init__(self, state: State, queued: Mapping[str, Sequence[Pod]], profile: Profile) -> None:
+        self.state = state
+        self.profile = profile
+        self.snap = state.snap
+        self.ps = state.podsched
+        self.queued = queued
+        self.tas = state.tas_on
+        self.results: dict[str, Status] = {}
+        self.outcomes: dict[str, LeafOutcome] = {}
+        self.placement_of: dict[str, str] = {}  # CPG key -> chosen placement name
+        self.c = Counters()
+
+    # ------------------------------------------------------------ helpers
+    def _infos(self, pods: Sequence[Pod]) -> list[PodInfo]:
+        return [self.ps.info(p) for p in pods]
+
+    @staticmethod
+    def _homogeneous(infos: Sequence[PodInfo]) -> bool:
+        if not infos:
+            return True
+        k = infos[0].fit_key
+        return all(pi.fit_key == k for pi in infos[1:])
+
+    # ------------------------------------------------------- §5.2 default
+    def default_algorithm(self, pg: PodGroup, pods: Sequence[Pod], subset: BOOL | None) -> LeafOutcome:
+        """§5.2: place ``pods`` one by one on the nodes of ``subset`` with PlacementFeasible
+        before and after each. Returns the leaf's outcome; on Success its ``assigned`` pods stay
+        assumed in the snapshot, on failure the snapshot is reverted and ``tried`` keeps what
+        would have been placed (for diagnosis)."""
+        snap, ps = self.snap, self.ps
+        out = LeafOutcome(pg.key)
+        m = pg.minimum
+        s = self.state.scheduled_count(pg.key)
+        r = len(pods)
+        st = gang_scheduling.placement_feasible(m, s, r)
+        if st.code == Code.UNSCHEDULABLE:
+            out.status = st
+            return out
+        mark = snap.backup()
+        any_sched = False
+        failed: dict[object, Diagnosis] = {}  # fit_key -> diagnosis, valid until the next assume
+        for pod in pods:
+            pi = ps.info(pod)
+            node = -1
+            if pi.fit_key not in failed:
+                node = ps.best_node(pi, subset) if snap.n else -1
+            if node >= 0:
+                snap.assume(pod.key, node, pi.demand, pg.key)
+                out.assigned.append((pod.key, node))
+                s += 1
+                failed.clear()
+            else:
+                diag = failed.get(pi.fit_key)
+                if diag is None:
+                    diag = ps.diagnose(pi, subset)
+                    failed[pi.fit_key] = diag
+                out.pod_status[pod.key] = pod_failure(diag)
+                if out.diag is None:
+                    out.diag = diag
+            r -= 1
+            st = gang_scheduling.placement_feasible(m, s, r)
+            if st.code == Code.UNSCHEDULABLE:
+                break
+            any_sched = any_sched or node >= 0
+        if st.ok:
+            snap.release(mark)
+            out.status = SUCCESS
+            out.any_scheduled = any_sched
+        else:
+            snap.restore(mark)
+            out.status = Status(Code.UNSCHEDULABLE, st.reasons, gang_scheduling.NAME)
+            out.tried, out.assigned = out.assigned, []
+            out.any_scheduled = False
+        return out
+
+    # ------------------------------------------------------- §6.3 leaves
+    def schedule_pg(self, pg: PodGroup, parent: BOOL | None, standalone: bool) -> LeafOutcome:
+        pods = self.queued.get(pg.key, ())
+        key = pg.topology_key if self.tas else None
+        if not key:
+            out = self.default_algorithm(pg, pods, parent)
+        else:
+            out = self._placement_loop(pg, pods, parent, key, standalone)
+        self.results[f"{PG}:{pg.key}"] = out.status
+        self.outcomes[pg.key] = out
+        return out
+
+    def _evaluate_exact(self, pg: PodGroup, pods: Sequence[Pod], p: Placement) -> PlacementEval:
+        """Run the default algorithm inside ``p`` and revert its reservations."""
+        mark = self.snap.backup()
+        before = self.state.scheduled_count(pg.key)
+        out = self.default_algorithm(pg, pods, p.nodes)
+        props = list(out.assigned)
+        self.snap.restore(mark)
+        self.c.evaluated += 1
+        added: dict[str, int] = {}
+        for pk, _ in props:
+            for res, amt in zip(*self._req(pk), strict=True):
+                added[res] = added.get(res, 0) + amt
+        return PlacementEval(p, out.status, len(props), out.any_scheduled, out, props, added, before)
+
+    def _req(self, pod_key: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        pod = self.state.pods[pod_key]
+        d: Demand = self.ps.info(pod).demand
+        return d.names, d.amounts
+
+    def _predict(
+        self, pg: PodGroup, infos: Sequence[PodInfo], placements: Sequence[Placement], parent: BOOL, key: str
+    ) -> list[PlacementEval]:
+        """Vectorized outcome of the default algorithm in every placement (interchangeable pods)."""
+        snap, ps = self.snap, self.ps
+        m, s0, n = pg.minimum, self.state.scheduled_count(pg.key), len(infos)
+        if n:
+            pi = infos[0]
+            st = ps.static(pi)
+            fc = node_resources_fit.fit_count(snap, pi.rows, pi.demand.amounts)
+            fc = np.where(st.ok & parent, fc, 0)
+            caps = snap.domains(key).sums(fc)
+        else:
+            caps = np.zeros(len(snap.domains(key).values), dtype=np.int64)
+        out: list[PlacementEval] = []
+        for p in placements:
+            placed = min(n, int(caps[p.domain])) if n else 0
+            status, any_sched = gang_outcome(m, s0, n, placed)
+            if not status.ok:
+                placed = 0
+            added: dict[str, int] = {}
+            if n and placed:
+                for res, amt in zip(infos[0].demand.names, infos[0].demand.amounts, strict=True):
+                    added[res] = amt * placed
+            out.append(PlacementEval(p, status, placed, any_sched, None, [], added, s0))
+            self.c.predicted += 1
+        return out
+
+    def _placement_loop(
+        self, pg: PodGroup, pods: Sequence[Pod], parent: BOOL | None, key: str, standalone: bool
+    ) -> LeafOutcome:
+        """§6.3 placement evaluation of a leaf with a topology constraint.
+
+        Generates the placements (PlacementGenerate), evaluates the nominated one first (a
+        standalone group whose pods' nominated nodes hit exactly one placement), otherwise every
+        placement: predicted at once when the pods are interchangeable (``_predict``), else run
+        pod by pod (``_evaluate_exact``). Among the successful placements the PlacementScore
+        plugins pick one, which is then run for real (its pods stay assumed). Returns the leaf's
+        outcome with ``placement`` set; when no placement succeeds, Unschedulable ``0/N
+        placements are available, first placement status: ...`` with the first (or nominated)
+        placement's exact diagnosis, so that the message explains a concrete failure."""
+        snap = self.snap
+        snap.refresh()
+        parent_mask = snap.all_nodes if parent is None else parent
+        sched_nodes = list(snap.group_pods.get(pg.key, {}).values())
+        placements, gst = self.generate(key, parent_mask, sched_nodes)
+        self.c.generated += len(placements)
+        if not gst.ok:
+            return LeafOutcome(pg.key, gst)
+        if not placements:
+            return LeafOutcome(
+                pg.key, unschedulable(MSG_PLACEMENTS % (0, "no placement generated"), self.generator_name())
+            )
+        infos = self._infos(pods)
+        nominated: Placement | None = None
+        if standalone:
+            nn = sorted({p.nominated_node for p in pods if p.nominated_node})
+            idx = [snap.index[x] for x in nn if x in snap.index]
+            if idx:
+                hits = [pl for pl in placements if bool(pl.nodes[idx].any())]
+                if len(hits) == 1:
+                    nominated = hits[0]
+        successful: list[PlacementEval] = []
+        nominated_eval: PlacementEval | None = None
+        if nominated is not None:
+            nominated_eval = self._evaluate_exact(pg, pods, nominated)
+            self.c.line(pg.key, nominated.name, nominated_eval.status)
+            if nominated_eval.status.is_error:
+                return LeafOutcome(pg.key, nominated_eval.status)
+            if nominated_eval.status.ok and nominated_eval.any_scheduled:
+                successful = [nominated_eval]
+        evals: list[PlacementEval] = []
+        if not successful:
+            others = [p for p in placements if p is not nominated]
+            if VECTORIZED_PLACEMENTS and self._homogeneous(infos):
+                evals = self._predict(pg, infos, others, parent_mask, key)
+            else:
+                for p in others:
+                    ev = self._evaluate_exact(pg, pods, p)
+                    if ev.status.is_error:
+                        return LeafOutcome(pg.key, ev.status)
+                    evals.append(ev)
+            for ev in evals:
+                self.c.line(pg.key, ev.placement.name, ev.status)
+            successful = [ev for ev in evals if ev.status.ok]
+        if not successful:
+            report = nominated_eval if nominated_eval is not None else evals[0]
+            if report.outcome is None:  # predicted: run it for the exact diagnosis
+                report = self._evaluate_exact(pg, pods, report.placement)
+            msg = MSG_NOMINATED_NO_POD if report.status.ok else report.status.message
+            out = LeafOutcome(
+                pg.key, unschedulable(MSG_PLACEMENTS % (len(placements), msg), gang_scheduling.NAME)
+            )
+            if report.outcome is not None:
+                out.diag = report.outcome.diag
+                out.pod_status = report.outcome.pod_status
+                out.tried = report.proposals
+            return out
+        if len(successful) == 1:
+            best = successful[0]
+        elif all(ev.outcome is None for ev in successful):
+            best = self.best(successful, key, parent_mask)
+        else:
+            best = self.best(successful)
+        self.c.scored += len(successful) if len(successful) > 1 else 0
+        if best.outcome is not None:
+            # re-assume the evaluated proposals
+            mark = snap.backup()
+            for pk, node in best.proposals:
+                snap.assume(pk, node, self.ps.info(self.state.pods[pk]).demand, pg.key)
+            snap.release(mark)
+            out = best.outcome
+        else:
+            out = self.default_algorithm(pg, pods, best.placement.nodes)
+            self.c.evaluated += 1
+        out.placement = best.placement.name
+        return out
+
+    # ---------------------------------------------------- §6.2 / §6.4 through the profile
+    def generate(
+        self, key: str | None, parent: BOOL, scheduled_nodes: list[str]
+    ) -> tuple[list[Placement], Status]:
+        """PlacementGenerate: the profile's generator (none: the parent is the only placement)."""
+        gen = self.profile.placement_generate
+        if gen is None:
+            return [Placement("", parent)], SUCCESS
+        return gen.generate(self.snap, key, parent, scheduled_nodes)
+
+    def generator_name(self) -> str:
+        gen = self.profile.placement_generate
+        return gen.name if gen is not None else topology_placement.NAME
+
+    def best(
+        self, evals: Sequence[PlacementEval], key: str | None = None, parent: BOOL | None = None
+    ) -> PlacementEval:
+        """PlacementScore: the winning candidate (``placement_scoring``); ``key``/``parent`` when
+        every candidate is a predicted single domain (per-domain sums)."""
+        c = Candidates(evals, self.snap, self.state.config, key, parent)
+        return placement_scoring.best(c, self.profile.placement_score)
+
+
+def gang_outcome(m: int, s0: int, n: int, placed: int) -> tuple[Status, bool]:
+    """Closed form of the §5.2 loop when the first ``placed`` of ``n`` pods fit and the rest do not."""
+    st = gang_scheduling.placement_feasible(m, s0, n)
+    if st.code == Code.UNSCHEDULABLE:
+        return st, False
+    if placed < n:
+        i_star = max(placed + 1, n + s0 + placed - m + 1)
+        if i_star <= n:
+            st = gang_scheduling.placement_feasible(m, s0 + placed, n - i_star)
+            return Status(Code.UNSCHEDULABLE, st.reasons, gang_scheduling.NAME), False
+    st = gang_scheduling.placement_feasible(m, s0 + placed, 0)
+    if not st.ok:
+        return Status(Code.UNSCHEDULABLE, st.reasons, gang_scheduling.NAME), False
+    return SUCCESS, placed > 0

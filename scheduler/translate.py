@@ -1,0 +1,210 @@
+"""Manifests -> ``scheduler.model``: the translators the bridge (and the API) use.
+
+Each takes a normalized manifest (as stored in the log) and returns the core's frozen object;
+``seq`` is the log position at which the object was first observed (the tie-breaker of equal
+priority and timestamp), ``created_at`` its first observation time. ``ts``/``from_ts`` convert
+between the log's timestamps and the core's logical seconds. No IO, no clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from ledger.resources.models import pod_effective_requests
+from scheduler import model as m
+from scheduler import quota
+
+
+def ts(dt: datetime) -> float:
+    return dt.timestamp()
+
+
+def from_ts(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def _requirements(exprs: Iterable[Mapping[str, Any]] | None) -> tuple[m.Requirement, ...]:
+    return tuple(
+        m.Requirement(e["key"], e["operator"], tuple(str(v) for v in (e.get("values") or ())))
+        for e in exprs or ()
+    )
+
+
+def _policy_min(spec: Mapping[str, Any], field_name: str) -> int | None:
+    pol = spec.get("schedulingPolicy") or {}
+    gang = pol.get("gang")
+    if gang is None:
+        return None
+    return int(gang.get(field_name) or 1)
+
+
+def _topology_key(spec: Mapping[str, Any]) -> str | None:
+    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    return str(topo[0]["key"]) if topo else None
+
+
+def _mode(spec: Mapping[str, Any]) -> str:
+    dm = spec.get("disruptionMode") or {}
+    return m.ALL if "all" in dm else m.SINGLE
+
+
+def node_from(obj: Mapping[str, Any], seq: int) -> m.Node:
+    meta, spec, status = obj.get("metadata", {}), obj.get("spec") or {}, obj.get("status") or {}
+    alloc = dict(status.get("allocatable") or status.get("capacity") or {})
+    alloc.setdefault(m.PODS, 110)
+    return m.Node(
+        name=meta["name"],
+        allocatable={k: int(v) for k, v in alloc.items()},
+        labels=dict(meta.get("labels") or {}),
+        taints=tuple(
+            m.Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule")
+            for t in spec.get("taints") or ()
+        ),
+        unschedulable=bool(spec.get("unschedulable")),
+        seq=seq,
+    )
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Kubernetes' effective request (containers, init containers incl. sidecars, overhead)."""
+    return pod_effective_requests({"spec": spec})
+
+
+def pod_from(
+    obj: Mapping[str, Any],
+    seq: int,
+    created_at: float,
+    status: Mapping[str, Any] | None = None,
+    requests: Mapping[str, int] | None = None,
+) -> m.Pod:
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    aff = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
+    req = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    pref = aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    status = status or {}
+    node = status.get("nodeName") or spec.get("nodeName")
+    return m.Pod(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        requests=dict(requests) if requests is not None else pod_requests(spec),
+        uid=str(meta.get("uid") or ""),
+        labels=dict(meta.get("labels") or {}),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        required_terms=tuple(m.NodeSelectorTerm(_requirements(t.get("matchExpressions"))) for t in req),
+        preferred_terms=tuple(
+            m.PreferredTerm(
+                int(p.get("weight", 1)),
+                m.NodeSelectorTerm(_requirements((p.get("preference") or {}).get("matchExpressions"))),
+            )
+            for p in pref
+        ),
+        tolerations=tuple(
+            m.Toleration(
+                t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "", t.get("effect") or ""
+            )
+            for t in spec.get("tolerations") or ()
+        ),
+        priority=int(spec.get("priority") or 0),
+        preemption_policy=spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
+        scheduler_name=spec.get("schedulerName") or m.DEFAULT_SCHEDULER,
+        scheduling_gates=tuple(g["name"] for g in spec.get("schedulingGates") or ()),
+        node_name=node,
+        nominated_node=status.get("nominatedNodeName"),
+        pod_group=(spec.get("schedulingGroup") or {}).get("podGroupName"),
+        has_controller=any(o.get("controller") for o in meta.get("ownerReferences") or ()),
+        seq=seq,
+        created_at=created_at,
+        start_time=created_at if node else None,
+    )
+
+
+def _group_fields(obj: Mapping[str, Any], seq: int, created_at: float) -> dict[str, Any]:
+    """What PodGroup and CompositePodGroup share (all but the gang minimum)."""
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    ref = spec.get("workloadRef") or {}
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta["name"],
+        "topology_key": _topology_key(spec),
+        "disruption_mode": _mode(spec),
+        "priority": int(spec.get("priority") or 0),
+        "preemption_policy": spec.get("preemptionPolicy") or m.PREEMPT_LOWER,
+        "parent": spec.get("parentCompositePodGroupName"),
+        "workload": ref.get("workloadName"),
+        "template": ref.get("templateName"),
+        "uid": str(meta.get("uid") or ""),
+        "seq": seq,
+        "created_at": created_at,
+    }
+
+
+def group_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.PodGroup:
+    spec = obj.get("spec") or {}
+    return m.PodGroup(min_count=_policy_min(spec, "minCount"), **_group_fields(obj, seq, created_at))
+
+
+def composite_from(obj: Mapping[str, Any], seq: int, created_at: float) -> m.CompositePodGroup:
+    spec = obj.get("spec") or {}
+    return m.CompositePodGroup(
+        min_group_count=_policy_min(spec, "minGroupCount"), **_group_fields(obj, seq, created_at)
+    )
+
+
+def pdb_from(obj: Mapping[str, Any]) -> m.PodDisruptionBudget:
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    sel = spec.get("selector") or {}
+    return m.PodDisruptionBudget(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        match_labels=dict(sel.get("matchLabels") or {}),
+        match_expressions=_requirements(sel.get("matchExpressions")),
+        min_available=spec.get("minAvailable"),
+        max_unavailable=spec.get("maxUnavailable"),
+    )
+
+
+def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
+    if not obj:
+        return m.SchedulerConfig()
+    spec = obj.get("spec") or obj
+    base = m.SchedulerConfig()
+    backoff = spec.get("backoff") or {}
+    gates = dict(base.feature_gates)
+    gates.update({k: bool(v) for k, v in (spec.get("featureGates") or {}).items()})
+    weights = dict(base.plugin_weights)
+    weights.update({k: int(v) for k, v in (spec.get("pluginWeights") or {}).items()})
+    return m.SchedulerConfig(
+        scoring_strategy=spec.get("scoringStrategy") or base.scoring_strategy,
+        resource_weights={
+            k: int(v) for k, v in (spec.get("resourceWeights") or base.resource_weights).items()
+        },
+        plugin_weights=weights,
+        preemption_algorithm=spec.get("preemptionAlgorithm") or base.preemption_algorithm,
+        backoff_initial_seconds=float(backoff.get("initialSeconds", base.backoff_initial_seconds)),
+        backoff_max_seconds=float(backoff.get("maxSeconds", base.backoff_max_seconds)),
+        unschedulable_flush_seconds=float(
+            spec.get("podMaxInUnschedulablePodsDuration", base.unschedulable_flush_seconds)
+        ),
+        feature_gates=gates,
+    )
+
+
+def config_hash(config: m.SchedulerConfig) -> str:
+    return hashlib.sha256(orjson.dumps(asdict(config), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def quota_from(kind: str, obj: Mapping[str, Any]) -> tuple[str, list[m.QuotaNode]]:
+    """(quota key ``<kind>:ns/name``, its QuotaNodes) of an ElasticQuota or ElasticQuotaTree."""
+    meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+    ns, name = meta.get("namespace") or "default", meta["name"]
+    if kind == "ElasticQuota":
+        nodes = [quota.node_from_flat(ns, name, spec)]
+    else:
+        nodes = quota.nodes_from_tree(spec.get("root") or {})
+    return f"{kind}:{ns}/{name}", nodes

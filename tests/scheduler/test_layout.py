@@ -1,0 +1,104 @@
+"""Layout rules of scheduler/: no module over 600 lines; the pure core does no DB, clock or IO and
+does not reach up into api/; the decision-to-event table covers every decision."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+from scheduler import decisions
+from scheduler.bridge import DECISION_EVENTS, DECISION_TYPES, decision_event
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHED = ROOT / "scheduler"
+MAX_LINES = 600
+# the edges that talk to the ledger's database (everything else is the pure core)
+EDGES = {"bridge.py", "worker.py", "controllers.py"}
+FORBIDDEN_MODULES = ("sqlalchemy", "psycopg", "time", "api", "ledger.db", "ledger.store", "ledger.writer")
+FORBIDDEN_CALLS = {("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today")}
+
+
+def _modules() -> list[Path]:
+    return sorted(SCHED.rglob("*.py"))
+
+
+def test_no_scheduler_module_over_600_lines() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def _violations(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    bad: list[str] = []
+    for n in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(n, ast.Import):
+            names = [a.name for a in n.names]
+        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+            names = [n.module] + [f"{n.module}.{a.name}" for a in n.names]
+        for name in names:
+            if any(name == m or name.startswith(m + ".") for m in FORBIDDEN_MODULES):
+                bad.append(f"import {name}")
+        if (
+            isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and (n.value.id, n.attr) in FORBIDDEN_CALLS
+        ):
+            bad.append(f"{n.value.id}.{n.attr}")
+    return bad
+
+
+def test_pure_core_imports_no_db_clock_or_api() -> None:
+    bad = {
+        str(p.relative_to(ROOT)): v
+        for p in _modules()
+        if p.name not in EDGES or p.parent != SCHED
+        if (v := _violations(p))
+    }
+    assert bad == {}
+
+
+def test_the_checker_catches_what_it_forbids(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text(
+        "import time\nfrom sqlalchemy import select\nfrom ledger.db import engine\nfrom api import services\n"
+        "from datetime import datetime\nx = datetime.now()\n"
+    )
+    assert _violations(f) == [
+        "import time",
+        "import sqlalchemy",
+        "import sqlalchemy.select",
+        "import ledger.db",
+        "import ledger.db.engine",
+        "import api",
+        "import api.services",
+        "datetime.now",
+    ]
+
+
+def test_decision_events_table_covers_every_decision() -> None:
+    kinds = {c for c in vars(decisions).values() if isinstance(c, type) and issubclass(c, decisions.Decision)}
+    kinds -= {decisions.Decision}
+    assert set(DECISION_EVENTS) == kinds
+    assert DECISION_TYPES == {
+        "PodBound", "PodNominated", "PodUnschedulable", "PodGated", "PodGroupConditionChanged",
+        "CompositePodGroupConditionChanged", "PodGroupScheduled", "PodGroupUnschedulable", "PodGroupRetried",
+        "PodPreempted", "PodGroupRequeued", "PodRequeued", "SchedulingCycleCompleted",
+    }  # fmt: skip
+    req = decisions.EntityRequeued
+    assert decision_event(req("pg/ns/g", "backoff", 1, 2.0))[:2] == (
+        "sched/podgroup/ns/g",
+        "PodGroupRequeued",
+    )
+    assert decision_event(req("cpg/ns/r", "active", 1))[:2] == (
+        "sched/compositepodgroup/ns/r",
+        "PodGroupRequeued",
+    )
+    assert decision_event(req("ns/p", "active", 1))[:2] == ("sched/pod/ns/p", "PodRequeued")
+    cond = decisions.GroupConditionChanged("CompositePodGroup", "ns/r", "T", "True", "Scheduled", "")
+    stream, typ, data = decision_event(cond)
+    assert (stream, typ) == ("sched/compositepodgroup/ns/r", "CompositePodGroupConditionChanged")
+    assert "kind" not in data and set(data) == {f.name for f in dataclasses.fields(cond)} - {"kind"}
