@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api.simulate import run_scenario_with_log
+from api.services.simulate import run_scenario_with_log
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.yaml"))

@@ -1,7 +1,4 @@
-"""The ``podledger`` command line (Typer + Rich).
-
-Exit codes: 0 success, 1 user error (bad input, failed expectation, conflict), 2 usage.
-"""
+"""``podledger db upgrade | verify | projections rebuild | log``: the ledger itself."""
 
 from __future__ import annotations
 
@@ -10,35 +7,9 @@ from typing import Annotated
 
 import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="podledger: an event-sourced scheduling ledger.",
-)
-db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
-proj_app = typer.Typer(no_args_is_help=True, help="Projections.")
-app.add_typer(db_app, name="db")
-app.add_typer(proj_app, name="projections")
-
-_WIDTH = None if sys.stdout.isatty() else 180  # Rich falls back to 80 columns when piped
-# markup=False: messages quote user input (names, kinds, field values) verbatim; Rich markup in
-# them must neither crash nor vanish.
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH, markup=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, markup=False)
-
-
-class UserError(Exception):
-    """A problem with the user's input: printed without a traceback, exit code 1."""
-
-
-def _engine():  # type: ignore[no-untyped-def]
-    from ledger import db
-
-    return db.get_engine()
+from api.cli.console import app, db_app, engine, err, out, proj_app
 
 
 @db_app.command("upgrade")
@@ -57,7 +28,7 @@ def verify() -> None:
     """Walk the hash chain of the log and name the first broken position."""
     from ledger.verify import verify_chain
 
-    res = verify_chain(_engine(), progress=lambda n: err.print(f"  checked {n} events…"))
+    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"))
     if res.ok:
         out.print(f"ok: {res.checked} events, hash chain intact")
         return
@@ -72,11 +43,11 @@ def projections_rebuild() -> None:
     """Re-fold every projection from position 0."""
     from ledger.projections.runner import ASYNC_PROJECTIONS, rebuild_async, rebuild_current
 
-    engine = _engine()
-    n = rebuild_current(engine)
+    target = engine()
+    n = rebuild_current(target)
     out.print(f"objects: re-folded {n} events")
     for name, proj in ASYNC_PROJECTIONS.items():
-        m = rebuild_async(engine, proj)
+        m = rebuild_async(target, proj)
         out.print(f"{name}: re-folded {m} events")
 
 
@@ -87,9 +58,9 @@ def log_cmd(
     output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
 ) -> None:
     """Print events of the log by position."""
-    from ledger import store
+    from api.services.log import read_events
 
-    events = store.read_all(_engine(), after=after, limit=limit)
+    events = read_events(engine(), after, limit)
     if output == "json":
         for ev in events:
             sys.stdout.write(
@@ -114,24 +85,3 @@ def log_cmd(
             str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else "")
         )
     out.print(table)
-
-
-def main() -> None:
-    import api.cli_audit  # noqa: F401  (registers explain/history/replay)
-    import api.cli_objects  # noqa: F401  (registers apply/get/delete)
-    import api.cli_sched  # noqa: F401  (registers schedule/simulate/demo)
-    import api.cli_serve  # noqa: F401  (registers serve)
-    from ledger.errors import LedgerError
-
-    try:
-        app()
-    except (UserError, LedgerError) as exc:
-        err.print(f"error: {exc}")
-        sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()
-
-
-__all__ = ["app", "main", "out", "err", "UserError"]

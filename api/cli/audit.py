@@ -11,7 +11,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from api.cli import UserError, app, err, out
+from api.cli.console import UserError, app, engine, err, out
 
 
 def _ref(ref: str) -> tuple[str, str]:
@@ -34,13 +34,12 @@ def explain(
     output: Annotated[str, typer.Option("-o", "--output", help="text | json")] = "text",
 ) -> None:
     """Why is this group or pod where it is (as of a position or time)?"""
-    from api.audit import explain as do_explain
-    from api.audit import render_explain
-    from api.cli import _engine
+    from api.services.explain import explain as do_explain
+    from api.services.explain import render_explain
 
     ns, name = _ref(ref)
     try:
-        doc = do_explain(_engine(), kind, ns, name, at=at, nodes=nodes)
+        doc = do_explain(engine(), kind, ns, name, at=at, nodes=nodes)
     except (LookupError, ValueError) as exc:
         raise UserError(str(exc).strip("'\"")) from None
     if output == "json":
@@ -56,12 +55,11 @@ def history(
     output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
 ) -> None:
     """The object's timeline: its events and the scheduler's decisions about it."""
-    from api.audit import history as do_history
-    from api.cli import _engine
+    from api.services.history import history as do_history
 
     ns, name = _ref(ref)
     try:
-        rows = do_history(_engine(), kind, ns, name)
+        rows = do_history(engine(), kind, ns, name)
     except LookupError as exc:
         raise UserError(str(exc).strip("'\"")) from None
     if output == "json":
@@ -88,17 +86,17 @@ def replay(
     output: Annotated[str, typer.Option("-o", "--output", help="text | json")] = "text",
 ) -> None:
     """Time travel, proof of every decision, and what-if under another configuration."""
-    from api import audit
-    from api.audit_impl import verify_replay
-    from api.cli import _engine
+    from api.services.replay import verify_replay
+    from api.services.state import state_at
+    from api.services.whatif import whatif
 
-    engine = _engine()
+    target = engine()
     if config is not None:
         if not config.exists():
             raise UserError(f"{config}: no such file")
         doc = yaml.safe_load(config.read_text()) or {}
         spec = doc.get("spec", doc) if isinstance(doc, dict) else {}
-        res = audit.whatif(engine, spec)
+        res = whatif(target, spec)
         if output == "json" or not diff:
             sys.stdout.write(orjson.dumps(res, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
@@ -113,7 +111,7 @@ def replay(
         return
     if verify:
         rep = verify_replay(
-            engine, progress=lambda r: err.print(f"  verified {r.runs} runs…") if r.runs % 200 == 0 else None
+            target, progress=lambda r: err.print(f"  verified {r.runs} runs…") if r.runs % 200 == 0 else None
         )
         if output == "json":
             sys.stdout.write(
@@ -141,7 +139,7 @@ def replay(
         if not rep.ok:
             raise typer.Exit(1)
         return
-    state = audit.state_at(engine, to if to is not None else None)  # type: ignore[arg-type]
+    state = state_at(target, to)
     if output == "json":
         sys.stdout.write(orjson.dumps(state, option=orjson.OPT_INDENT_2).decode() + "\n")
         return

@@ -11,7 +11,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from api.cli import UserError, app, err, out
+from api.cli.console import UserError, app, engine, err, out, split_ref
 
 
 def _age(ts: datetime) -> str:
@@ -42,8 +42,7 @@ def apply(
     ],
 ) -> None:
     """Create or update objects from YAML/JSON manifests (one transaction for everything)."""
-    from api.cli import _engine
-    from api.services import apply_objects, load_documents
+    from api.services.objects import apply_objects, load_documents
 
     objects, errors = load_documents(_iter_sources(filename))
     if errors:
@@ -54,7 +53,7 @@ def apply(
     if not objects:
         err.print("error: no objects passed to apply")
         raise typer.Exit(1)
-    result = apply_objects(_engine(), objects, actor="cli", source=",".join(filename))
+    result = apply_objects(engine(), objects, actor="cli", source=",".join(filename))
     if result.rejected:
         for e in result.errors:
             err.print(e)
@@ -64,30 +63,20 @@ def apply(
         out.print(line)
 
 
-def _split(ref: str | None) -> tuple[str | None, str | None]:
-    if not ref:
-        return None, None
-    if "/" in ref:
-        ns, name = ref.split("/", 1)
-        return ns, name
-    return None, ref
-
-
 @app.command()
 def delete(kind: str, ref: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME")]) -> None:
     """Delete one object."""
-    from api.cli import _engine
-    from api.services import delete_object
+    from api.services.objects import delete_object
     from ledger.resources.kinds import UnknownKindError, resolve_kind
 
     try:
         info = resolve_kind(kind)
     except UnknownKindError as exc:
         raise UserError(str(exc)) from None
-    ns, name = _split(ref)
+    ns, name = split_ref(ref)
     assert name is not None
     try:
-        delete_object(_engine(), info.kind, ns, name)
+        delete_object(engine(), info.kind, ns, name)
     except LookupError as exc:
         raise UserError(str(exc).strip("'\"")) from None
     out.print(f"{info.display(name)} deleted")
@@ -118,20 +107,17 @@ def get(
     all_namespaces: Annotated[bool, typer.Option("-A", "--all-namespaces")] = True,
 ) -> None:
     """List objects (kubectl-like table) or print them as JSON/YAML."""
-    from api.cli import _engine
-    from api.services import dumps, list_objects
+    from api.services.objects import dumps, list_objects
     from ledger.resources.kinds import UnknownKindError, resolve_kind
 
     try:
         info = resolve_kind(kind)
     except UnknownKindError as exc:
         raise UserError(str(exc)) from None
-    ns, name = _split(ref)
+    ns, name = split_ref(ref)
     if name and info.namespaced and ns is None:
         ns = "default"
-    rows = list_objects(
-        _engine(), info.kind, (ns or "") if (ns or not info.namespaced) and name else ns, name
-    )
+    rows = list_objects(engine(), info.kind, (ns or "") if (ns or not info.namespaced) and name else ns, name)
     if name and not rows:
         where = f"{ns}/{name}" if info.namespaced else name
         raise UserError(f'{info.kind} "{where}" not found')

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from api.cli import UserError, app, err
+from api.cli.console import UserError, app, err
 
 
 def _is_loopback(host: str) -> bool:
@@ -32,15 +32,15 @@ def serve(
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve the HTTP API (/api/v1, /docs, /metrics) and the dashboard (/).
+    """Serve the HTTP API (/podledger/v1, /docs, /metrics) and the dashboard (/).
 
     Tokens come from PODLEDGER_TOKENS="reader=TOKEN,writer=TOKEN,admin=TOKEN"; without them the
     server refuses to start unless --insecure-local is given.
     """
     import uvicorn
 
-    from api.app import create_app
-    from api.auth import TokenConfigError, tokens_from_env
+    from api.http.app import create_app
+    from api.http.auth import TokenConfigError, tokens_from_env
     from ledger import db
 
     try:

@@ -88,7 +88,9 @@ def parse_tokens(spec: str | Mapping[str, object] | None) -> TokenTable:
         role, _, name = key.partition(":")
         role = role.strip().lower()
         if role not in RANK:
-            raise TokenConfigError(f"{ENV_VAR}: entry {n} has unknown role {role!r} (use reader, writer or admin)")
+            raise TokenConfigError(
+                f"{ENV_VAR}: entry {n} has unknown role {role!r} (use reader, writer or admin)"
+            )
         if len(token) < 8:
             raise TokenConfigError(f"{ENV_VAR}: entry {n} ({role}): a token must have at least 8 characters")
         secret = token.encode("utf-8", "surrogateescape")
@@ -96,7 +98,11 @@ def parse_tokens(spec: str | Mapping[str, object] | None) -> TokenTable:
             raise TokenConfigError(f"{ENV_VAR}: entry {n} ({role}) repeats a token given before")
         secrets.add(secret)
         seen[role] = seen.get(role, 0) + 1
-        actor = f"{role}:{name.strip()}" if name.strip() else (role if seen[role] == 1 else f"{role}#{seen[role]}")
+        actor = (
+            f"{role}:{name.strip()}"
+            if name.strip()
+            else (role if seen[role] == 1 else f"{role}#{seen[role]}")
+        )
         entries.append((secret, Principal(role, actor)))
     return TokenTable(tuple(entries))
 

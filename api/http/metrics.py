@@ -12,13 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-_COUNTED = ("SchedulingCycleCompleted", "PodPreempted")
+from ledger.queries import log as log_q
+from ledger.queries import reports as reports_q
 
 
 class LogCollector(Collector):
@@ -32,15 +32,9 @@ class LogCollector(Collector):
         self._attempts: dict[str, int] = {}
         self._preemptions = 0
 
-    def _advance(self, conn: sa.Connection) -> None:
+    def _advance(self, conn: Connection) -> None:
         while True:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT position, type, data->>'result' FROM events "
-                    "WHERE type = ANY(:t) AND position > :p ORDER BY position LIMIT 50000"
-                ),
-                {"t": list(_COUNTED), "p": self._position},
-            ).all()
+            rows = reports_q.counted_events_after(conn, self._position, limit=50000)
             for pos, typ, result in rows:
                 if typ == "SchedulingCycleCompleted":
                     self._cycles += 1
@@ -57,20 +51,9 @@ class LogCollector(Collector):
         try:
             with self._lock, self._engine().connect() as conn:
                 self._advance(conn)
-                head = conn.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
-                pods = conn.execute(
-                    sa.text(
-                        "SELECT count(*) FROM objects WHERE kind = 'Pod' "
-                        "AND coalesce(status->>'phase', 'Pending') = 'Pending'"
-                    )
-                ).scalar_one()
-                groups = conn.execute(
-                    sa.text(
-                        "SELECT kind, count(*) FROM objects o WHERE kind IN ('PodGroup', 'CompositePodGroup') "
-                        "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(o.status->'conditions', '[]')) c "
-                        "WHERE c->>'type' LIKE '%InitiallyScheduled' AND c->>'status' = 'True') GROUP BY kind"
-                    )
-                ).all()
+                head = log_q.head(conn)
+                pods = reports_q.pending_pods(conn)
+                by_kind = reports_q.unscheduled_groups(conn)
         except Exception:  # the scrape still answers, saying the database is unreachable
             up.add_metric([], 0)
             yield up
@@ -81,7 +64,9 @@ class LogCollector(Collector):
         cycles.add_metric([], self._cycles)
         yield cycles
         attempts = CounterMetricFamily(
-            "podledger_scheduling_attempts", "Scheduling attempts recorded in the log, by result", labels=["result"]
+            "podledger_scheduling_attempts",
+            "Scheduling attempts recorded in the log, by result",
+            labels=["result"],
         )
         for result, n in sorted(self._attempts.items()):
             attempts.add_metric([result], n)
@@ -90,10 +75,11 @@ class LogCollector(Collector):
         pre.add_metric([], self._preemptions)
         yield pre
         depth = GaugeMetricFamily(
-            "podledger_queue_depth", "Objects waiting to be scheduled (pending pods, unscheduled groups)", labels=["kind"]
+            "podledger_queue_depth",
+            "Objects waiting to be scheduled (pending pods, unscheduled groups)",
+            labels=["kind"],
         )
         depth.add_metric(["Pod"], int(pods))
-        by_kind = {k: int(n) for k, n in groups}
         for kind in ("PodGroup", "CompositePodGroup"):
             depth.add_metric([kind], by_kind.get(kind, 0))
         yield depth
@@ -115,10 +101,16 @@ class Metrics:
             registry=self.registry,
         )
         self.requests = Counter(
-            "podledger_http_requests", "HTTP requests served", ["method", "route", "status"], registry=self.registry
+            "podledger_http_requests",
+            "HTTP requests served",
+            ["method", "route", "status"],
+            registry=self.registry,
         )
         self.request_seconds = Histogram(
-            "podledger_http_request_duration_seconds", "HTTP request latency", ["route"], registry=self.registry
+            "podledger_http_request_duration_seconds",
+            "HTTP request latency",
+            ["route"],
+            registry=self.registry,
         )
         self.registry.register(LogCollector(engine))
 

@@ -14,7 +14,9 @@ class Problem(BaseModel):
     kind: str = Field("", examples=["Pod"])
     namespace: str | None = Field(None, examples=["default"])
     name: str = Field("", examples=["p6"])
-    field: str = Field("", description="Field path inside the object", examples=["spec.containers[0].resources.requests.cpu"])
+    field: str = Field(
+        "", description="Field path inside the object", examples=["spec.containers[0].resources.requests.cpu"]
+    )
     message: str = Field(..., examples=["must not be negative"])
     document: int | None = Field(None, description="1-based document number in the request body")
     item: int | None = Field(None, description="1-based item inside a `kind: List` document")
@@ -45,7 +47,11 @@ class Error(BaseModel):
         }
     )
 
-    error: str = Field(..., examples=["invalid"], description="A stable code: unauthorized, forbidden, not_found, invalid, rejected, conflict, ...")
+    error: str = Field(
+        ...,
+        examples=["invalid"],
+        description="A stable code: unauthorized, forbidden, not_found, invalid, rejected, conflict, ...",
+    )
     message: str = Field(..., examples=["1 invalid object: nothing applied"])
     details: list[Problem] = Field(default_factory=list)
     position: int | None = Field(None, description="For `rejected`: position of the AdmissionRejected event")
@@ -73,7 +79,12 @@ class ApplyResponse(BaseModel):
                         {"object": "pod/job-1-0", "action": "created"},
                     ],
                     "events": [
-                        {"position": 41, "stream": "podgroup/team-a/job-1", "version": 1, "type": "PodGroupCreated"},
+                        {
+                            "position": 41,
+                            "stream": "podgroup/team-a/job-1",
+                            "version": 1,
+                            "type": "PodGroupCreated",
+                        },
                         {"position": 42, "stream": "pod/team-a/job-1-0", "version": 1, "type": "PodCreated"},
                     ],
                     "replayed": False,
@@ -84,7 +95,9 @@ class ApplyResponse(BaseModel):
 
     results: list[ApplyLine]
     events: list[EventRef] = Field(default_factory=list, description="The events this request appended")
-    replayed: bool = Field(False, description="True when the Idempotency-Key was seen before: nothing new was appended")
+    replayed: bool = Field(
+        False, description="True when the Idempotency-Key was seen before: nothing new was appended"
+    )
 
 
 class DeleteResponse(BaseModel):
@@ -97,7 +110,9 @@ class ListMeta(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     count: int
-    continue_: str | None = Field(None, alias="continue", description="Opaque cursor of the next page; null on the last page")
+    continue_: str | None = Field(
+        None, alias="continue", description="Opaque cursor of the next page; null on the last page"
+    )
 
 
 class ObjectList(BaseModel):

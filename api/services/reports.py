@@ -1,10 +1,12 @@
-"""SQL behind the dashboard, over the reporting views, the ``events`` log and ``objects``.
+"""The dashboard's figures: groups with their wait, distributions and series over time, node
+and quota utilization, and one-line summaries of events.
 
 The charts over time read the reporting views that Grafana reads too (``v_group_wait_times``,
 ``v_unschedulable_reasons``, ``v_preemptions``) when the database has them and the role may
 read them, and otherwise compute the same figures from the ``events`` table. Node and quota
 utilization show the current state, so they come from the ``objects`` projection (the views
-``v_node_utilization`` / ``v_quota_usage`` hold the same figures over time, for Grafana).
+``v_node_utilization`` / ``v_quota_usage`` hold the same figures over time, for Grafana). The
+SQL lives in ``ledger.queries.reports``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+
+from ledger.queries import objects as objects_q
+from ledger.queries import reports as reports_q
+from scheduler.bridge import pod_requests
 
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
@@ -90,7 +95,7 @@ class GroupRow:
         return f"/groups/{self.namespace}/{self.name}{suffix}"
 
 
-def _condition(status: Mapping[str, Any]) -> Mapping[str, Any]:
+def initially_scheduled(status: Mapping[str, Any]) -> Mapping[str, Any]:
     for c in status.get("conditions") or []:
         if str(c.get("type", "")).endswith("InitiallyScheduled"):
             return c
@@ -98,36 +103,12 @@ def _condition(status: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def groups(conn: Connection, *, now: datetime | None = None) -> list[GroupRow]:
+    """Every PodGroup and CompositePodGroup with its condition, members and wait so far."""
     now = now or datetime.now(UTC)
-    rows = conn.execute(
-        sa.text(
-            """
-            WITH pods AS (
-              SELECT namespace, object->'spec'->'schedulingGroup'->>'podGroupName' AS grp,
-                     count(*) AS n, count(*) FILTER (WHERE status->>'phase' = 'Bound') AS bound
-              FROM objects WHERE kind = 'Pod' AND object->'spec'->'schedulingGroup' ? 'podGroupName'
-              GROUP BY 1, 2
-            ), children AS (
-              SELECT namespace, object->'spec'->>'parentCompositePodGroupName' AS parent, count(*) AS n,
-                     count(*) FILTER (WHERE EXISTS (
-                       SELECT 1 FROM jsonb_array_elements(coalesce(status->'conditions', '[]')) c
-                       WHERE c->>'type' LIKE '%InitiallyScheduled' AND c->>'status' = 'True')) AS bound
-              FROM objects WHERE kind = 'PodGroup' AND object->'spec' ? 'parentCompositePodGroupName'
-              GROUP BY 1, 2
-            )
-            SELECT o.kind, o.namespace, o.name, o.object, o.status, o.created_at,
-                   coalesce(p.n, c.n, 0), coalesce(p.bound, c.bound, 0)
-            FROM objects o
-            LEFT JOIN pods p ON o.kind = 'PodGroup' AND p.namespace = o.namespace AND p.grp = o.name
-            LEFT JOIN children c ON o.kind = 'CompositePodGroup' AND c.namespace = o.namespace AND c.parent = o.name
-            WHERE o.kind IN ('PodGroup', 'CompositePodGroup')
-            ORDER BY o.namespace, o.name, o.kind
-            """
-        )
-    ).all()
+    rows = reports_q.group_rows(conn)
     out = []
     for kind, ns, name, obj, status, created, n, bound in rows:
-        cond = _condition(status or {})
+        cond = initially_scheduled(status or {})
         spec = obj.get("spec") or {}
         gang = ((spec.get("schedulingPolicy") or {}).get("gang") or {}).get("minCount")
         scheduled = _parse_ts((status or {}).get("scheduledAt")) if cond.get("status") == "True" else None
@@ -178,29 +159,15 @@ WAIT_BUCKETS: tuple[tuple[str, float], ...] = (
 )
 
 
-def view_readable(conn: Connection, view: str) -> bool:
-    """The reporting view exists and this role may read it."""
-    return bool(
-        conn.execute(
-            sa.text(
-                "SELECT to_regclass(:v) IS NOT NULL AND has_table_privilege(to_regclass(:v), 'SELECT')"
-            ),
-            {"v": view},
-        ).scalar()
-    )
-
-
 def wait_distribution(
     rows: Iterable[GroupRow], conn: Connection | None = None
 ) -> tuple[list[str], list[float], list[float]]:
     """Counts per wait bucket: (labels, scheduled groups, groups still waiting); from
     ``v_group_wait_times`` (PodGroups) when given a connection that can read it."""
     waits: list[tuple[float, bool]]
-    if conn is not None and view_readable(conn, "v_group_wait_times"):
-        waits = [
-            (float(w), not bool(done))
-            for w, done in conn.execute(sa.text("SELECT wait_seconds, scheduled FROM v_group_wait_times"))
-        ]
+    from_view = reports_q.view_wait_times(conn) if conn is not None else None
+    if from_view is not None:
+        waits = [(w, not scheduled) for w, scheduled in from_view]
     else:
         waits = [(r.wait_seconds, r.waiting) for r in rows]
     labels = [b[0] for b in WAIT_BUCKETS]
@@ -236,68 +203,38 @@ def _bucketize(
     return labels, ordered
 
 
-def _events(conn: Connection, types: list[str], key_sql: str, limit: int = 20000) -> list[tuple[datetime, str]]:
-    rows = conn.execute(
-        sa.text(
-            f"SELECT effective_at, {key_sql} FROM ("
-            "SELECT position, effective_at, type, data FROM events WHERE type = ANY(:t) "
-            "ORDER BY position DESC LIMIT :lim) e ORDER BY position"
-        ),
-        {"t": types, "lim": limit},
-    ).all()
-    return [(t, str(k or "unknown")) for t, k in rows]
-
-
 def unschedulable_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
     """Unschedulable attempts: per day and plugin from ``v_unschedulable_reasons`` (attempts
     rejected before any node was filtered appear by reason), else by reason from the events."""
-    if view_readable(conn, "v_unschedulable_reasons"):
-        rows = conn.execute(
-            sa.text(
-                "SELECT day, CASE WHEN plugin = '(none)' THEN reason ELSE plugin END, sum(attempts) "
-                "FROM v_unschedulable_reasons GROUP BY 1, 2 ORDER BY 1 DESC LIMIT 500"
-            )
-        ).all()
+    rows = reports_q.view_unschedulable_by_day(conn)
+    if rows is not None:
         days = sorted({d for d, _, _ in rows})[-14:]
         series: dict[str, list[float]] = {}
         for d, key, n in rows:
             if d in days:
-                series.setdefault(str(key or "unknown"), [0.0] * len(days))[days.index(d)] += float(n)
+                series.setdefault(key, [0.0] * len(days))[days.index(d)] += n
         ordered = dict(sorted(series.items(), key=lambda kv: -sum(kv[1])))
         return [d.strftime("%Y-%m-%d") for d in days], ordered
-    pts = _events(conn, ["PodGroupUnschedulable", "PodUnschedulable"], "data->>'reason'")
+    pts = reports_q.event_times(conn, ["PodGroupUnschedulable", "PodUnschedulable"], "reason")
     return _bucketize(pts)
 
 
 def attempts_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
-    pts = _events(conn, ["SchedulingCycleCompleted"], "data->>'result'")
+    pts = reports_q.event_times(conn, ["SchedulingCycleCompleted"], "result")
     return _bucketize(pts)
 
 
 def preemptions_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
-    if view_readable(conn, "v_preemptions"):
-        rows = conn.execute(
-            sa.text(
-                "SELECT at, coalesce(rule, 'preempted') FROM "
-                "(SELECT position, at, rule FROM v_preemptions ORDER BY position DESC LIMIT 20000) p ORDER BY position"
-            )
-        ).all()
-        return _bucketize([(t, str(k)) for t, k in rows])
-    pts = _events(conn, ["PodPreempted"], "coalesce(data->>'rule', 'preempted')")
+    rows = reports_q.view_preemption_times(conn)
+    if rows is not None:
+        return _bucketize(rows)
+    pts = reports_q.event_times(conn, ["PodPreempted"], "rule")
     return _bucketize(pts)
 
 
 def _bound_requests(conn: Connection) -> list[tuple[str, str, dict[str, int]]]:
     """(namespace, node, requests) of every bound pod."""
-    from scheduler.bridge import pod_requests
-
-    rows = conn.execute(
-        sa.text(
-            "SELECT namespace, status->>'nodeName', object->'spec' FROM objects "
-            "WHERE kind = 'Pod' AND status->>'phase' = 'Bound'"
-        )
-    ).all()
-    return [(ns, node or "", pod_requests(spec or {})) for ns, node, spec in rows]
+    return [(ns, node, pod_requests(spec)) for ns, node, spec in objects_q.bound_pod_specs(conn)]
 
 
 @dataclass
@@ -319,10 +256,13 @@ class Usage:
 
 
 def node_utilization(conn: Connection) -> list[Usage]:
-    nodes = conn.execute(
-        sa.text("SELECT name, object->'status'->'allocatable' FROM objects WHERE kind = 'Node' ORDER BY name")
-    ).all()
-    usage = {name: Usage(name, total={k: float(v) for k, v in (alloc or {}).items() if k in RESOURCES and isinstance(v, int | float)}) for name, alloc in nodes}
+    usage = {
+        name: Usage(
+            name,
+            total={k: float(v) for k, v in alloc.items() if k in RESOURCES and isinstance(v, int | float)},
+        )
+        for name, alloc in reports_q.node_allocatable(conn)
+    }
     for _ns, node, req in _bound_requests(conn):
         if node in usage:
             for k, v in req.items():
@@ -332,11 +272,7 @@ def node_utilization(conn: Connection) -> list[Usage]:
 
 
 def quota_usage(conn: Connection) -> list[Usage]:
-    quotas = conn.execute(
-        sa.text(
-            "SELECT namespace, name, object->'spec' FROM objects WHERE kind = 'ElasticQuota' ORDER BY namespace, name"
-        )
-    ).all()
+    quotas = reports_q.quota_specs(conn)
     used_ns: dict[str, dict[str, float]] = {}
     for ns, _node, req in _bound_requests(conn):
         acc = used_ns.setdefault(ns, {})
@@ -344,7 +280,6 @@ def quota_usage(conn: Connection) -> list[Usage]:
             acc[k] = acc.get(k, 0.0) + v
     out = []
     for ns, name, spec in quotas:
-        spec = spec or {}
         mx = {k: float(v) for k, v in (spec.get("max") or {}).items() if isinstance(v, int | float)}
         mn = {k: float(v) for k, v in (spec.get("min") or {}).items() if isinstance(v, int | float)}
         out.append(Usage(f"{ns}/{name}", used=dict(used_ns.get(ns, {})), total=mx or mn, low=mn))
@@ -354,26 +289,10 @@ def quota_usage(conn: Connection) -> list[Usage]:
 # ---------------------------------------------------------------------------------- group page
 
 
-def group_object(conn: Connection, kind: str, ns: str, name: str) -> tuple[dict[str, Any], dict[str, Any], datetime] | None:
-    row = conn.execute(
-        sa.text("SELECT object, status, created_at FROM objects WHERE kind = :k AND namespace = :n AND name = :m"),
-        {"k": kind, "n": ns, "m": name},
-    ).first()
-    return (row[0], row[1] or {}, row[2]) if row else None
-
-
 def group_pods(conn: Connection, ns: str, name: str) -> list[dict[str, Any]]:
-    from scheduler.bridge import pod_requests
-
-    rows = conn.execute(
-        sa.text(
-            "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = :n "
-            "AND object->'spec'->'schedulingGroup'->>'podGroupName' = :g ORDER BY name"
-        ),
-        {"n": ns, "g": name},
-    ).all()
+    """The group's pods as the group page lists them (phase, node, requests, why pending)."""
     out = []
-    for pod, obj, status in rows:
+    for pod, obj, status in objects_q.group_pods(conn, ns, name):
         status = status or {}
         req = pod_requests(obj.get("spec") or {})
         cond = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
@@ -390,39 +309,13 @@ def group_pods(conn: Connection, ns: str, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def child_groups(conn: Connection, ns: str, name: str) -> list[str]:
-    rows = conn.execute(
-        sa.text(
-            "SELECT name FROM objects WHERE kind = 'PodGroup' AND namespace = :n "
-            "AND object->'spec'->>'parentCompositePodGroupName' = :p ORDER BY name"
-        ),
-        {"n": ns, "p": name},
-    ).all()
-    return [r[0] for r in rows]
-
-
-def group_events(conn: Connection, kind: str, ns: str, name: str, limit: int = 500) -> list[dict[str, Any]]:
-    """The group's own stream, the scheduler's stream about it, and decisions naming it."""
-    ref = f"{ns}/{name}"
-    streams = [f"{kind.lower()}/{ns}/{name}", f"sched/{kind.lower()}/{ns}/{name}"]
-    rows = conn.execute(
-        sa.text(
-            "SELECT position, effective_at, type, stream, data FROM events "
-            "WHERE stream = ANY(:s) OR data->>'group' = :g OR data->>'preemptor' = :g "
-            "ORDER BY position LIMIT :lim"
-        ),
-        {"s": streams, "g": ref, "lim": limit},
-    ).all()
-    return [
-        {"position": p, "time": t, "type": typ, "stream": s, "data": d} for p, t, typ, s, d in rows
-    ]
-
-
 def category(event_type: str, data: Mapping[str, Any] | None = None) -> str:
     data = data or {}
     if event_type.endswith(("Created", "Updated", "Deleted")):
         return "input"
-    if "Unschedulable" in event_type or (event_type.endswith("ConditionChanged") and data.get("status") == "False"):
+    if "Unschedulable" in event_type or (
+        event_type.endswith("ConditionChanged") and data.get("status") == "False"
+    ):
         return "unschedulable"
     if "Preempt" in event_type:
         return "preemption"
@@ -451,39 +344,3 @@ def summarize(event_type: str, data: Mapping[str, Any]) -> str:
     if event_type == "PodBound":
         return f"{data.get('pod')} → {data.get('node')}"
     return ", ".join(f"{k}={v}" for k, v in list(data.items())[:4])
-
-
-def log_page(
-    conn: Connection,
-    *,
-    after: int | None,
-    limit: int,
-    type_: str = "",
-    stream: str = "",
-    before: int | None = None,
-) -> tuple[list[dict[str, Any]], int]:
-    """A page of the log: after a position (forward), before one (backward) or the newest."""
-    head = int(conn.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one())
-    where = []
-    params: dict[str, Any] = {"lim": limit}
-    if type_:
-        where.append("type = :t")
-        params["t"] = type_
-    if stream:
-        where.append("stream LIKE :s")
-        params["s"] = stream.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    cols = "position, effective_at, stream, type, data, meta"
-    if after is not None:
-        where.append("position > :a")
-        params["a"] = after
-        q = f"SELECT {cols} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT :lim"
-    else:
-        if before is not None:
-            where.append("position < :b")
-            params["b"] = before
-        cond = f"WHERE {' AND '.join(where)}" if where else ""
-        q = f"SELECT * FROM (SELECT {cols} FROM events {cond} ORDER BY position DESC LIMIT :lim) e ORDER BY position"
-    rows = conn.execute(sa.text(q), params).all()
-    return [
-        {"position": p, "time": t, "stream": s, "type": typ, "data": d, "meta": m} for p, t, s, typ, d, m in rows
-    ], head

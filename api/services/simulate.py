@@ -18,11 +18,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from api import services
+from api.services import objects as object_service
+from api.services.replay import verify_replay
 from ledger import db
+from ledger.queries import log as log_q
 from ledger.resources.parse import Document
 from scheduler.bridge import Bridge, config_from, from_ts
 
@@ -140,7 +141,7 @@ class Simulation:
         docs = [
             Document(index=i + 1, source=f"{self.name} step {step}", raw=raw) for i, raw in enumerate(items)
         ]
-        objects, errors = services.load_documents(docs)
+        objects, errors = object_service.load_documents(docs)
         if errors:
             raise ScenarioError("; ".join(errors))
         return objects
@@ -169,7 +170,7 @@ class Simulation:
                 "metadata": {"name": "default"},
                 "spec": dict(self.config),
             }
-            res = services.apply_objects(
+            res = object_service.apply_objects(
                 self.engine,
                 self._objects([manifest], 0),
                 actor="scenario",
@@ -186,7 +187,7 @@ class Simulation:
                 raise ScenarioError(f"step {i}: must be a mapping with apply, delete, advance or expect")
             if "apply" in step:
                 objects = self._objects(step["apply"], i)
-                services.apply_objects(
+                object_service.apply_objects(
                     self.engine,
                     objects,
                     actor="scenario",
@@ -199,7 +200,7 @@ class Simulation:
             elif "delete" in step:
                 for j, ref in enumerate(step["delete"] or []):
                     try:
-                        services.delete_object(
+                        object_service.delete_object(
                             self.engine,
                             ref["kind"],
                             ref.get("namespace"),
@@ -224,7 +225,7 @@ class Simulation:
     # -- reading state back from the ledger -------------------------------------------------
     def _state(self) -> dict[str, Any]:
         pods, groups, cgroups = {}, {}, {}
-        for r in services.list_objects(self.engine, "Pod"):
+        for r in object_service.list_objects(self.engine, "Pod"):
             st = r.status
             pods[f"{r.namespace}/{r.name}"] = {
                 "node": st.get("nodeName") if st.get("phase") == "Bound" else None,
@@ -232,28 +233,16 @@ class Simulation:
                 "nominatedNode": st.get("nominatedNodeName"),
             }
         for kind, target in (("PodGroup", groups), ("CompositePodGroup", cgroups)):
-            for r in services.list_objects(self.engine, kind):
+            for r in object_service.list_objects(self.engine, kind):
                 conds = [
                     {k: c.get(k) for k in ("type", "status", "reason", "message")}
                     for c in r.status.get("conditions") or []
                 ]
                 target[f"{r.namespace}/{r.name}"] = {"conditions": conds}
         with self.engine.connect() as conn:
-            pre = [
-                {"victim": row[0], "preemptor": row[1], "position": row[2]}
-                for row in conn.execute(
-                    sa.text(
-                        "SELECT data->>'victim', data->>'preemptor', position FROM events WHERE type = 'PodPreempted' ORDER BY position"
-                    )
-                )
-            ]
-            rejected = [
-                row[0]
-                for row in conn.execute(
-                    sa.text("SELECT data FROM events WHERE type = 'AdmissionRejected' ORDER BY position")
-                )
-            ]
-            count = conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()
+            pre = log_q.preemptions(conn)
+            rejected = log_q.rejections(conn)
+            count = log_q.count(conn)
         return {
             "pods": pods,
             "groups": groups,
@@ -372,31 +361,15 @@ def run_scenario_with_log(
         sim = Simulation(engine, spec, name)
         report = sim.run(list(spec["steps"]))
         if verify:
-            from api.audit_impl import verify_replay
-
             rep = verify_replay(engine)
             report.replay_runs = rep.runs
             for mm in rep.mismatches:
-                report.failures.append(f"replay --verify: mismatch at position {mm['position']}: "
-                                       f"recorded {mm.get('recorded')} replayed {mm.get('replayed')}")
+                report.failures.append(
+                    f"replay --verify: mismatch at position {mm['position']}: "
+                    f"recorded {mm.get('recorded')} replayed {mm.get('replayed')}"
+                )
         log: list[dict[str, Any]] = []
         if with_log:
             with engine.connect() as conn:
-                rows = conn.execute(
-                    sa.text(
-                        "SELECT position, stream, version, type, data, meta, effective_at FROM events ORDER BY position"
-                    )
-                )
-                log = [
-                    {
-                        "position": r[0],
-                        "stream": r[1],
-                        "version": r[2],
-                        "type": r[3],
-                        "data": r[4],
-                        "meta": r[5],
-                        "effective_at": r[6].isoformat(),
-                    }
-                    for r in rows
-                ]
+                log = log_q.payloads(conn)
         return report, log

@@ -1,1 +1,1 @@
-"""The HTML dashboard: templates, static files, SQL queries and server-rendered SVG charts."""
+"""The HTML dashboard's assets: templates, static files and server-rendered SVG charts."""

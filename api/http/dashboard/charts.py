@@ -162,7 +162,13 @@ def stacked_bars(
                 f'fill="{_color(n, k)}"><title>{escape(bucket)} · {escape(n)}: {_fmt(v)}</title></rect>'
             )
         if i == 0 or i == len(buckets) - 1 or len(buckets) <= 6:
-            anchor = "start" if i == 0 and len(buckets) > 6 else "end" if i == len(buckets) - 1 and len(buckets) > 6 else "middle"
+            anchor = (
+                "start"
+                if i == 0 and len(buckets) > 6
+                else "end"
+                if i == len(buckets) - 1 and len(buckets) > 6
+                else "middle"
+            )
             parts.append(
                 f'<text x="{left + i * slot + slot / 2:.1f}" y="{top + plot_h + 14}" text-anchor="{anchor}" '
                 f'fill="#444" {FONT}>{escape(bucket)}</text>'
@@ -190,20 +196,26 @@ def utilization(
     labelled with a text such as ``12/32``. ``marker[(row, resource)]`` draws a tick (quota min)."""
     if not rows:
         return _empty(title, width, 120, empty)
-    resources = [r for r in ("cpu", "memory", "nvidia.com/gpu") if any(r == x for _, res in rows for x, _, _ in res)]
+    resources = [
+        r for r in ("cpu", "memory", "nvidia.com/gpu") if any(r == x for _, res in rows for x, _, _ in res)
+    ]
     resources += sorted({x for _, res in rows for x, _, _ in res} - set(resources))
     bar_h, gap = 10, 10
     row_h = bar_h + gap
     left, value_w = 130, 150
     top = TITLE_H + 6
-    plot_w = (width - left - 20) // len(resources) - value_w if len(resources) > 1 else width - left - value_w - 20
+    plot_w = (
+        (width - left - 20) // len(resources) - value_w if len(resources) > 1 else width - left - value_w - 20
+    )
     col_w = plot_w + value_w
     height = top + len(rows) * row_h + 26
     parts = _open(title, width, height)
     for i, (label, res) in enumerate(rows):
         y0 = top + i * row_h
         cy = y0 + (row_h - gap) / 2 + 4
-        parts.append(f'<text x="{left - 8}" y="{cy:.1f}" text-anchor="end" fill="#333" {FONT}>{escape(label)}</text>')
+        parts.append(
+            f'<text x="{left - 8}" y="{cy:.1f}" text-anchor="end" fill="#333" {FONT}>{escape(label)}</text>'
+        )
         by_res = {r: (frac, text) for r, frac, text in res}
         for k, r in enumerate(resources):
             x0 = left + k * col_w

@@ -8,6 +8,7 @@ like the API checks a bearer token. With ``--insecure-local`` there is nothing t
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -17,10 +18,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from api.app import DASHBOARD_DIR, context
-from api.auth import COOKIE, LOCAL, Principal
-from api.dashboard import charts, queries
+from api.http.auth import COOKIE, LOCAL, Principal
+from api.http.context import context
+from api.http.dashboard import charts
+from api.services import dashboard
 
+DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboard"
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(DASHBOARD_DIR / "templates"))
 
@@ -36,6 +39,8 @@ def _short(value: Any, n: int = 140) -> str:
 
 templates.env.filters["pretty"] = _json
 templates.env.filters["short"] = _short
+
+
 def _ts(value: Any) -> str:
     if isinstance(value, str):
         try:
@@ -86,7 +91,9 @@ async def login_form(request: Request, next: str = "/") -> Response:
     ctx = context(request)
     if not ctx.tokens:
         return RedirectResponse(_safe_next(next), status_code=303)
-    return templates.TemplateResponse(request, "login.html", {"next": _safe_next(next), "error": "", "principal": None})
+    return templates.TemplateResponse(
+        request, "login.html", {"next": _safe_next(next), "error": "", "principal": None}
+    )
 
 
 @router.post("/login", response_class=HTMLResponse)
@@ -98,7 +105,10 @@ async def login(request: Request) -> Response:
     principal = context(request).tokens.lookup(token.strip())
     if principal is None:
         return templates.TemplateResponse(
-            request, "login.html", {"next": nxt, "error": "That token is not valid.", "principal": None}, status_code=401
+            request,
+            "login.html",
+            {"next": nxt, "error": "That token is not valid.", "principal": None},
+            status_code=401,
         )
     resp = RedirectResponse(nxt, status_code=303)
     resp.set_cookie(
@@ -130,17 +140,16 @@ async def groups_page(request: Request, q: str = "", state: str = "") -> Respons
     engine = context(request).engine
 
     def load() -> dict[str, Any]:
-        with engine.connect() as conn:
-            rows = queries.groups(conn)
-            labels, done, waiting = queries.wait_distribution(rows)
-            buckets, series = queries.attempts_over_time(conn)
-        counts = {s: sum(1 for r in rows if r.state == s) for s in ("scheduled", "unschedulable", "pending")}
+        page = dashboard.groups_page(engine, q, state)
+        labels, done, waiting = page.pop("wait")
+        buckets, series = page.pop("attempts")
         return {
-            "rows": queries.filter_groups(rows, q, state),
-            "total": len(rows),
-            "counts": counts,
+            **page,
             "wait_chart": charts.stacked_bars(
-                "Group wait time", labels, {"scheduled": done, "still waiting": waiting}, empty="no groups yet"
+                "Group wait time",
+                labels,
+                {"scheduled": done, "still waiting": waiting},
+                empty="no groups yet",
             ),
             "attempts_chart": charts.stacked_bars(
                 "Scheduling attempts over time, by result", buckets, series, empty="no scheduling cycles yet"
@@ -151,118 +160,34 @@ async def groups_page(request: Request, q: str = "", state: str = "") -> Respons
     return _render(request, "groups.html", principal, q=q, state=state, **data)
 
 
-def _fallback_explanation(
-    kind: str, ns: str, name: str, status: dict[str, Any], pods: list[dict[str, Any]], events: list[dict[str, Any]]
-) -> str:
-    """A plain explanation from the projection and the group's events (when the audit service
-    is not available)."""
-    cond = queries._condition(status)
-    lines = []
-    if cond.get("status") == "True":
-        where = sorted({p["node"] for p in pods if p["node"]})
-        lines.append(f"{kind} {ns}/{name} is scheduled ({cond.get('reason') or 'Scheduled'}).")
-        if where:
-            lines.append(f"Its pods run on {len(where)} node(s): {', '.join(where)}.")
-    elif cond:
-        lines.append(f"{kind} {ns}/{name} is not scheduled: {cond.get('reason')}.")
-        if cond.get("message"):
-            lines.append(str(cond["message"]))
-    else:
-        lines.append(f"{kind} {ns}/{name} has not been scheduled yet.")
-    last_diag = next((e for e in reversed(events) if e["type"] == "PodGroupUnschedulable"), None)
-    if last_diag and cond.get("status") != "True":
-        lines.append(f"Last diagnosis (position {last_diag['position']}): {last_diag['data'].get('message', '')}")
-    attempts = [e for e in events if e["type"].endswith("Requeued")]
-    if attempts and cond.get("status") != "True":
-        a = attempts[-1]["data"]
-        lines.append(f"Attempted {a.get('attempts')} time(s); now in the {a.get('queue')} queue.")
-    pending = [p for p in pods if p["phase"] != "Bound"]
-    if pending and cond.get("status") != "True":
-        lines.append(f"{len(pending)} of {len(pods)} pods are waiting.")
-    return "\n".join(lines)
-
-
 @router.get("/groups/{namespace}/{name}", response_class=HTMLResponse)
 async def group_page(request: Request, namespace: str, name: str, kind: str = "") -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
     engine = context(request).engine
-    kind_name = "CompositePodGroup" if kind.lower() in ("composite", "compositepodgroup", "cpg") else "PodGroup"
+    kind_name = (
+        "CompositePodGroup" if kind.lower() in ("composite", "compositepodgroup", "cpg") else "PodGroup"
+    )
 
     def load() -> dict[str, Any] | None:
-        with engine.connect() as conn:
-            found = queries.group_object(conn, kind_name, namespace, name)
-            if found is None:
-                return None
-            obj, status, created = found
-            pods = queries.group_pods(conn, namespace, name) if kind_name == "PodGroup" else []
-            children = queries.child_groups(conn, namespace, name) if kind_name == "CompositePodGroup" else []
-            events = queries.group_events(conn, kind_name, namespace, name)
-        explanation = None
-        timeline: list[dict[str, Any]] | None = None
-        from api import audit
-
-        if kind_name == "PodGroup":
-            try:
-                explanation = audit.render_explain(audit.explain(engine, "podgroup", namespace, name))
-            except (ImportError, AttributeError, NotImplementedError, LookupError):
-                explanation = None
-        try:
-            timeline = [
-                {
-                    "position": h.get("position"),
-                    "time": h.get("time"),
-                    "type": h.get("type", ""),
-                    "summary": h.get("summary") or queries.summarize(h.get("type", ""), h.get("data") or {}),
-                    "category": queries.category(h.get("type", ""), h.get("data") or {}),
-                }
-                for h in audit.history(engine, kind_name.lower(), namespace, name)
-            ]
-        except (ImportError, AttributeError, NotImplementedError, LookupError):
-            timeline = None
-        if not timeline:
-            timeline = [
-                {
-                    "position": e["position"],
-                    "time": e["time"],
-                    "type": e["type"],
-                    "summary": queries.summarize(e["type"], e["data"]),
-                    "category": queries.category(e["type"], e["data"]),
-                }
-                for e in events
-            ]
-        if not explanation:
-            explanation = _fallback_explanation(kind_name, namespace, name, status, pods, events)
-        per_node: dict[str, int] = {}
-        for p in pods:
-            if p["node"]:
-                per_node[p["node"]] = per_node.get(p["node"], 0) + 1
-        nodes_sorted = sorted(per_node)
-        cond = queries._condition(status)
+        page = dashboard.group_page(engine, kind_name, namespace, name)
+        if page is None:
+            return None
+        per_node = page.pop("per_node")
         return {
-            "kind": kind_name,
-            "namespace": namespace,
-            "name": name,
-            "object": obj,
-            "status": status,
-            "condition": cond,
-            "created": created,
-            "pods": pods,
-            "children": children,
-            "timeline": timeline,
-            "explanation": explanation,
+            **page,
             "timeline_chart": charts.timeline(
                 f"Timeline of {namespace}/{name}",
                 [
                     (int(t["position"] or 0), t["type"], t["category"], str(t["time"] or ""))
-                    for t in timeline
+                    for t in page["timeline"]
                 ],
             ),
             "placement_chart": charts.bar_chart(
                 f"Pods of {namespace}/{name} per node",
-                nodes_sorted,
-                [per_node[n] for n in nodes_sorted],
+                list(per_node),
+                list(per_node.values()),
                 height=200,
                 empty="no pod of this group is bound",
             ),
@@ -289,32 +214,39 @@ async def charts_page(request: Request) -> Response:
     engine = context(request).engine
 
     def load() -> dict[str, Any]:
-        with engine.connect() as conn:
-            rows = queries.groups(conn)
-            labels, done, waiting = queries.wait_distribution(rows, conn)
-            u_buckets, u_series = queries.unschedulable_over_time(conn)
-            a_buckets, a_series = queries.attempts_over_time(conn)
-            p_buckets, p_series = queries.preemptions_over_time(conn)
-            nodes = queries.node_utilization(conn)
-            quotas = queries.quota_usage(conn)
-        marker = {
-            (q.label, r): q.low[r] / q.total[r] for q in quotas for r in q.low if q.total.get(r)
-        }
+        figures = dashboard.charts_page(engine)
+        labels, done, waiting = figures["wait"]
+        u_buckets, u_series = figures["unschedulable"]
+        a_buckets, a_series = figures["attempts"]
+        p_buckets, p_series = figures["preemptions"]
+        nodes, quotas = figures["nodes"], figures["quotas"]
+        marker = {(q.label, r): q.low[r] / q.total[r] for q in quotas for r in q.low if q.total.get(r)}
         return {
             "wait_chart": charts.stacked_bars(
-                "Group wait time distribution", labels, {"scheduled": done, "still waiting": waiting}, empty="no groups yet"
+                "Group wait time distribution",
+                labels,
+                {"scheduled": done, "still waiting": waiting},
+                empty="no groups yet",
             ),
             "unsched_chart": charts.stacked_bars(
-                "Unschedulable reasons over time", u_buckets, u_series, empty="no unschedulable attempts recorded"
+                "Unschedulable reasons over time",
+                u_buckets,
+                u_series,
+                empty="no unschedulable attempts recorded",
             ),
             "attempts_chart": charts.stacked_bars(
-                "Scheduling attempts over time, by result", a_buckets, a_series, empty="no scheduling cycles yet"
+                "Scheduling attempts over time, by result",
+                a_buckets,
+                a_series,
+                empty="no scheduling cycles yet",
             ),
             "preempt_chart": charts.stacked_bars(
                 "Preemptions over time, by rule", p_buckets, p_series, empty="no preemptions recorded"
             ),
             "node_chart": charts.utilization(
-                "Node utilization (requested / allocatable)", [(n.label, n.bars()) for n in nodes], empty="no nodes"
+                "Node utilization (requested / allocatable)",
+                [(n.label, n.bars()) for n in nodes],
+                empty="no nodes",
             ),
             "quota_chart": charts.utilization(
                 "Quota utilization (used / max; tick = min)",
@@ -345,10 +277,9 @@ async def log_page(
     after = max(0, after) if after is not None else None
 
     def load() -> dict[str, Any]:
-        with engine.connect() as conn:
-            rows, head = queries.log_page(
-                conn, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
-            )
+        rows, head = dashboard.log_page(
+            engine, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
+        )
         return {"rows": rows, "head": head}
 
     data = await run_in_threadpool(load)

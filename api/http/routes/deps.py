@@ -8,9 +8,10 @@ from typing import Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.app import ApiError, context
-from api.auth import LOCAL, Principal
-from api.schemas import Error
+from api.http.auth import LOCAL, Principal
+from api.http.context import context
+from api.http.errors import ApiError
+from api.http.schemas import Error
 
 bearer = HTTPBearer(auto_error=False, scheme_name="bearer", description="A token from PODLEDGER_TOKENS")
 
@@ -53,7 +54,9 @@ def require(role: str) -> Callable[..., Principal]:
     ) -> Principal:
         principal = authenticate(request, credentials)
         if not principal.allows(role):
-            raise ApiError(403, "forbidden", f"this needs the {role} role; the token has the {principal.role} role")
+            raise ApiError(
+                403, "forbidden", f"this needs the {role} role; the token has the {principal.role} role"
+            )
         request.state.actor = principal.actor
         return principal
 

@@ -1,84 +1,29 @@
-"""The log: pages by position, a live Server-Sent Events stream, and state at a position."""
+"""The log: pages by position and a live Server-Sent Events stream."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from sqlalchemy.engine import Engine
 
-from api.app import ApiError, context
-from api.auth import Principal
-from api.routes.deps import AUTH_ERRORS, COMMON_ERRORS, _err, reader
-from api.schemas import Event, EventPage, StateAt
-from ledger import events as registry
-from ledger import store
+from api.http.auth import Principal
+from api.http.context import context
+from api.http.routes.deps import COMMON_ERRORS, reader
+from api.http.routes.paths import PREFIX
+from api.http.schemas import Event, EventPage
+from api.services.log import event_json, head, read_events
 from ledger.store import StoredEvent
 
-router = APIRouter(prefix="/api/v1", tags=["log"])
+router = APIRouter(prefix=PREFIX, tags=["log"])
 
 POLL_SECONDS = 0.25
 KEEPALIVE_SECONDS = 15.0
-
-
-def event_json(ev: StoredEvent) -> dict[str, Any]:
-    return {
-        "position": ev.position,
-        "stream": ev.stream,
-        "version": ev.version,
-        "type": ev.type,
-        "schemaVersion": ev.schema_version,
-        "eventId": str(ev.event_id),
-        "data": ev.data,
-        "meta": ev.meta,
-        "recordedAt": ev.recorded_at.isoformat(),
-        "effectiveAt": ev.effective_at.isoformat(),
-    }
-
-
-def read_events(
-    engine: Engine,
-    after: int,
-    limit: int,
-    types: list[str] | None = None,
-    stream: str | None = None,
-) -> list[StoredEvent]:
-    """Events after ``after`` in position order; ``stream`` matches a stream or a prefix ending in ``/``."""
-    if not stream:
-        return store.read_all(engine, after=after, limit=limit, types=types or None)
-    where = ["position > :a"]
-    params: dict[str, Any] = {"a": after, "lim": limit}
-    if stream.endswith("/"):
-        where.append("stream LIKE :s")
-        params["s"] = stream.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    else:
-        where.append("stream = :s")
-        params["s"] = stream
-    if types:
-        where.append("type = ANY(:t)")
-        params["t"] = types
-    q = (
-        "SELECT position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at "
-        f"FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT :lim"
-    )
-    with engine.connect() as conn:
-        rows = conn.execute(sa.text(q), params).all()
-    out = []
-    for r in rows:
-        data = registry.upcast(r.type, r.schema_version, dict(r.data))
-        out.append(StoredEvent(*r[:6], data, r.meta, r.recorded_at, r.effective_at))  # type: ignore[arg-type]
-    return out
-
-
-def head(engine: Engine) -> int:
-    return int(store.head(engine))
 
 
 def _types(type_: list[str] | None) -> list[str] | None:
@@ -140,7 +85,10 @@ def _sse(ev: StoredEvent) -> bytes:
                         "properties": {
                             "id": {"type": "string", "description": "The event's log position"},
                             "event": {"type": "string", "description": "The event type"},
-                            "data": {"type": "string", "description": "The event as JSON (see the Event schema)"},
+                            "data": {
+                                "type": "string",
+                                "description": "The event as JSON (see the Event schema)",
+                            },
                         },
                         "required": ["data"],
                     },
@@ -154,9 +102,15 @@ def _sse(ev: StoredEvent) -> bytes:
 async def stream_events(
     request: Request,
     _p: Annotated[Principal, Depends(reader)],
-    after: Annotated[int | None, Query(ge=0, le=2**62, description="Default: the current head (only new events)")] = None,
-    max_events: Annotated[int | None, Query(ge=1, le=100000, description="Close after this many events")] = None,
-    timeout: Annotated[float | None, Query(gt=0, le=86400, description="Close after this many seconds")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=2**62, description="Default: the current head (only new events)")
+    ] = None,
+    max_events: Annotated[
+        int | None, Query(ge=1, le=100000, description="Close after this many events")
+    ] = None,
+    timeout: Annotated[
+        float | None, Query(gt=0, le=86400, description="Close after this many seconds")
+    ] = None,
     type_: Annotated[list[str] | None, Query(alias="type")] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
@@ -204,29 +158,4 @@ async def stream_events(
     )
 
 
-@router.get(
-    "/state",
-    response_model=StateAt,
-    summary="Every live object as of a log position",
-    responses={**AUTH_ERRORS, 422: _err("Invalid request"), 501: _err("The audit service is not part of this build")},
-)
-async def state(
-    request: Request,
-    _p: Annotated[Principal, Depends(reader)],
-    at: Annotated[int | None, Query(ge=0, le=2**62, description="Log position (default: the head)")] = None,
-) -> StateAt:
-    engine = context(request).engine
-
-    def run() -> StateAt:
-        from api import audit
-
-        pos = head(engine) if at is None else at
-        try:
-            return StateAt.model_validate(audit.state_at(engine, pos))
-        except (ImportError, AttributeError, NotImplementedError) as exc:
-            raise ApiError(501, "not_implemented", f"the audit service is not available in this build ({exc})") from None
-
-    return await run_in_threadpool(run)
-
-
-__all__ = ["router", "event_json", "read_events"]
+__all__ = ["router"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
-from api.app import context
-from api.metrics import render
-from api.schemas import Health
+from api.http.context import context
+from api.http.metrics import render
+from api.http.schemas import Health
+from ledger.queries import schema as schema_q
 
 router = APIRouter(tags=["health"])
 
@@ -46,13 +46,9 @@ def _ready(request: Request) -> tuple[bool, dict[str, str]]:
     try:
         engine = context(request).engine
         with engine.begin() as conn:
-            conn.execute(sa.text("SELECT 1"))
+            schema_q.ping(conn)
             checks["database"] = "ok"
-            # The application role may not read alembic_version: look with the login role, for
-            # this transaction only (SET LOCAL ends with it; the pooled session keeps its role).
-            if not conn.execute(sa.text("SELECT has_table_privilege('alembic_version', 'SELECT')")).scalar():
-                conn.execute(sa.text("SET LOCAL ROLE NONE"))
-            current = tuple(sorted(r[0] for r in conn.execute(sa.text("SELECT version_num FROM alembic_version"))))
+            current = schema_q.migration_revisions(conn)
     except Exception as exc:
         if checks.get("database") == "ok":
             checks["migrations"] = f"not migrated ({type(exc).__name__})"
@@ -84,7 +80,9 @@ async def readyz(request: Request) -> JSONResponse:
     "/metrics",
     summary="Prometheus metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Exposition format"}},
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Exposition format"}
+    },
 )
 async def metrics(request: Request) -> Response:
     body, content_type = await run_in_threadpool(render, context(request).metrics)
