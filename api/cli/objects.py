@@ -66,13 +66,9 @@ def apply(
 @app.command()
 def delete(kind: str, ref: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME")]) -> None:
     """Delete one object."""
-    from api.services.objects import delete_object
-    from ledger.resources.kinds import UnknownKindError, resolve_kind
+    from api.services.objects import delete_object, kind_info
 
-    try:
-        info = resolve_kind(kind)
-    except UnknownKindError as exc:
-        raise UserError(str(exc)) from None
+    info = kind_info(kind)
     ns, name = split_ref(ref)
     assert name is not None
     try:
@@ -107,13 +103,9 @@ def get(
     all_namespaces: Annotated[bool, typer.Option("-A", "--all-namespaces")] = True,
 ) -> None:
     """List objects (kubectl-like table) or print them as JSON/YAML."""
-    from api.services.objects import dumps, list_objects
-    from ledger.resources.kinds import UnknownKindError, resolve_kind
+    from api.services.objects import dumps, kind_info, list_objects
 
-    try:
-        info = resolve_kind(kind)
-    except UnknownKindError as exc:
-        raise UserError(str(exc)) from None
+    info = kind_info(kind)
     ns, name = split_ref(ref)
     if name and info.namespaced and ns is None:
         ns = "default"

@@ -172,3 +172,16 @@ def test_demo_exits_zero(engine):
     assert ver.returncode == 0 and " 0 mismatches" in ver.stdout, ver.stdout + ver.stderr
     again = cli("demo")  # idempotent: applying the examples again changes nothing
     assert again.returncode == 0 and "0 created or updated" in again.stdout
+
+
+def test_python_dash_m_api_cli_is_the_same_command_line():
+    res = subprocess.run(
+        [sys.executable, "-m", "api.cli", "get", "nosuchkind"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ),
+        timeout=120,
+    )
+    assert res.returncode == 1
+    assert res.stderr.startswith('error: the server doesn\'t have a resource type "nosuchkind"'), res.stderr

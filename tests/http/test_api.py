@@ -344,3 +344,17 @@ def test_openapi_is_complete_with_examples(client):
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert spec["components"]["schemas"]["ApplyResponse"]["examples"]
     assert "/" not in paths and "/login" not in paths  # the dashboard is not part of the API
+
+
+def test_podledger_routes_live_under_their_own_prefix_not_under_the_kubernetes_paths():
+    from api.http.routes.paths import PREFIX
+
+    app = create_app(None, TOKEN_SPEC)  # no request is served: the engine is never opened
+    paths = set(app.openapi()["paths"])
+    assert PREFIX == "/podledger/v1"
+    assert not [p for p in paths if p == "/api" or p.startswith(("/api/", "/apis"))]
+    json_routes = paths - {"/healthz", "/readyz", "/metrics"}
+    assert json_routes and all(p.startswith(PREFIX + "/") for p in json_routes), sorted(json_routes)
+    assert {f"{PREFIX}/apply", f"{PREFIX}/events", f"{PREFIX}/{{kind}}/{{namespace}}/{{name}}/explain"} <= paths
+    with TestClient(app) as c:
+        assert c.get("/api/v1/pods", headers=auth("reader")).status_code == 404
