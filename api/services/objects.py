@@ -13,8 +13,8 @@ nothing and answers with the original events, ``replayed=True``) and an expected
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -382,12 +382,14 @@ def apply_manifests(
     meta: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     expected_version: int | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> Applied:
     """Parse, validate and apply the manifests in ``text`` (YAML or JSON) as one transaction.
 
     Raises Invalid (parse or field errors: nothing appended), Rejected (admission refused: one
     AdmissionRejected appended), Conflict (``expected_version`` is not the stream version of the
-    single object, or a concurrent write won) or BadRequest.
+    single object, or a concurrent write won) or BadRequest. ``timed`` wraps the admission and
+    append only (for a latency metric), not parsing or an idempotent replay.
     """
     try:
         docs = parse_documents(text, "request body")
@@ -419,7 +421,7 @@ def apply_manifests(
         ns = o.metadata.namespace or ("default" if kind_info(o.KIND).namespaced else None)
         stream = stream_for(o.KIND, ns, o.name)
     try:
-        with _conditional(engine, stream, expected_version) as target:
+        with timed(), _conditional(engine, stream, expected_version) as target:
             result = apply_objects(
                 target, objects, actor=actor, source=source, meta=meta, idempotency_key=idempotency_key
             )
@@ -440,10 +442,11 @@ def delete_one(
     actor: str,
     idempotency_key: str | None = None,
     expected_version: int | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> tuple[EventRef, bool]:
     """Delete one object (``namespace`` '' for cluster-scoped kinds): its Deleted event and
     whether it was appended by an earlier request with the same key. Raises NotFound or
-    Conflict."""
+    Conflict. ``timed`` wraps the delete itself, not an idempotent replay."""
     if idempotency_key is not None:
         with engine.connect() as conn:
             rows = log_q.events_by_ids(conn, [request_event_id(idempotency_key, 0)])
@@ -452,7 +455,7 @@ def delete_one(
             return EventRef(r.position, r.stream, r.version, r.type), True
     stream = stream_for(info.kind, namespace or None, name)
     try:
-        with _conditional(engine, stream, expected_version) as target:
+        with timed(), _conditional(engine, stream, expected_version) as target:
             ev = delete_object(
                 target, info.kind, namespace or None, name, actor=actor, idempotency_key=idempotency_key
             )

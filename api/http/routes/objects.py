@@ -132,16 +132,16 @@ def _event(ref: object_service.EventRef) -> EventRef:
 def _apply_sync(
     ctx: Any, text: str, principal: Principal, request_id: str, key: str | None, expected: int | None
 ) -> ApplyResponse:
-    with ctx.metrics.append_seconds.labels("apply").time():
-        applied = object_service.apply_manifests(
-            ctx.engine,
-            text,
-            actor=principal.actor,
-            source="http",
-            meta={"request_id": request_id, "via": "http"},
-            idempotency_key=key,
-            expected_version=expected,
-        )
+    applied = object_service.apply_manifests(
+        ctx.engine,
+        text,
+        actor=principal.actor,
+        source="http",
+        meta={"request_id": request_id, "via": "http"},
+        idempotency_key=key,
+        expected_version=expected,
+        timed=ctx.metrics.append_seconds.labels("apply").time,
+    )
     return ApplyResponse(
         results=[ApplyLine(object=obj, action=action) for obj, action in applied.results],
         events=[_event(e) for e in applied.events],
@@ -198,10 +198,16 @@ async def apply(
 def _delete_sync(
     ctx: Any, info: KindInfo, ns: str, name: str, principal: Principal, key: str | None, expected: int | None
 ) -> DeleteResponse:
-    with ctx.metrics.append_seconds.labels("delete").time():
-        ref, replayed = object_service.delete_one(
-            ctx.engine, info, ns, name, actor=principal.actor, idempotency_key=key, expected_version=expected
-        )
+    ref, replayed = object_service.delete_one(
+        ctx.engine,
+        info,
+        ns,
+        name,
+        actor=principal.actor,
+        idempotency_key=key,
+        expected_version=expected,
+        timed=ctx.metrics.append_seconds.labels("delete").time,
+    )
     return DeleteResponse(deleted=_ref(info, ns, name), event=_event(ref), replayed=replayed)
 
 
