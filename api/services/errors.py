@@ -23,8 +23,8 @@ class BadRequest(ServiceError):
     code = "bad_request"
 
 
-class NotFound(ServiceError):
-    """No such kind, object, or history."""
+class NotFound(ServiceError, LookupError):
+    """No such kind, object, or history (also a LookupError, for callers that catch that)."""
 
     code = "not_found"
 

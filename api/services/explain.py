@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
+from api.services.errors import NotFound
 from api.services.history import canonical_kind
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
@@ -49,7 +50,7 @@ def explain(
     ``lastAttempt``, ``preemption`` (tried? taken? victims), the namespace's ``quota`` use and
     the ``pods``; with ``nodes`` also the recomputed per-node × plugin table. Everything comes
     from the log and the projection as of that position, so the answer is reproducible later.
-    Raises LookupError if the object does not exist at that position.
+    Raises NotFound (a LookupError) if the object does not exist at that position.
     """
     kind = canonical_kind(kind)
     if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
@@ -62,7 +63,7 @@ def explain(
     with objects_at(engine, pos) if pos < head else objects_now(engine) as conn:
         row = objects_q.get_object(conn, kind, namespace, name)
         if row is None:
-            raise LookupError(f"{kind} {key} not found at position {pos}")
+            raise NotFound(f"{kind} {key} not found at position {pos}")
         obj, status, _created_at = row
         if kind == "Pod":
             pods = [(name, obj, status)]

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from api.services.errors import NotFound
 from ledger.queries import log as log_q
 from ledger.resources.kinds import get_kind, resolve_kind
 from ledger.store import StoredEvent
@@ -67,7 +68,7 @@ def _summary(e: StoredEvent | dict[str, Any]) -> str:
 def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
     """The object's timeline: every event of its input and scheduler streams, the preemptions it
     caused and the admission refusals naming it, each with a one-line summary and its time
-    relative to the first. Raises LookupError when the log holds none."""
+    relative to the first. Raises NotFound (a LookupError) when the log holds none."""
     kind = canonical_kind(kind)
     info = get_kind(kind)
     ns = (namespace or "default") if info.namespaced else ""
@@ -76,7 +77,7 @@ def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[s
     with engine.connect() as conn:
         rows = log_q.object_history(conn, kind, key, name, streams)
     if not rows:
-        raise LookupError(f"no events for {kind} {key}")
+        raise NotFound(f"no events for {kind} {key}")
     t0 = rows[0]["at"]
     return [
         {

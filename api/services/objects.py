@@ -207,7 +207,7 @@ def delete_object(
     effective_at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> StoredEvent:
-    """Delete one object; raises LookupError (appending nothing) if it does not exist."""
+    """Delete one object; raises NotFound (a LookupError; appending nothing) if it does not exist."""
     return delete_objects(
         engine,
         [(kind, namespace, name)],
@@ -227,7 +227,7 @@ def delete_objects(
 ) -> list[StoredEvent]:
     """Delete several objects ``(kind, namespace, name)`` in one transaction (one append).
 
-    If any object is missing, raises LookupError and deletes nothing. Event ids derive from
+    If any object is missing, raises NotFound (a LookupError) and deletes nothing. Event ids derive from
     ``idempotency_key`` and the index in ``refs``.
     """
     if not refs:
@@ -244,7 +244,7 @@ def delete_objects(
         for key in keys:
             if state.get(*key) is None:
                 where = f"{key[1]}/{key[2]}" if key[1] else key[2]
-                raise LookupError(f'{key[0]} "{where}" not found')
+                raise NotFound(f'{key[0]} "{where}" not found')
         events = [
             NewEvent(
                 stream,
@@ -459,8 +459,6 @@ def delete_one(
             ev = delete_object(
                 target, info.kind, namespace or None, name, actor=actor, idempotency_key=idempotency_key
             )
-    except LookupError as exc:
-        raise NotFound(str(exc).strip("'\"")) from None
     except (ConcurrencyError, IdempotencyConflict) as exc:
         raise Conflict(str(exc)) from None
     return event_ref(ev), False

@@ -26,10 +26,7 @@ router = APIRouter(prefix=PREFIX, tags=["audit"])
 
 def _explain_sync(ctx: Any, info: KindInfo, ns: str, name: str, at: str | None, nodes: bool) -> Explanation:
     pos = position_at(ctx.engine, at)
-    try:
-        doc = explain_service.explain(ctx.engine, info.singular, ns, name, at=pos, nodes=nodes)
-    except LookupError as exc:
-        raise ApiError(404, "not_found", str(exc).strip("'\"")) from None
+    doc = explain_service.explain(ctx.engine, info.singular, ns, name, at=pos, nodes=nodes)
     return Explanation.model_validate({**doc, "text": explain_service.render_explain(doc)})
 
 
@@ -56,13 +53,7 @@ async def explain(
 
 
 def _history_sync(ctx: Any, info: KindInfo, ns: str, name: str) -> History:
-    try:
-        items = history_service.history(ctx.engine, info.singular, ns, name)
-    except LookupError as exc:
-        raise ApiError(404, "not_found", str(exc).strip("'\"")) from None
-    if not items:
-        where = f"{ns}/{name}" if ns else name
-        raise ApiError(404, "not_found", f'{info.kind} "{where}" has no history')
+    items = history_service.history(ctx.engine, info.singular, ns, name)  # NotFound when the log has none
     return History(
         kind=info.kind, namespace=ns, name=name, items=[HistoryEntry.model_validate(i) for i in items]
     )
