@@ -11,8 +11,7 @@ from api.http.auth import Principal
 from api.http.context import context
 from api.http.errors import ApiError
 from api.http.routes.deps import AUTH_ERRORS, COMMON_ERRORS, _err, reader
-from api.http.routes.objects import object_ns
-from api.http.routes.paths import PREFIX, KindPath, NamePath, NsPath
+from api.http.routes.paths import PREFIX, KindPath, NamePath, NsPath, object_ns
 from api.http.schemas import Explanation, History, HistoryEntry, StateAt
 from api.services import explain as explain_service
 from api.services import history as history_service

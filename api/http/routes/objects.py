@@ -12,7 +12,7 @@ from api.http.auth import Principal
 from api.http.context import context
 from api.http.errors import ApiError
 from api.http.routes.deps import COMMON_ERRORS, _err, reader, writer
-from api.http.routes.paths import CLUSTER, PREFIX, KindPath, NamePath, NsPath
+from api.http.routes.paths import PREFIX, KindPath, NamePath, NsPath, object_ns
 from api.http.schemas import ApplyLine, ApplyResponse, DeleteResponse, EventRef, ObjectList
 from api.services import listing
 from api.services import objects as object_service
@@ -84,17 +84,6 @@ APPLY_OPENAPI: dict[str, Any] = {
 
 
 # ------------------------------------------------------------------------------- helpers
-
-
-def object_ns(info: KindInfo, namespace: str) -> str:
-    """The ``objects.namespace`` value for a path segment ('' for cluster-scoped kinds)."""
-    if not info.namespaced:
-        if namespace not in (CLUSTER, ""):
-            raise ApiError(
-                404, "not_found", f"{info.plural} are cluster-scoped: use {CLUSTER} as the namespace segment"
-            )
-        return ""
-    return namespace
 
 
 def _ref(info: KindInfo, ns: str, name: str) -> str:
@@ -311,4 +300,4 @@ async def get_object(
     return obj
 
 
-__all__ = ["check_idempotency_key", "object_ns", "parse_if_match", "router"]
+__all__ = ["check_idempotency_key", "parse_if_match", "router"]

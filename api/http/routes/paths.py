@@ -6,6 +6,9 @@ from typing import Annotated
 
 from fastapi import Path
 
+from api.http.errors import ApiError
+from ledger.resources.kinds import KindInfo
+
 PREFIX = "/podledger/v1"
 CLUSTER = "-"  # the namespace segment of cluster-scoped objects (nodes, priorityclasses, …)
 
@@ -21,8 +24,19 @@ NsPath = Annotated[str, Path(description="Namespace; `-` for cluster-scoped kind
 NamePath = Annotated[str, Path(description="Object name", examples=["llm-pretrain"])]
 
 
+def object_ns(info: KindInfo, namespace: str) -> str:
+    """The ``objects.namespace`` value for a path segment ('' for cluster-scoped kinds)."""
+    if not info.namespaced:
+        if namespace not in (CLUSTER, ""):
+            raise ApiError(
+                404, "not_found", f"{info.plural} are cluster-scoped: use {CLUSTER} as the namespace segment"
+            )
+        return ""
+    return namespace
+
+
 def job_url(job_id: str) -> str:
     return f"{PREFIX}/jobs/{job_id}"
 
 
-__all__ = ["CLUSTER", "PREFIX", "KindPath", "NamePath", "NsPath", "job_url"]
+__all__ = ["CLUSTER", "PREFIX", "KindPath", "NamePath", "NsPath", "job_url", "object_ns"]
