@@ -50,7 +50,7 @@ def _pod(i: int) -> dict:
 
 
 def _objects(raws: list[dict]) -> list:
-    from api.services import load_documents
+    from api.services.objects import load_documents
 
     objs, errors = load_documents(Document(index=i + 1, source="bench", raw=r) for i, r in enumerate(raws))
     assert not errors, errors[:3]
@@ -58,7 +58,7 @@ def _objects(raws: list[dict]) -> list:
 
 
 def run() -> list[Metric]:
-    from api.services import apply_objects
+    from api.services.objects import apply_objects
     from scheduler.bridge import Bridge, node_from, pod_from
     from scheduler.scheduler import Scheduler
 

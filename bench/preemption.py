@@ -113,8 +113,8 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
     """Preemption throughput through the ledger (see module docstring)."""
     import sqlalchemy as sa
 
-    from api import services
-    from api.simulate import EPOCH, private_ledger
+    from api.services import objects as services
+    from api.services.simulate import EPOCH, private_ledger
     from ledger.resources.parse import Document
     from scheduler.bridge import Bridge
 

@@ -37,7 +37,7 @@ admit placements that no GPU can hold (three 600-milli shares on a 2-GPU node fi
 carry shares. The price of rounding up is overstated GPU use; the report therefore gives both
 the whole-GPU allocation and the GPU share actually requested by bound tasks.
 
-Run: a private ledger database (``api.simulate.private_ledger``), the virtual clock of
+Run: a private ledger database (``api.services.simulate.private_ledger``), the virtual clock of
 ``Simulation.advance`` (jump to every scheduler timer before the next trace timestamp), and
 per distinct trace timestamp ``t``: one ``delete_objects`` call for the tasks ending at ``t``,
 one ``apply_objects`` call for the tasks starting at ``t``, then ``Bridge.run_until_idle(t)``
@@ -228,7 +228,7 @@ def pod_manifest(t: Task) -> dict[str, Any]:
 
 def load(manifests: list[dict[str, Any]], source: str) -> list[Any]:
     """Validate manifests exactly as ``podledger apply`` does; raise on any error."""
-    from api import services
+    from api.services import objects as services
     from ledger.resources.parse import Document
 
     docs = [Document(index=i + 1, source=source, raw=raw) for i, raw in enumerate(manifests)]
@@ -388,8 +388,8 @@ def _progress(msg: str) -> None:
 def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> Outcome:
     import sqlalchemy as sa
 
-    from api import services
-    from api.simulate import private_ledger
+    from api.services import objects as services
+    from api.services.simulate import private_ledger
     from scheduler import decisions as d
     from scheduler.bridge import Bridge, from_ts
 

@@ -339,6 +339,12 @@ class Bridge:
             EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
         )
 
+    def take_pending(self) -> list[NewEvent]:
+        """The decision events recorded since the last flush, removed without being written
+        (replay --verify and what-if compare them with the log instead of appending them)."""
+        batch, self._pending = self._pending, []
+        return batch
+
     def flush(self) -> list[StoredEvent]:
         if not self._pending:
             return []

@@ -173,7 +173,7 @@ class Worker:
         from apscheduler.schedulers.blocking import BlockingScheduler
 
         t0 = time.perf_counter()
-        from api.services import list_objects
+        from ledger.queries.objects import list_objects
 
         rows = list_objects(self.engine, "SchedulerConfig")
         self._bridge = Bridge(self.engine, config_from(rows[0].object if rows else None), actor=self.name)

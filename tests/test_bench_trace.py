@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from api import services
+from api.services import objects as services
 from bench import trace
 from ledger.resources.parse import Document
 

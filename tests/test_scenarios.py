@@ -1,4 +1,4 @@
-"""Scenario tests: every ``tests/scenarios/*.yaml`` (DESIGN.md §5) run through ``api.simulate``.
+"""Scenario tests: every ``tests/scenarios/*.yaml`` (DESIGN.md §5) run through ``api.services.simulate``.
 
 The files port the cases of ``spec/scenarios.md`` sections A, B, C, D and G that need no
 preemption (one file per case or variant; the header comment of each file says which case it is
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api.simulate import run_scenario_with_log
+from api.services.simulate import run_scenario_with_log
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.yaml"))

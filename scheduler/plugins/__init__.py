@@ -13,5 +13,6 @@ point(s) (``scheduler.framework``); ``scheduler.profile`` lists them in call ord
 * PostFilter: preemption (``scheduler.preemption``).
 
 ``scheduler.reference`` holds a pure-Python, node-by-node implementation of the default filters
-and scores (benchmark baseline, cross-checked in tests); ``plugins/reference.py`` only re-exports it.
+and scores (benchmark baseline, cross-checked in tests); explain reaches it through
+``Scheduler.node_verdicts``.
 """

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from api import audit
-from api.audit_impl import verify_replay
-from api.simulate import Simulation
+from api.services.explain import explain, render_explain
+from api.services.history import history
+from api.services.replay import verify_replay
+from api.services.simulate import Simulation
+from api.services.state import state_at
+from api.services.whatif import whatif
 from ledger import store
 from ledger.store import NewEvent
 
@@ -77,29 +80,29 @@ def story(engine):
 
 def test_explain_gated_scheduled_and_unschedulable_at_positions(story):
     engine, marks = story
-    gated = audit.explain(engine, "podgroup", "default", "trio", at=marks[0])
+    gated = explain(engine, "podgroup", "default", "trio", at=marks[0])
     assert gated["verdict"].startswith("Waiting (not attempted)")
     assert "waiting for minCount pods from a gang to appear in scheduling queue" in gated["verdict"]
     assert {g["pod"] for g in gated["gates"]} == {"default/t-1", "default/t-2"}
     assert gated["attempts"] == 0
 
-    scheduled = audit.explain(engine, "pg", "default", "trio", at=marks[2])
+    scheduled = explain(engine, "pg", "default", "trio", at=marks[2])
     assert scheduled["verdict"] == "Scheduled (3/3 pods bound)"
     assert scheduled["condition"]["status"] == "True" and scheduled["gates"] == []
     assert {p["node"] for p in scheduled["pods"]} == {"n1"}
 
-    before_big = audit.explain(engine, "pod", "default", "t-3", at=marks[2])
+    before_big = explain(engine, "pod", "default", "t-3", at=marks[2])
     assert before_big["verdict"] == "Scheduled on n1"
 
-    big = audit.explain(engine, "podgroup", "default", "big")
+    big = explain(engine, "podgroup", "default", "big")
     assert big["verdict"].startswith("Unschedulable: ")
     assert "minCount (2) cannot be satisfied" in big["verdict"]
     assert big["attempts"] >= 2  # retried after backoff within the 30 s advance
     assert any("NodeResourcesFit" in r for r in big["reasons"])
     assert big["quota"]["name"] == "q" and big["quota"]["used"]["cpu"] == 3000
-    text = audit.render_explain(big)
+    text = render_explain(big)
     assert "Verdict:   Unschedulable" in text and "Quota q" in text
-    with_nodes = audit.explain(engine, "podgroup", "default", "big", nodes=True)
+    with_nodes = explain(engine, "podgroup", "default", "big", nodes=True)
     rows = {(r["pod"], r["node"]): r for r in with_nodes["nodes"]}
     assert rows[("default/b-1", "n1")]["fits"] is False
     assert rows[("default/b-1", "n1")]["reasons"] == ["Insufficient cpu"]
@@ -107,7 +110,7 @@ def test_explain_gated_scheduled_and_unschedulable_at_positions(story):
 
 def test_history_is_a_timeline_with_relative_times(story):
     engine, _ = story
-    rows = audit.history(engine, "podgroup", "default", "trio")
+    rows = history(engine, "podgroup", "default", "trio")
     types = [r["type"] for r in rows]
     assert types[0] == "PodGroupCreated"
     assert "PodGroupScheduled" in types and "PodGroupConditionChanged" in types
@@ -119,7 +122,7 @@ def test_state_at_three_positions(story):
     engine, marks = story
 
     def bound(pos: int) -> set[str]:
-        st = audit.state_at(engine, pos)
+        st = state_at(engine, pos)
         return {
             o["name"] for o in st["objects"] if o["kind"] == "Pod" and o["status"].get("phase") == "Bound"
         }
@@ -127,7 +130,7 @@ def test_state_at_three_positions(story):
     assert bound(marks[0]) == set()
     assert bound(marks[2]) == {"t-1", "t-2", "t-3"}
     assert bound(marks[4]) == {"t-1", "t-2", "t-3"}
-    assert {o["name"] for o in audit.state_at(engine, marks[0])["objects"] if o["kind"] == "Pod"} == {
+    assert {o["name"] for o in state_at(engine, marks[0])["objects"] if o["kind"] == "Pod"} == {
         "t-1",
         "t-2",
     }
@@ -241,8 +244,8 @@ def test_whatif_without_topology_changes_an_outcome(engine):
         }
     ]
     Simulation(engine, {}, "whatif").run(steps)
-    assert audit.explain(engine, "podgroup", "default", "wide")["verdict"].startswith("Unschedulable")
-    diff = audit.whatif(engine, {"featureGates": {"TopologyAwareWorkloadScheduling": False}})
+    assert explain(engine, "podgroup", "default", "wide")["verdict"].startswith("Unschedulable")
+    diff = whatif(engine, {"featureGates": {"TopologyAwareWorkloadScheduling": False}})
     changed = {c["group"]: c for c in diff["changed"]}
     assert changed["default/wide"]["before"]["status"] == "False"
     assert changed["default/wide"]["after"]["status"] == "True"
@@ -295,12 +298,12 @@ def test_explain_preempted_victim_and_preemptor(engine):
         {"advance": "30s"},
     ]
     Simulation(engine, {}, "preempt").run(steps)
-    victim = audit.explain(engine, "pod", "default", "blocker")
+    victim = explain(engine, "pod", "default", "blocker")
     assert victim["verdict"] == "Preempted by default/urgent"
-    group = audit.explain(engine, "podgroup", "default", "urgent")
+    group = explain(engine, "podgroup", "default", "urgent")
     assert group["preemption"]["taken"] is True
     assert [v["victim"] for v in group["preemption"]["victims"]] == ["default/blocker"]
     assert group["verdict"] == "Scheduled (2/2 pods bound)"
-    text = audit.render_explain(group)
+    text = render_explain(group)
     assert "Preemption: taken, 1 victim(s): default/blocker on n1" in text
     assert verify_replay(engine).ok

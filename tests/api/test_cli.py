@@ -204,3 +204,16 @@ def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
     node = yaml.safe_load(cli("get", "nodes", "node-r1-1", "-o", "yaml").stdout)
     assert node["status"]["capacity"]["cpu"] == "32" and node["status"]["allocatable"]["cpu"] == "31500m"
     assert list(node)[:3] == ["apiVersion", "kind", "metadata"]
+
+
+def test_python_dash_m_api_cli_is_the_same_command_line():
+    res = subprocess.run(
+        [sys.executable, "-m", "api.cli", "get", "nosuchkind"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ),
+        timeout=120,
+    )
+    assert res.returncode == 1
+    assert res.stderr.startswith('error: the server doesn\'t have a resource type "nosuchkind"'), res.stderr

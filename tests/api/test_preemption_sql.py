@@ -2,7 +2,7 @@
 preemptor, its rule and the quota state at that moment; thrash is visible in ``v_thrash``.
 
 The scenarios are the repo's own files (quota story 1 and the thrash case), run on the test
-database with ``api.simulate.Simulation``.
+database with ``api.services.simulate.Simulation``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sqlalchemy as sa
 import yaml
 from sqlalchemy.engine import Engine
 
-from api.audit_impl import verify_replay
-from api.simulate import Simulation
+from api.services.replay import verify_replay
+from api.services.simulate import Simulation
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from api.services import apply_objects, load_documents
+from api.services.objects import apply_objects, load_documents
 from ledger.resources.parse import parse_documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_standby_takes_over_and_no_pod_is_bound_twice(engine, tmp_path):
             if p.poll() is None:
                 p.kill()
     # the recorded history proves itself: both workers' runs replay byte for byte
-    from api.audit_impl import verify_replay
+    from api.services.replay import verify_replay
 
     rep = verify_replay(engine)
     assert rep.runs >= 2 and rep.ok, rep.mismatches

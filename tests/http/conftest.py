@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from api.app import create_app
+from api.http.app import create_app
 from ledger import db
 from tests.conftest import _admin, new_database
 
@@ -70,8 +70,8 @@ def count_events(engine: Engine, where: str = "TRUE") -> int:
 
 def load_demo(engine: Engine, *, extra: str = GIANT) -> None:
     """The example cluster (+ an unschedulable gang), applied and scheduled until idle."""
-    from api.cli_sched import schedule_until_idle
-    from api.services import apply_objects, load_documents
+    from api.cli.scheduling import schedule_until_idle
+    from api.services.objects import apply_objects, load_documents
     from ledger.resources.parse import iter_path, parse_documents
 
     objects, errors = load_documents(iter_path(EXAMPLES))
@@ -102,14 +102,3 @@ def demo_engine(server_url: str) -> Iterator[Engine]:
 def demo_client(demo_engine: Engine) -> Iterator[TestClient]:
     with TestClient(create_app(demo_engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
         yield c
-
-
-def audit_available() -> bool:
-    try:
-        from api import audit_impl  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_audit = pytest.mark.skipif(not audit_available(), reason="api/audit_impl.py is not in this tree yet")

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 
-from api.app import create_app
+from api.http.app import create_app
 from tests.http.conftest import OUTPUT, TOKEN_SPEC, TOKENS
 
 CHROMIUM = "/usr/bin/chromium"

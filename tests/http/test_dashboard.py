@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from api.auth import COOKIE
+from api.http.auth import COOKIE
 from tests.http.conftest import TOKENS
 
 
@@ -24,7 +24,7 @@ def group_names(html: str) -> list[str]:
 def test_groups_table_with_conditions_wait_times_and_filters(signed_in, demo_engine):
     from markupsafe import escape
 
-    from api.services import list_objects
+    from api.services.objects import list_objects
 
     html = signed_in.get("/").text
     names = group_names(html)
@@ -51,21 +51,6 @@ def test_group_page_and_composite_page(signed_in):
     assert missing.status_code == 404 and "does not exist" in missing.text
 
 
-def test_group_page_explains_without_the_audit_service(signed_in, monkeypatch):
-    from api import audit
-
-    def unavailable(*_a, **_k):  # type: ignore[no-untyped-def]
-        raise ImportError("no audit_impl")
-
-    monkeypatch.setattr(audit, "explain", unavailable)
-    monkeypatch.setattr(audit, "history", unavailable)
-    html = signed_in.get("/groups/team-a/giant").text
-    text = re.search(r'<pre class="explanation" id="explanation">(.*?)</pre>', html, re.S).group(1)  # type: ignore[union-attr]
-    assert "PodGroup team-a/giant is not scheduled: Unschedulable." in text
-    assert "3 of 3 pods are waiting." in text
-    assert "PodGroupCreated" in html  # the timeline falls back to the group's events
-
-
 def test_charts_page_draws_every_chart_from_the_data(signed_in):
     html = signed_in.get("/charts").text
     assert html.count("<svg") == 6
@@ -85,9 +70,9 @@ def test_charts_page_draws_every_chart_from_the_data(signed_in):
 
 
 def test_charts_fall_back_to_the_events_without_the_views(signed_in, monkeypatch):
-    from api.dashboard import queries
+    from ledger.queries import reports
 
-    monkeypatch.setattr(queries, "view_readable", lambda conn, view: False)
+    monkeypatch.setattr(reports, "view_readable", lambda conn, view: False)
     html = signed_in.get("/charts").text
     assert html.count("<svg") == 6
     assert re.search(r"<title>\d{2}:\d{2}:\d{2} · Unschedulable: \d+</title>", html)

@@ -57,7 +57,7 @@ def _retry(fn: Any, what: str, log: Any) -> Any:
 
 
 def writer(url: str, acks: str, stop: str, prefix: str) -> int:
-    from api.services import apply_objects, load_documents
+    from api.services.objects import apply_objects, load_documents
     from ledger import db, writer
     from ledger.resources.parse import parse_documents
     from ledger.store import NewEvent
@@ -99,7 +99,7 @@ def writer(url: str, acks: str, stop: str, prefix: str) -> int:
 def applier(url: str, index: int, rounds: int, out_path: str) -> int:
     """Distinct objects (own pods), shared objects (4 nodes everyone updates) and a shared stream
     appended with expected versions; every acknowledged event id is written to ``out_path``."""
-    from api.services import apply_objects, load_documents
+    from api.services.objects import apply_objects, load_documents
     from ledger import db, store
     from ledger.errors import ConcurrencyError
     from ledger.resources.parse import parse_documents

@@ -20,7 +20,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from api.services import ApplyResult, apply_objects, load_documents
+from api.services.objects import ApplyResult, apply_objects, load_documents
 from ledger.resources.parse import parse_documents
 
 ROOT = Path(__file__).resolve().parents[2]

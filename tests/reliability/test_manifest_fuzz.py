@@ -25,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.services import apply_objects, load_documents
+from api.services.objects import apply_objects, load_documents
 from ledger.errors import LedgerError
 from ledger.resources.parse import iter_documents
 

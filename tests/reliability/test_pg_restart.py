@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from api.services import apply_objects, load_documents
+from api.services.objects import apply_objects, load_documents
 from ledger import db
 from ledger.resources.parse import parse_documents
 from ledger.verify import verify_chain

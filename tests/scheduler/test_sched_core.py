@@ -3,7 +3,6 @@ exact evaluation, determinism, validation messages, compact diagnosis, profile p
 
 from __future__ import annotations
 
-import ast
 import json
 import random
 from dataclasses import dataclass, replace
@@ -425,28 +424,6 @@ def test_post_filter_hook_called_and_applied() -> None:
     # plain pods reach the hook too
     sim.apply(pod("solo", cpu=5))
     assert [c.kind for c in calls][-1] == "pod"
-
-
-# --------------------------------------------------------------------------- import rule
-FORBIDDEN = {"ledger", "api", "sqlalchemy", "psycopg", "pydantic", "time", "datetime", "random"}
-
-
-def test_scheduler_core_imports_no_io_clock_or_randomness() -> None:
-    bad = []
-    for path in sorted((ROOT / "scheduler").rglob("*.py")):
-        if path.name in ("bridge.py", "worker.py", "translate.py", "controllers.py"):
-            continue  # the edges: ledger <-> core (tests/scheduler/test_layout.py checks them for DB/clock)
-        tree = ast.parse(path.read_text())
-        for n in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(n, ast.Import):
-                names = [a.name for a in n.names]
-            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
-                names = [n.module]
-            for name in names:
-                if name.split(".")[0] in FORBIDDEN:
-                    bad.append(f"{path.relative_to(ROOT)}: {name}")
-    assert bad == []
 
 
 def test_nominated_pods_reserve_their_node_for_lower_priority() -> None:

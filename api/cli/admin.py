@@ -1,0 +1,87 @@
+"""``podledger db upgrade | verify | projections rebuild | log``: the ledger itself."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import orjson
+import typer
+from rich.table import Table
+
+from api.cli.console import app, db_app, engine, err, out, proj_app
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the database to the newest schema (also done automatically on start)."""
+    from ledger import db
+
+    url = db.server_url()
+    db.ensure_database(url)
+    db.migrate(url)
+    out.print(f"database {db.database_name(url)} is at the newest schema")
+
+
+@app.command()
+def verify() -> None:
+    """Walk the hash chain of the log and name the first broken position."""
+    from ledger.verify import verify_chain
+
+    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"))
+    if res.ok:
+        out.print(f"ok: {res.checked} events, hash chain intact")
+        return
+    out.print(
+        f"BROKEN at position {res.first_bad_position}: {res.reason} ({res.checked} events verified before it)"
+    )
+    raise typer.Exit(1)
+
+
+@proj_app.command("rebuild")
+def projections_rebuild() -> None:
+    """Re-fold every projection from position 0."""
+    from ledger.projections.runner import ASYNC_PROJECTIONS, rebuild_async, rebuild_current
+
+    target = engine()
+    n = rebuild_current(target)
+    out.print(f"objects: re-folded {n} events")
+    for name, proj in ASYNC_PROJECTIONS.items():
+        m = rebuild_async(target, proj)
+        out.print(f"{name}: re-folded {m} events")
+
+
+@app.command("log")
+def log_cmd(
+    after: Annotated[int, typer.Option(help="Show events after this position.")] = 0,
+    limit: Annotated[int, typer.Option(help="At most this many events.")] = 50,
+    output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
+) -> None:
+    """Print events of the log by position."""
+    from api.services.log import read_events
+
+    events = read_events(engine(), after, limit)
+    if output == "json":
+        for ev in events:
+            sys.stdout.write(
+                orjson.dumps(
+                    {
+                        "position": ev.position,
+                        "stream": ev.stream,
+                        "version": ev.version,
+                        "type": ev.type,
+                        "data": ev.data,
+                        "meta": ev.meta,
+                        "effective_at": ev.effective_at.isoformat(),
+                    }
+                ).decode()
+                + "\n"
+            )
+        return
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None)
+    for ev in events:
+        data = orjson.dumps(ev.data).decode()
+        table.add_row(
+            str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else "")
+        )
+    out.print(table)

@@ -1,0 +1,53 @@
+"""The Typer app every command registers on, the output consoles, and user errors.
+
+Exit codes: 0 success, 1 user error (bad input, failed expectation, conflict), 2 usage.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+from sqlalchemy.engine import Engine
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="podledger: an event-sourced scheduling ledger.",
+)
+db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
+proj_app = typer.Typer(no_args_is_help=True, help="Projections.")
+app.add_typer(db_app, name="db")
+app.add_typer(proj_app, name="projections")
+
+_WIDTH = None if sys.stdout.isatty() else 180  # Rich falls back to 80 columns when piped
+# markup=False: messages quote user input (names, kinds, field values) verbatim; Rich markup in
+# them must neither crash nor vanish.
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, markup=False)
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed without a traceback, exit code 1."""
+
+
+def engine() -> Engine:
+    """The configured ledger (PODLEDGER_DATABASE_URL or the embedded server)."""
+    from ledger import db
+
+    return db.get_engine()
+
+
+def split_ref(ref: str | None) -> tuple[str | None, str | None]:
+    """``NAMESPACE/NAME`` → (namespace, name); ``NAME`` → (None, name)."""
+    if not ref:
+        return None, None
+    if "/" in ref:
+        ns, name = ref.split("/", 1)
+        return ns, name
+    return None, ref
+
+
+__all__ = ["UserError", "app", "db_app", "engine", "err", "out", "proj_app", "split_ref"]

@@ -1,0 +1,29 @@
+"""``podledger``: registers every command group on the app and runs it."""
+
+from __future__ import annotations
+
+import sys
+
+import api.cli.admin  # noqa: F401  (registers db upgrade, verify, projections rebuild, log)
+import api.cli.audit  # noqa: F401  (registers explain, history, replay)
+import api.cli.objects  # noqa: F401  (registers apply, get, delete)
+import api.cli.scheduling  # noqa: F401  (registers schedule, simulate, demo, worker)
+import api.cli.serve  # noqa: F401  (registers serve)
+from api.cli.console import UserError, app, err
+from api.services.errors import ServiceError
+from ledger.errors import LedgerError
+
+
+def main() -> None:
+    try:
+        app()
+    except (UserError, LedgerError, ServiceError) as exc:
+        err.print(f"error: {exc}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["app", "main"]

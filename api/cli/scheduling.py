@@ -1,0 +1,161 @@
+"""``podledger schedule | simulate | demo``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+import yaml
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from api.cli.console import UserError, app, engine, err, out
+
+
+def schedule_until_idle(target: Any, *, progress: bool = True) -> list[Any]:
+    """Run cycles until idle (``api.services.schedule``), with a progress bar on stderr."""
+    from api.services.schedule import bound_count
+    from api.services.schedule import schedule_until_idle as run
+
+    with Progress(
+        TextColumn("scheduling"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pending pods"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not progress,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("cycles", total=1)
+        return run(
+            target,
+            actor="cli",
+            on_start=lambda pending: bar.update(task, total=max(pending, 1)),
+            on_cycle=lambda res: bar.advance(task, bound_count(res)),
+        )
+
+
+@app.command()
+def schedule(
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Run cycles until nothing more can change.")
+    ] = True,
+) -> None:
+    """Run scheduling cycles over the current state; decisions are appended to the log."""
+    from api.services.schedule import bound_count
+
+    t0 = time.perf_counter()
+    results = schedule_until_idle(engine(), progress=sys.stderr.isatty())
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.result] = counts.get(r.result, 0) + 1
+    bound = sum(bound_count(r) for r in results)
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
+    out.print(f"{len(results)} cycles ({summary}); {bound} pods bound in {time.perf_counter() - t0:.2f}s")
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file (kind: Scenario).")],
+    output: Annotated[str, typer.Option("-o", "--output", help="text | json")] = "text",
+) -> None:
+    """Run a scenario on a fresh private ledger; exit 1 when an expectation fails."""
+    from api.services.simulate import ScenarioError, run_scenario
+
+    if not scenario.exists():
+        raise UserError(f"{scenario}: no such file")
+    try:
+        docs = [doc for doc in yaml.safe_load_all(scenario.read_text()) if doc]
+    except yaml.YAMLError as exc:
+        raise UserError(f"{scenario}: invalid YAML: {exc}") from None
+    if len(docs) != 1:
+        raise UserError(f"{scenario}: expected exactly one Scenario document, found {len(docs)}")
+    try:
+        report = run_scenario(docs[0])
+    except ScenarioError as exc:
+        raise UserError(f"{scenario}: {exc}") from None
+    if output == "json":
+        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        status = "PASSED" if report.passed else "FAILED"
+        out.print(f"scenario {report.scenario}: {status} ({report.events} events)")
+        for f in report.failures:
+            out.print(f"  - {f}")
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    examples: Annotated[Path, typer.Option(help="Manifests to apply.")] = Path("examples/cluster"),
+) -> None:
+    """The main job: embedded database, the example cluster, scheduling, a report."""
+    from api.services.demo import demo_report
+    from api.services.objects import apply_objects, load_documents
+    from api.services.schedule import bound_count
+    from ledger import db, store
+    from ledger.resources.parse import iter_path
+
+    if not examples.exists():
+        raise UserError(f"{examples}: not found (run from the repository root)")
+    target = engine()
+    out.print(
+        f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {store.head(target)})"
+    )
+    objects, errors = load_documents(iter_path(examples))
+    if errors:
+        for e in errors:
+            err.print(e)
+        raise typer.Exit(1)
+    res = apply_objects(target, objects, actor="demo", source=str(examples))
+    if res.rejected:
+        for e in res.errors:
+            err.print(e)
+        raise typer.Exit(1)
+    changed = sum(1 for line in res.lines if not line.endswith("unchanged"))
+    out.print(
+        f"applied {len(objects)} objects from {examples} ({changed} created or updated, {len(objects) - changed} unchanged)"
+    )
+    results = schedule_until_idle(target, progress=False)
+    bound = sum(bound_count(r) for r in results)
+    out.print(
+        f"ran {len(results)} scheduling cycles, {bound} pods bound; log head is now {store.head(target)}\n"
+    )
+
+    report = demo_report(target)
+    for kind, rows in report.groups.items():
+        table = Table(title=f"{kind}s", title_justify="left")
+        for c in ("NAMESPACE", "NAME", "CONDITION", "REASON", "WHERE / WHY"):
+            table.add_column(c)
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+    table = Table(title="Nodes", title_justify="left")
+    for c in ("NODE", "RACK", "ZONE", "CPU (used/alloc)", "MEMORY (GiB)", "GPU", "PODS"):
+        table.add_column(c)
+    for row in report.nodes:
+        table.add_row(*row)
+    out.print(table)
+    if report.pending:
+        out.print(f"\n{len(report.pending)} pods pending:")
+        for key, why in report.pending:
+            out.print(f"  {key}: {why}")
+    out.print("\nTry: podledger get pods -o wide · podledger log --limit 20 · podledger verify")
+
+
+@app.command()
+def worker(
+    interval: Annotated[
+        float, typer.Option(help="Seconds between ticks (LISTEN/NOTIFY wakes it earlier).")
+    ] = 1.0,
+    name: Annotated[str | None, typer.Option(help="Worker name for logs and event meta.")] = None,
+) -> None:
+    """Run the leader-elected scheduler worker until SIGTERM."""
+    from scheduler.worker import main as worker_main
+
+    raise typer.Exit(worker_main(interval=interval, name=name))

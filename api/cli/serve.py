@@ -1,0 +1,65 @@
+"""``podledger serve``: the HTTP API and dashboard (uvicorn)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated
+
+import typer
+
+from api.cli.console import UserError, app, err
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    insecure_local: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-local",
+            help="Serve without tokens (everyone is admin), bound to 127.0.0.1 only.",
+        ),
+    ] = False,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (/podledger/v1, /docs, /metrics) and the dashboard (/).
+
+    Tokens come from PODLEDGER_TOKENS="reader=TOKEN,writer=TOKEN,admin=TOKEN"; without them the
+    server refuses to start unless --insecure-local is given.
+    """
+    import uvicorn
+
+    from api.http.app import create_app
+    from api.http.auth import TokenConfigError, tokens_from_env
+    from ledger import db
+
+    try:
+        tokens = tokens_from_env()
+    except TokenConfigError as exc:
+        raise UserError(str(exc)) from None
+    if not tokens:
+        if not insecure_local:
+            raise UserError(
+                "refusing to start: no tokens configured. Set PODLEDGER_TOKENS="
+                '"reader=TOKEN,writer=TOKEN,admin=TOKEN", or pass --insecure-local to serve without '
+                "authentication on 127.0.0.1 only"
+            )
+        if not _is_loopback(host):
+            raise UserError(f"--insecure-local binds to 127.0.0.1 only; refusing --host {host}")
+        host = "127.0.0.1"
+        err.print("[yellow]warning:[/yellow] --insecure-local: no authentication, every caller is admin")
+    engine = db.get_engine()  # migrates on start; fails here, not on the first request
+    application = create_app(engine, tokens, insecure_local=insecure_local and not tokens)
+    err.print(f"podledger API on http://{host}:{port}/ (docs at /docs, {len(tokens.entries)} token(s))")
+    # uvicorn's access log shows method, path and status: never headers, so never a token.
+    uvicorn.run(application, host=host, port=port, log_level=log_level, proxy_headers=False)

@@ -1,1 +1,0 @@
-"""The HTML dashboard: templates, static files, SQL queries and server-rendered SVG charts."""

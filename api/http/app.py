@@ -1,0 +1,106 @@
+"""The FastAPI application: podledger's JSON API under ``/podledger/v1``, health, metrics and
+the dashboard.
+
+``create_app(engine, tokens)`` builds one app. ``engine=None`` uses the configured ledger
+(``PODLEDGER_DATABASE_URL`` or the embedded server), opened on first use; ``tokens=None`` reads
+``PODLEDGER_TOKENS``. With no tokens at all the app refuses every request unless
+``insecure_local=True`` (``podledger serve --insecure-local``, bound to 127.0.0.1), where every
+caller is the local admin.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.engine import Engine
+
+from api.http.auth import TokenTable, parse_tokens, tokens_from_env
+from api.http.context import AppContext, context
+from api.http.errors import install_handlers
+from api.http.routes import audit, dashboard, events, health, jobs, objects
+from api.http.routes.dashboard import DASHBOARD_DIR
+from api.http.routes.paths import PREFIX
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+DESCRIPTION = f"""
+podledger's HTTP API: the same operations as the CLI over one PostgreSQL event log. Its own
+routes live under `{PREFIX}/` (the Kubernetes-compatible paths `/api`, `/apis` are not these).
+
+**Auth**: `Authorization: Bearer TOKEN`. Tokens come from `PODLEDGER_TOKENS`
+(`reader=…,writer=…,admin=…`). Readers may GET; writers may also apply, delete and start
+what-if jobs; admins may do everything. No token → 401, too weak a role → 403. The actor of
+every write is recorded in the event's `meta.actor`.
+
+**Writes**: `Idempotency-Key` makes a retried apply/delete append nothing new (the original
+events are returned with `replayed: true`). `If-Match: "<version>"` makes a single-object
+write conditional on the object's stream version (the `ETag` of its GET): 409 on mismatch.
+
+**Errors** all have the shape `{{"error", "message", "details": [{{kind, namespace, name, field,
+message, document}}]}}`; invalid manifests and admission refusals are 422 with field paths.
+
+Cluster-scoped kinds (nodes, priorityclasses, schedulerconfigs) use `-` as the namespace
+segment, e.g. `{PREFIX}/nodes/-/node-1`.
+"""
+
+
+def create_app(
+    engine: Engine | None = None,
+    tokens: TokenTable | str | Mapping[str, Any] | None = None,
+    *,
+    insecure_local: bool = False,
+) -> FastAPI:
+    table = (
+        tokens
+        if isinstance(tokens, TokenTable)
+        else (parse_tokens(tokens) if tokens is not None else tokens_from_env())
+    )
+    app = FastAPI(
+        title="podledger",
+        version="1.0.0",
+        description=DESCRIPTION,
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.ctx = AppContext(engine, table, insecure_local)
+
+    @app.middleware("http")
+    async def request_context(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        incoming = request.headers.get("x-request-id", "")
+        rid = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request.state.request_id = rid
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        response.headers["X-Request-ID"] = rid
+        route = request.scope.get("route")
+        path = getattr(route, "path", None) or "unmatched"
+        try:
+            context(request).metrics.observe_request(
+                request.method, path, response.status_code, time.perf_counter() - t0
+            )
+        except Exception:  # metrics never break a request (e.g. the DB is down)
+            pass
+        return response
+
+    install_handlers(app)
+    app.include_router(health.router)
+    app.include_router(events.router)  # before objects: {PREFIX}/events shadows /{kind}
+    app.include_router(audit.router)  # before objects: {PREFIX}/state shadows /{kind}
+    app.include_router(jobs.router)
+    app.include_router(objects.router)
+    app.include_router(dashboard.router)
+    app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
+
+    return app
+
+
+__all__ = ["create_app"]

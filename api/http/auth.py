@@ -1,0 +1,120 @@
+"""Bearer-token authentication with three roles: reader < writer < admin.
+
+Tokens come from settings: ``PODLEDGER_TOKENS="reader=TOKEN,writer=TOKEN,admin=TOKEN"``; a role
+may appear several times. A token may carry a name for the audit trail, ``writer:ci=TOKEN``,
+which becomes the actor ``writer:ci`` in the meta of every event it writes (plain ``writer=``
+tokens are recorded as ``writer``, or ``writer#2`` for the second one).
+
+Every presented token is compared against every configured token with
+:func:`hmac.compare_digest`, without stopping early, so the time taken does not depend on
+which token (or how much of one) matched. Tokens are never logged or echoed: errors name the
+role that was required, never what was sent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ROLES = ("reader", "writer", "admin")
+RANK = {role: i for i, role in enumerate(ROLES)}
+ENV_VAR = "PODLEDGER_TOKENS"
+COOKIE = "podledger_token"
+
+
+class TokenConfigError(ValueError):
+    """``PODLEDGER_TOKENS`` is malformed (the message never contains a token)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    role: str
+    actor: str
+
+    def allows(self, role: str) -> bool:
+        return RANK[self.role] >= RANK[role]
+
+
+LOCAL = Principal("admin", "local")
+
+
+@dataclass(frozen=True)
+class TokenTable:
+    """Configured tokens. Empty means no authentication is configured."""
+
+    entries: tuple[tuple[bytes, Principal], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def __repr__(self) -> str:  # never show the secrets
+        return f"TokenTable({len(self.entries)} tokens)"
+
+    def lookup(self, presented: str | None) -> Principal | None:
+        if not presented:
+            return None
+        candidate = presented.encode("utf-8", "surrogateescape")
+        found: Principal | None = None
+        for secret, principal in self.entries:
+            # No early exit: every comparison runs whatever matched before.
+            if hmac.compare_digest(candidate, secret) and found is None:
+                found = principal
+        return found
+
+
+def parse_tokens(spec: str | Mapping[str, object] | None) -> TokenTable:
+    """Parse ``"reader=T1,writer=T2,writer:ci=T3,admin=T4"`` (or a mapping role -> token(s))."""
+    if spec is None:
+        return TokenTable()
+    pairs: list[tuple[str, str]] = []
+    if isinstance(spec, Mapping):
+        for key, value in spec.items():
+            values = [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+            pairs.extend((str(key), str(v)) for v in values)
+    else:
+        for n, item in enumerate(p.strip() for p in spec.split(",")):
+            if not item:
+                continue
+            key, sep, token = item.partition("=")
+            if not sep:
+                raise TokenConfigError(f"{ENV_VAR}: entry {n + 1} is not ROLE=TOKEN")
+            pairs.append((key.strip(), token.strip()))
+    entries: list[tuple[bytes, Principal]] = []
+    seen: dict[str, int] = {}
+    secrets: set[bytes] = set()
+    for n, (key, token) in enumerate(pairs, start=1):
+        role, _, name = key.partition(":")
+        role = role.strip().lower()
+        if role not in RANK:
+            raise TokenConfigError(
+                f"{ENV_VAR}: entry {n} has unknown role {role!r} (use reader, writer or admin)"
+            )
+        if len(token) < 8:
+            raise TokenConfigError(f"{ENV_VAR}: entry {n} ({role}): a token must have at least 8 characters")
+        secret = token.encode("utf-8", "surrogateescape")
+        if secret in secrets:
+            raise TokenConfigError(f"{ENV_VAR}: entry {n} ({role}) repeats a token given before")
+        secrets.add(secret)
+        seen[role] = seen.get(role, 0) + 1
+        actor = (
+            f"{role}:{name.strip()}"
+            if name.strip()
+            else (role if seen[role] == 1 else f"{role}#{seen[role]}")
+        )
+        entries.append((secret, Principal(role, actor)))
+    return TokenTable(tuple(entries))
+
+
+def tokens_from_env() -> TokenTable:
+    return parse_tokens(os.environ.get(ENV_VAR) or None)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()

@@ -1,0 +1,300 @@
+"""The HTML dashboard: server-rendered Jinja2 pages with inline SVG charts (no CDN, no JS).
+
+Browsers cannot send a bearer header, so the dashboard signs in once at ``/login`` with a
+token of any role and keeps it in an HttpOnly, SameSite=Strict cookie; every page checks it
+like the API checks a bearer token. With ``--insecure-local`` there is nothing to sign in to.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from api.http.auth import COOKIE, LOCAL, Principal
+from api.http.context import context
+from api.http.dashboard import charts
+from api.services import dashboard
+
+DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboard"
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(DASHBOARD_DIR / "templates"))
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def _short(value: Any, n: int = 140) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+templates.env.filters["pretty"] = _json
+templates.env.filters["short"] = _short
+
+
+def _ts(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return ""
+
+
+templates.env.filters["ts"] = _ts
+
+
+def _principal(request: Request) -> Principal | None:
+    ctx = context(request)
+    if not ctx.tokens:
+        return LOCAL if ctx.insecure_local else None
+    return ctx.tokens.lookup(request.cookies.get(COOKIE))
+
+
+def _safe_next(value: str | None) -> str:
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    return value
+
+
+def _login_redirect(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+
+
+def _render(
+    request: Request, template: str, principal: Principal, status_code: int = 200, **ctx: Any
+) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, template, {"principal": principal, "path": request.url.path, **ctx}, status_code=status_code
+    )
+
+
+# ------------------------------------------------------------------------------- login
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_form(request: Request, next: str = "/") -> Response:
+    ctx = context(request)
+    if not ctx.tokens:
+        return RedirectResponse(_safe_next(next), status_code=303)
+    return templates.TemplateResponse(
+        request, "login.html", {"next": _safe_next(next), "error": "", "principal": None}
+    )
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    body = await request.body()
+    form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+    token = (form.get("token") or [""])[0]
+    nxt = _safe_next((form.get("next") or ["/"])[0])
+    principal = context(request).tokens.lookup(token.strip())
+    if principal is None:
+        return templates.TemplateResponse(
+            request,
+            "login.html",
+            {"next": nxt, "error": "That token is not valid.", "principal": None},
+            status_code=401,
+        )
+    resp = RedirectResponse(nxt, status_code=303)
+    resp.set_cookie(
+        COOKIE,
+        token.strip(),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=12 * 3600,
+    )
+    return resp
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    resp = RedirectResponse("/login", status_code=303)
+    resp.delete_cookie(COOKIE)
+    return resp
+
+
+# ------------------------------------------------------------------------------- pages
+
+
+@router.get("/", response_class=HTMLResponse)
+async def groups_page(request: Request, q: str = "", state: str = "") -> Response:
+    principal = _principal(request)
+    if principal is None:
+        return _login_redirect(request)
+    engine = context(request).engine
+
+    def load() -> dict[str, Any]:
+        page = dashboard.groups_page(engine, q, state)
+        labels, done, waiting = page.pop("wait")
+        buckets, series = page.pop("attempts")
+        return {
+            **page,
+            "wait_chart": charts.stacked_bars(
+                "Group wait time",
+                labels,
+                {"scheduled": done, "still waiting": waiting},
+                empty="no groups yet",
+            ),
+            "attempts_chart": charts.stacked_bars(
+                "Scheduling attempts over time, by result", buckets, series, empty="no scheduling cycles yet"
+            ),
+        }
+
+    data = await run_in_threadpool(load)
+    return _render(request, "groups.html", principal, q=q, state=state, **data)
+
+
+@router.get("/groups/{namespace}/{name}", response_class=HTMLResponse)
+async def group_page(request: Request, namespace: str, name: str, kind: str = "") -> Response:
+    principal = _principal(request)
+    if principal is None:
+        return _login_redirect(request)
+    engine = context(request).engine
+    kind_name = (
+        "CompositePodGroup" if kind.lower() in ("composite", "compositepodgroup", "cpg") else "PodGroup"
+    )
+
+    def load() -> dict[str, Any] | None:
+        page = dashboard.group_page(engine, kind_name, namespace, name)
+        if page is None:
+            return None
+        per_node = page.pop("per_node")
+        return {
+            **page,
+            "timeline_chart": charts.timeline(
+                f"Timeline of {namespace}/{name}",
+                [
+                    (int(t["position"] or 0), t["type"], t["category"], str(t["time"] or ""))
+                    for t in page["timeline"]
+                ],
+            ),
+            "placement_chart": charts.bar_chart(
+                f"Pods of {namespace}/{name} per node",
+                list(per_node),
+                list(per_node.values()),
+                height=200,
+                empty="no pod of this group is bound",
+            ),
+        }
+
+    data = await run_in_threadpool(load)
+    if data is None:
+        return _render(
+            request,
+            "error.html",
+            principal,
+            status_code=404,
+            title="Not found",
+            message=f"{kind_name} {namespace}/{name} does not exist (or was deleted).",
+        )
+    return _render(request, "group.html", principal, **data)
+
+
+@router.get("/charts", response_class=HTMLResponse)
+async def charts_page(request: Request) -> Response:
+    principal = _principal(request)
+    if principal is None:
+        return _login_redirect(request)
+    engine = context(request).engine
+
+    def load() -> dict[str, Any]:
+        figures = dashboard.charts_page(engine)
+        labels, done, waiting = figures["wait"]
+        u_buckets, u_series = figures["unschedulable"]
+        a_buckets, a_series = figures["attempts"]
+        p_buckets, p_series = figures["preemptions"]
+        nodes, quotas = figures["nodes"], figures["quotas"]
+        marker = {(q.label, r): q.low[r] / q.total[r] for q in quotas for r in q.low if q.total.get(r)}
+        return {
+            "wait_chart": charts.stacked_bars(
+                "Group wait time distribution",
+                labels,
+                {"scheduled": done, "still waiting": waiting},
+                empty="no groups yet",
+            ),
+            "unsched_chart": charts.stacked_bars(
+                "Unschedulable reasons over time",
+                u_buckets,
+                u_series,
+                empty="no unschedulable attempts recorded",
+            ),
+            "attempts_chart": charts.stacked_bars(
+                "Scheduling attempts over time, by result",
+                a_buckets,
+                a_series,
+                empty="no scheduling cycles yet",
+            ),
+            "preempt_chart": charts.stacked_bars(
+                "Preemptions over time, by rule", p_buckets, p_series, empty="no preemptions recorded"
+            ),
+            "node_chart": charts.utilization(
+                "Node utilization (requested / allocatable)",
+                [(n.label, n.bars()) for n in nodes],
+                empty="no nodes",
+            ),
+            "quota_chart": charts.utilization(
+                "Quota utilization (used / max; tick = min)",
+                [(q.label, q.bars()) for q in quotas],
+                marker=marker,
+                empty="no ElasticQuotas",
+            ),
+        }
+
+    data = await run_in_threadpool(load)
+    return _render(request, "charts.html", principal, **data)
+
+
+@router.get("/log", response_class=HTMLResponse)
+async def log_page(
+    request: Request,
+    after: int | None = None,
+    before: int | None = None,
+    limit: int = 50,
+    type: str = "",
+    stream: str = "",
+) -> Response:
+    principal = _principal(request)
+    if principal is None:
+        return _login_redirect(request)
+    engine = context(request).engine
+    limit = max(1, min(limit, 500))
+    after = max(0, after) if after is not None else None
+
+    def load() -> dict[str, Any]:
+        rows, head = dashboard.log_page(
+            engine, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
+        )
+        return {"rows": rows, "head": head}
+
+    data = await run_in_threadpool(load)
+    rows = data["rows"]
+    first = rows[0]["position"] if rows else (after or 0)
+    last = rows[-1]["position"] if rows else (after or 0)
+    return _render(
+        request,
+        "log.html",
+        principal,
+        rows=rows,
+        head=data["head"],
+        type=type,
+        stream=stream,
+        limit=limit,
+        older=first if rows and first > 1 else None,
+        newer=last if rows and last < data["head"] else None,
+    )

@@ -1,0 +1,69 @@
+"""Shared route dependencies: who is calling (bearer token → role) and error responses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.http.auth import LOCAL, Principal
+from api.http.context import context
+from api.http.errors import ApiError
+from api.http.schemas import Error
+
+bearer = HTTPBearer(auto_error=False, scheme_name="bearer", description="A token from PODLEDGER_TOKENS")
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="podledger"'}
+
+
+def _err(description: str) -> dict[str, Any]:
+    return {"model": Error, "description": description}
+
+
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _err("No valid bearer token"),
+    403: _err("The token's role may not do this"),
+}
+COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
+    **AUTH_ERRORS,
+    400: _err("A malformed parameter or header"),
+    404: _err("No such kind or object"),
+    422: _err("Invalid request"),
+}
+
+
+def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+    ctx = context(request)
+    if not ctx.tokens:
+        if ctx.insecure_local:
+            return LOCAL
+        raise ApiError(401, "unauthorized", "no tokens are configured on this server", headers=_CHALLENGE)
+    if credentials is None:
+        raise ApiError(401, "unauthorized", "a bearer token is required", headers=_CHALLENGE)
+    principal = ctx.tokens.lookup(credentials.credentials)
+    if principal is None:
+        raise ApiError(401, "unauthorized", "the bearer token is not valid", headers=_CHALLENGE)
+    return principal
+
+
+def require(role: str) -> Callable[..., Principal]:
+    def dependency(
+        request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+    ) -> Principal:
+        principal = authenticate(request, credentials)
+        if not principal.allows(role):
+            raise ApiError(
+                403, "forbidden", f"this needs the {role} role; the token has the {principal.role} role"
+            )
+        request.state.actor = principal.actor
+        return principal
+
+    dependency.__name__ = f"require_{role}"
+    return dependency
+
+
+reader = require("reader")
+writer = require("writer")
+admin = require("admin")

@@ -1,0 +1,42 @@
+"""Where podledger's own JSON routes live, and their path parameters. The Kubernetes-compatible
+API owns ``/api``, ``/apis`` and ``/api/v1/namespaces/...``, so podledger's routes are under
+their own prefix (DESIGN.md §4)."""
+
+from typing import Annotated
+
+from fastapi import Path
+
+from api.http.errors import ApiError
+from ledger.resources.kinds import KindInfo
+
+PREFIX = "/podledger/v1"
+CLUSTER = "-"  # the namespace segment of cluster-scoped objects (nodes, priorityclasses, …)
+
+
+KindPath = Annotated[
+    str,
+    Path(
+        description="Plural lower-case kind: pods, nodes, podgroups, … (aliases accepted)",
+        examples=["podgroups"],
+    ),
+]
+NsPath = Annotated[str, Path(description="Namespace; `-` for cluster-scoped kinds", examples=["team-a"])]
+NamePath = Annotated[str, Path(description="Object name", examples=["llm-pretrain"])]
+
+
+def object_ns(info: KindInfo, namespace: str) -> str:
+    """The ``objects.namespace`` value for a path segment ('' for cluster-scoped kinds)."""
+    if not info.namespaced:
+        if namespace not in (CLUSTER, ""):
+            raise ApiError(
+                404, "not_found", f"{info.plural} are cluster-scoped: use {CLUSTER} as the namespace segment"
+            )
+        return ""
+    return namespace
+
+
+def job_url(job_id: str) -> str:
+    return f"{PREFIX}/jobs/{job_id}"
+
+
+__all__ = ["CLUSTER", "PREFIX", "KindPath", "NamePath", "NsPath", "job_url", "object_ns"]

@@ -1,0 +1,167 @@
+"""What the dashboard pages show: the data of the groups, group, charts and log pages (the
+HTTP layer renders it into templates and SVG charts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from api.services import reports
+from api.services.explain import explain, render_explain
+from api.services.history import history
+from ledger.queries import log as log_q
+from ledger.queries import objects as objects_q
+
+
+def groups_page(engine: Engine, q: str = "", state: str = "") -> dict[str, Any]:
+    """Groups (filtered by text ``q`` and ``state``), counts per state, the wait distribution
+    and attempts over time."""
+    with engine.connect() as conn:
+        rows = reports.groups(conn)
+        wait = reports.wait_distribution(rows)
+        attempts = reports.attempts_over_time(conn)
+    counts = {s: sum(1 for r in rows if r.state == s) for s in ("scheduled", "unschedulable", "pending")}
+    return {
+        "rows": reports.filter_groups(rows, q, state),
+        "total": len(rows),
+        "counts": counts,
+        "wait": wait,
+        "attempts": attempts,
+    }
+
+
+def plain_explanation(
+    kind: str,
+    ns: str,
+    name: str,
+    status: dict[str, Any],
+    pods: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+) -> str:
+    """A short explanation from the projection and the group's events, for the groups
+    ``explain`` does not describe on this page (CompositePodGroups)."""
+    cond = reports.initially_scheduled(status)
+    lines = []
+    if cond.get("status") == "True":
+        where = sorted({p["node"] for p in pods if p["node"]})
+        lines.append(f"{kind} {ns}/{name} is scheduled ({cond.get('reason') or 'Scheduled'}).")
+        if where:
+            lines.append(f"Its pods run on {len(where)} node(s): {', '.join(where)}.")
+    elif cond:
+        lines.append(f"{kind} {ns}/{name} is not scheduled: {cond.get('reason')}.")
+        if cond.get("message"):
+            lines.append(str(cond["message"]))
+    else:
+        lines.append(f"{kind} {ns}/{name} has not been scheduled yet.")
+    last_diag = next((e for e in reversed(events) if e["type"] == "PodGroupUnschedulable"), None)
+    if last_diag and cond.get("status") != "True":
+        lines.append(
+            f"Last diagnosis (position {last_diag['position']}): {last_diag['data'].get('message', '')}"
+        )
+    attempts = [e for e in events if e["type"].endswith("Requeued")]
+    if attempts and cond.get("status") != "True":
+        a = attempts[-1]["data"]
+        lines.append(f"Attempted {a.get('attempts')} time(s); now in the {a.get('queue')} queue.")
+    pending = [p for p in pods if p["phase"] != "Bound"]
+    if pending and cond.get("status") != "True":
+        lines.append(f"{len(pending)} of {len(pods)} pods are waiting.")
+    return "\n".join(lines)
+
+
+def _timeline(
+    engine: Engine, kind: str, namespace: str, name: str, events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The object's history (or, when the log names it nowhere else, its group events)."""
+    try:
+        items = history(engine, kind.lower(), namespace, name)
+    except LookupError:
+        items = []
+    if items:
+        return [
+            {
+                "position": h.get("position"),
+                "time": h.get("time"),
+                "type": h.get("type", ""),
+                "summary": h.get("summary") or reports.summarize(h.get("type", ""), h.get("data") or {}),
+                "category": reports.category(h.get("type", ""), h.get("data") or {}),
+            }
+            for h in items
+        ]
+    return [
+        {
+            "position": e["position"],
+            "time": e["time"],
+            "type": e["type"],
+            "summary": reports.summarize(e["type"], e["data"]),
+            "category": reports.category(e["type"], e["data"]),
+        }
+        for e in events
+    ]
+
+
+def group_page(engine: Engine, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """One group: manifest, status, condition, pods (or child groups), timeline, explanation
+    and pods per node; None if it does not exist."""
+    with engine.connect() as conn:
+        found = objects_q.get_object(conn, kind, namespace, name)
+        if found is None:
+            return None
+        obj, status, created = found
+        status = status or {}
+        pods = reports.group_pods(conn, namespace, name) if kind == "PodGroup" else []
+        children = objects_q.child_groups(conn, namespace, name) if kind == "CompositePodGroup" else []
+        events = log_q.group_timeline(conn, kind, namespace, name)
+    explanation = None
+    if kind == "PodGroup":
+        try:
+            explanation = render_explain(explain(engine, "podgroup", namespace, name))
+        except LookupError:
+            explanation = None
+    timeline = _timeline(engine, kind, namespace, name, events)
+    if not explanation:
+        explanation = plain_explanation(kind, namespace, name, status, pods, events)
+    per_node: dict[str, int] = {}
+    for p in pods:
+        if p["node"]:
+            per_node[p["node"]] = per_node.get(p["node"], 0) + 1
+    return {
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "object": obj,
+        "status": status,
+        "condition": reports.initially_scheduled(status),
+        "created": created,
+        "pods": pods,
+        "children": children,
+        "timeline": timeline,
+        "explanation": explanation,
+        "per_node": {n: per_node[n] for n in sorted(per_node)},
+    }
+
+
+def charts_page(engine: Engine) -> dict[str, Any]:
+    """Every figure of the charts page: wait distribution, unschedulable reasons, attempts and
+    preemptions over time, node and quota utilization."""
+    with engine.connect() as conn:
+        rows = reports.groups(conn)
+        return {
+            "wait": reports.wait_distribution(rows, conn),
+            "unschedulable": reports.unschedulable_over_time(conn),
+            "attempts": reports.attempts_over_time(conn),
+            "preemptions": reports.preemptions_over_time(conn),
+            "nodes": reports.node_utilization(conn),
+            "quotas": reports.quota_usage(conn),
+        }
+
+
+def log_page(
+    engine: Engine, *, after: int | None, before: int | None, limit: int, type_: str, stream: str
+) -> tuple[list[dict[str, Any]], int]:
+    """A page of the log (see ``ledger.queries.log.log_page``) and the head."""
+    with engine.connect() as conn:
+        return log_q.log_page(conn, after=after, before=before, limit=limit, type_=type_, stream=stream)
+
+
+__all__ = ["charts_page", "group_page", "groups_page", "log_page", "plain_explanation"]

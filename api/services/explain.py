@@ -1,0 +1,324 @@
+"""Explain: why a group or pod is where it is, from the log and the projection as of a position."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Connection, Engine
+
+from api.services.errors import NotFound
+from api.services.history import canonical_kind
+from ledger.queries import log as log_q
+from ledger.queries import objects as objects_q
+from ledger.queries.state import objects_at, objects_now
+from scheduler.bridge import Bridge, config_from, pod_requests
+
+GROUP_DECISIONS = (
+    "PodGroupUnschedulable",
+    "PodGroupScheduled",
+    "PodGroupConditionChanged",
+    "PodGroupRetried",
+)
+
+
+def resolve_at(conn: Connection, at: int | str | None) -> int:
+    """A position (capped at the head), an ISO time (the last event at or before it), or None
+    (the head). Raises ValueError for anything else."""
+    head = log_q.head(conn)
+    if at is None or at == "":
+        return head
+    if isinstance(at, int) or str(at).isdigit():
+        return min(int(at), head)
+    try:
+        when = datetime.fromisoformat(str(at).replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--at must be a log position or an ISO time, got {at!r}") from None
+    return log_q.position_at_time(conn, when)
+
+
+def explain(
+    engine: Engine, kind: str, namespace: str, name: str, *, at: int | str | None = None, nodes: bool = False
+) -> dict[str, Any]:
+    """Why a PodGroup, CompositePodGroup or Pod is where it is, as of position ``at`` (a
+    position, an ISO time, or None for the head).
+
+    Returns a dict: ``verdict`` (one line: scheduled where, waiting on which gate, or the reason
+    of the last failed attempt), the scheduling ``condition``, ``reasons`` (the last attempt's
+    message and diagnosis: per plugin how many nodes it rejected, per reason how many times),
+    PreEnqueue ``gates`` still holding pods back, the number of ``attempts`` and the
+    ``lastAttempt``, ``preemption`` (tried? taken? victims), the namespace's ``quota`` use and
+    the ``pods``; with ``nodes`` also the recomputed per-node × plugin table. Everything comes
+    from the log and the projection as of that position, so the answer is reproducible later.
+    Raises NotFound (a LookupError) if the object does not exist at that position.
+    """
+    kind = canonical_kind(kind)
+    if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
+        raise ValueError(f"explain supports podgroup, compositepodgroup and pod, not {kind}")
+    namespace = namespace or "default"
+    key = f"{namespace}/{name}"
+    with engine.connect() as conn:
+        head = log_q.head(conn)
+        pos = resolve_at(conn, at)
+    with objects_at(engine, pos) if pos < head else objects_now(engine) as conn:
+        row = objects_q.get_object(conn, kind, namespace, name)
+        if row is None:
+            raise NotFound(f"{kind} {key} not found at position {pos}")
+        obj, status, _created_at = row
+        if kind == "Pod":
+            pods = [(name, obj, status)]
+            group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        else:
+            group = name if kind == "PodGroup" else None
+            if kind == "PodGroup":
+                pods = objects_q.group_pods(conn, namespace, name)
+            else:
+                pods = objects_q.composite_pods(conn, namespace, name)
+        quota = objects_q.namespace_quota(conn, namespace)
+        used: dict[str, int] = {}
+        for _ns, _node, spec in objects_q.bound_pod_specs(conn, namespace):
+            for k, v in pod_requests(spec).items():
+                used[k] = used.get(k, 0) + v
+
+    with engine.connect() as conn:
+        subject = f"{namespace}/{group}" if group else None
+        if kind == "CompositePodGroup":
+            decisions = log_q.stream_events(conn, [f"sched/compositepodgroup/{key}"], pos)
+        elif subject:
+            decisions = log_q.group_decisions(conn, subject, GROUP_DECISIONS, pos)
+        else:
+            decisions = []
+        pod_keys = [f"{namespace}/{p[0]}" for p in pods]
+        pod_events = log_q.stream_events(conn, [f"sched/pod/{k}" for k in pod_keys], pos)
+        preemptor_keys = [subject] if subject else []
+        if kind == "Pod":
+            preemptor_keys.append(key)
+        if kind == "CompositePodGroup":
+            preemptor_keys.append(key)
+        preempted = log_q.preemptions_by(conn, preemptor_keys, pos)
+
+    ctype = {
+        "PodGroup": "PodGroupInitiallyScheduled",
+        "CompositePodGroup": "CompositePodGroupInitiallyScheduled",
+    }.get(kind)
+    condition = None
+    if ctype:
+        condition = next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
+    elif kind == "Pod":
+        condition = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+
+    attempts = [
+        e for e in decisions if e["type"] in ("PodGroupUnschedulable", "PodGroupScheduled", "PodGroupRetried")
+    ]
+    last = attempts[-1] if attempts else None
+    if last and last["type"] == "PodGroupRetried":
+        base = next(
+            (e for e in reversed(decisions) if e["position"] == last["data"]["diagnosis_position"]), None
+        )
+        last = {**last, "data": {**(base["data"] if base else {}), "retried_at": last["position"]}}
+    gates: list[dict[str, Any]] = []
+    latest_gate: dict[str, dict[str, Any]] = {}
+    for e in pod_events:
+        if e["type"] == "PodGated":
+            latest_gate[e["data"]["pod"]] = e
+        elif e["type"] in ("PodBound", "PodUnschedulable"):
+            latest_gate.pop(e["data"]["pod"], None)
+    for pk, e in sorted(latest_gate.items()):
+        gates.append(
+            {
+                "pod": pk,
+                "plugin": e["data"]["plugin"],
+                "message": e["data"]["message"],
+                "position": e["position"],
+                "since": e["at"].isoformat(),
+            }
+        )
+
+    bound = [p for p in pods if (p[2] or {}).get("phase") == "Bound"]
+    if kind == "Pod":
+        phase = status.get("phase") or "Pending"
+        if phase == "Bound":
+            verdict = f"Scheduled on {status.get('nodeName')}"
+        elif phase == "Preempted":
+            verdict = f"Preempted by {status.get('preemptedBy')}"
+        elif gates:
+            verdict = f"Waiting (not attempted): {gates[-1]['message']}"
+        elif condition:
+            verdict = f"{condition.get('reason')}: {condition.get('message')}"
+        else:
+            verdict = "Pending: not attempted yet"
+    elif condition and condition.get("status") == "True":
+        verdict = "Scheduled" + (f" ({len(bound)}/{len(pods)} pods bound)" if kind == "PodGroup" else "")
+    elif gates and (not condition or (last and gates[-1]["position"] > last["position"])):
+        verdict = f"Waiting (not attempted): {gates[-1]['message']}"
+    elif condition:
+        verdict = f"{condition.get('reason')}: {condition.get('message')}"
+    else:
+        verdict = "Pending: not attempted yet"
+
+    reasons: list[str] = []
+    if last is not None:
+        data = last["data"]
+        if data.get("message"):
+            reasons.append(data["message"])
+        diag = data.get("diagnosis") or {}
+        for plugin, count in (diag.get("rejected") or {}).items():
+            reasons.append(f"{plugin} rejected {count} of {diag.get('nodes')} nodes")
+        for reason, count in diag.get("reasons") or []:
+            reasons.append(f"{count} × {reason}")
+        if diag.get("feasible"):
+            reasons.append(f"PlacementFeasible: {diag['feasible']}")
+        for line in (diag.get("placements") or {}).get("results") or []:
+            reasons.append(f"placement {line}")
+    elif condition and condition.get("message"):
+        reasons.append(condition["message"])
+
+    preemption: dict[str, Any] | None = None
+    msg = (condition or {}).get("message") or ""
+    if preempted or "preemption" in msg:
+        tried = (
+            msg[msg.find("pod group preemption:") :]
+            if "pod group preemption:" in msg
+            else (msg[msg.find("preemption:") :] if "preemption:" in msg else "")
+        )
+        preemption = {
+            "tried": True,
+            "message": tried,
+            "taken": bool(preempted),
+            "victims": [
+                {
+                    "victim": e["data"]["victim"],
+                    "node": e["data"]["node"],
+                    "rule": e["data"]["rule"],
+                    "unit": e["data"]["unit"],
+                    "position": e["position"],
+                }
+                for e in preempted
+            ],
+        }
+    elif last is not None and last["type"] == "PodGroupUnschedulable":
+        preemption = {
+            "tried": False,
+            "message": "no preemption was attempted (or none was recorded) for the last attempt",
+            "taken": False,
+            "victims": [],
+        }
+
+    quota_doc = None
+    if quota is not None:
+        spec = quota[1].get("spec") or {}
+        quota_doc = {"name": quota[0], "min": spec.get("min") or {}, "max": spec.get("max"), "used": used}
+
+    doc: dict[str, Any] = {
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "position": pos,
+        "verdict": verdict,
+        "condition": condition,
+        "reasons": reasons,
+        "gates": gates,
+        "attempts": len(attempts),
+        "lastAttempt": (
+            {
+                "position": last["position"],
+                "type": last["type"],
+                "at": last["at"].isoformat(),
+                "cycle": (last["meta"] or {}).get("cycle"),
+                "data": last["data"],
+            }
+            if last
+            else None
+        ),
+        "preemption": preemption,
+        "quota": quota_doc,
+        "pods": [
+            {
+                "name": p[0],
+                "phase": (p[2] or {}).get("phase", "Pending"),
+                "node": (p[2] or {}).get("nodeName"),
+                "nominatedNode": (p[2] or {}).get("nominatedNodeName"),
+            }
+            for p in pods
+        ],
+    }
+    if nodes:
+        snap = (last or {}).get("meta", {}).get("snapshot_position") if last else None
+        doc["nodes"] = node_table(
+            engine,
+            int(snap) if snap is not None else pos,
+            [f"{namespace}/{p[0]}" for p in pods if (p[2] or {}).get("phase") != "Bound"]
+            or [f"{namespace}/{p[0]}" for p in pods],
+        )
+        doc["nodesAt"] = int(snap) if snap is not None else pos
+    return doc
+
+
+def node_table(engine: Engine, position: int, pod_keys: list[str]) -> list[dict[str, Any]]:
+    """Recompute, at ``position``, every node's verdict per filter plugin for the given pods:
+    rows {pod, node, fits, plugin, reasons} (plugin and reasons of the first filter that
+    rejects the node). The scheduler is folded from the log up to ``position`` and asked
+    through its public ``node_verdicts``.
+    """
+    bridge = Bridge(engine, config_from(None))
+    bridge.catch_up(upto=position)
+    return [v.as_dict() for v in bridge.scheduler.node_verdicts(pod_keys)]
+
+
+def render_explain(doc: dict[str, Any]) -> str:
+    lines = [
+        f"{doc['kind']} {doc['namespace']}/{doc['name']} (as of position {doc['position']})",
+        f"  Verdict:   {doc['verdict']}",
+    ]
+    if doc.get("condition"):
+        c = doc["condition"]
+        lines.append(f"  Condition: {c.get('type')}={c.get('status')} reason={c.get('reason')}")
+    if doc.get("attempts"):
+        la = doc["lastAttempt"]
+        lines.append(
+            f"  Attempts:  {doc['attempts']} (last: {la['type']} at {la['at']}, cycle {la.get('cycle')}, "
+            f"position {la['position']})"
+        )
+    else:
+        lines.append("  Attempts:  none recorded")
+    if doc.get("reasons"):
+        lines.append("  Why:")
+        lines.extend(f"    - {r}" for r in doc["reasons"])
+    if doc.get("gates"):
+        lines.append("  Waiting before any attempt (PreEnqueue; upstream shows this nowhere):")
+        lines.extend(
+            f"    - {g['pod']}: {g['plugin']}: {g['message']} (since {g['since']})" for g in doc["gates"]
+        )
+    pre = doc.get("preemption")
+    if pre:
+        if pre["taken"]:
+            lines.append(
+                f"  Preemption: taken, {len(pre['victims'])} victim(s): "
+                + ", ".join(f"{v['victim']} on {v['node']} ({v['rule']})" for v in pre["victims"])
+            )
+        else:
+            lines.append(f"  Preemption: not taken: {pre['message'] or 'n/a'}")
+    q = doc.get("quota")
+    if q:
+        from ledger.resources.quantity import format_resources
+
+        def fmt(res: Any) -> str:
+            if res is None:
+                return "unlimited"
+            return ", ".join(f"{k}={v}" for k, v in format_resources(res).items()) or "-"
+
+        lines.append(f"  Quota {q['name']}: used {fmt(q['used'])}; min {fmt(q['min'])}; max {fmt(q['max'])}")
+    if doc.get("pods"):
+        lines.append("  Pods:")
+        for p in doc["pods"]:
+            where = p["node"] or (f"nominated {p['nominatedNode']}" if p.get("nominatedNode") else "-")
+            lines.append(f"    {p['name']:<32} {p['phase']:<10} {where}")
+    if doc.get("nodes") is not None:
+        lines.append(f"  Per node × plugin (recomputed at position {doc.get('nodesAt')}):")
+        for r in doc["nodes"]:
+            verdict = "fits" if r["fits"] else f"{r['plugin']}: {', '.join(r['reasons'])}"
+            lines.append(f"    {r['pod']:<36} {r['node']:<20} {verdict}")
+    return "\n".join(lines)
+
+
+__all__ = ["explain", "node_table", "render_explain", "resolve_at"]

@@ -1,0 +1,502 @@
+"""Objects: apply, delete and get, for the CLI and the HTTP API alike.
+
+One request is one transaction: the current state is read, admission runs (pure), and the
+resulting events are appended and projected together with expected stream versions, so a
+concurrent change of the same object raises a conflict instead of being overwritten.
+
+``apply_manifests`` and ``delete_one`` add what a network client needs on top of
+``apply_objects`` / ``delete_object``: an ``Idempotency-Key`` (a retried request appends
+nothing and answers with the original events, ``replayed=True``) and an expected stream version
+(``If-Match``: the stream row is locked and checked in the same transaction as the write).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import orjson
+from sqlalchemy.engine import Connection, Engine
+
+from api.services.errors import BadRequest, Conflict, Invalid, NotFound, Rejected
+from ledger import writer
+from ledger.errors import ConcurrencyError, IdempotencyConflict
+from ledger.events import input_event_type
+from ledger.queries import log as log_q
+from ledger.queries import objects as objects_q
+from ledger.queries.objects import ObjectRow, list_objects
+from ledger.resources.admission import AdmissionOutcome, admit
+from ledger.resources.errors import DocumentParseError, FieldError
+from ledger.resources.kinds import KindInfo, UnknownKindError, get_kind, resolve_kind
+from ledger.resources.models import Resource
+from ledger.resources.parse import Document, parse_documents, validate
+from ledger.store import NewEvent, StoredEvent
+
+UID_NAMESPACE = uuid.UUID("6f0c4b36-6a44-4b8e-9a51-7d1f3c2e9a10")
+REJECTIONS_STREAM = "admission/rejections"
+
+
+def stream_for(kind: str, namespace: str | None, name: str) -> str:
+    k = kind.lower()
+    return f"{k}/{namespace}/{name}" if namespace else f"{k}/{name}"
+
+
+def kind_info(kind: str) -> KindInfo:
+    """The kind named by a user (plural, singular, short name …); NotFound if unknown."""
+    try:
+        return resolve_kind(kind)
+    except UnknownKindError as exc:
+        raise NotFound(str(exc).strip("'\"")) from None
+
+
+class _DbState:
+    """AdmissionState over the ``objects`` projection, read inside the request's transaction.
+
+    One statement reads, for every object of the request, its stored object and its stream's
+    version (so the versions the append expects were read together with the state admission
+    judged), plus every PriorityClass (a small kind that admission of pods and groups needs).
+    """
+
+    PRELOADED = "PriorityClass"
+
+    def __init__(self, conn: Connection, keys: Iterable[tuple[str, str, str]]) -> None:
+        self.conn = conn
+        self._cache: dict[tuple[str, str, str], Mapping[str, Any] | None] = {}
+        self._lists: dict[str, list[Mapping[str, Any]]] = {}
+        self.versions: dict[str, int] = {}  # stream -> version (0 = none) of each requested object
+        keys = list(keys)
+        streams = [stream_for(k, n or None, m) for k, n, m in keys]
+        preloaded: list[tuple[str, str, Mapping[str, Any]]] = []
+        for kind, ns, name, obj, stream, version in objects_q.manifests_with_versions(
+            conn, keys, streams, self.PRELOADED
+        ):
+            if stream is None:
+                assert obj is not None
+                preloaded.append((ns, name, obj))
+                self._cache[(kind, ns, name)] = obj
+            else:
+                self._cache.setdefault((kind, ns, name), obj)
+                self.versions[stream] = int(version or 0)
+        self._lists[self.PRELOADED] = [obj for _ns, _name, obj in sorted(preloaded, key=lambda r: r[:2])]
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        key = (kind, namespace or "", name)
+        if key not in self._cache:
+            if kind == self.PRELOADED:
+                return None  # every object of that kind was read up front
+            self._cache[key] = objects_q.manifest(self.conn, *key)
+        return self._cache[key]
+
+    def list(self, kind: str) -> list[Mapping[str, Any]]:
+        if kind not in self._lists:
+            self._lists[kind] = list(objects_q.manifests(self.conn, kind))
+        return self._lists[kind]
+
+
+@dataclass
+class ApplyResult:
+    lines: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    events: list[StoredEvent] = field(default_factory=list)
+    rejected: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def load_documents(docs: Iterable[Document]) -> tuple[list[Resource], list[str]]:
+    """Validate documents; returns the objects and every error (parse errors stop the read)."""
+    objects: list[Resource] = []
+    errors: list[str] = []
+    try:
+        for doc in docs:
+            obj, errs = validate(doc)
+            if obj is not None and not errs:
+                objects.append(obj)
+            errors.extend(str(e) for e in errs)
+    except DocumentParseError as exc:
+        errors.append(str(exc))
+    return objects, errors
+
+
+def request_event_id(idempotency_key: str, part: int | str) -> uuid.UUID:
+    """The event id of one event of a keyed request (a retried request maps to the same ids)."""
+    return uuid.uuid5(UID_NAMESPACE, f"{idempotency_key}:{part}")
+
+
+def _fill_uid(normalized: dict[str, Any], kind: str, ns: str | None, name: str, version: int) -> None:
+    meta = normalized.setdefault("metadata", {})
+    if not meta.get("uid"):
+        # Deterministic: the same request on the same log gives the same uid (replays and
+        # simulations are byte-for-byte reproducible); a re-created object gets a new one.
+        meta["uid"] = str(uuid.uuid5(UID_NAMESPACE, f"{stream_for(kind, ns, name)}#{version + 1}"))
+
+
+def apply_objects(
+    engine: Engine,
+    objects: Sequence[Resource],
+    *,
+    actor: str = "cli",
+    source: str = "",
+    effective_at: datetime | None = None,
+    meta: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+) -> ApplyResult:
+    """Admit and append ``objects`` as one transaction. A refused request appends exactly one
+    ``AdmissionRejected`` event and changes no state."""
+    result = ApplyResult()
+    if not objects:
+        return result
+    base_meta = {"actor": actor, **(meta or {})}
+    with engine.begin() as conn:
+        keys = [(o.KIND, o.metadata.namespace or "", o.name) for o in objects]
+        state = _DbState(conn, keys)
+        outcome: AdmissionOutcome = admit(objects, state)
+        if outcome.refused:
+            record = outcome.rejection_record()
+            data = {"actor": actor, "source": source, **record}
+            eid = request_event_id(idempotency_key, "rejected") if idempotency_key else None
+            result.events = writer.write(
+                conn, [NewEvent(REJECTIONS_STREAM, "AdmissionRejected", data, base_meta, eid, effective_at)]
+            )
+            result.errors = [str(r) for r in outcome.rejected]
+            result.rejected = True
+            return result
+        streams = sorted({stream_for(r.kind, r.namespace, r.name) for r in outcome.changes})
+        # every changed object was one of the request's keys: _DbState read its stream's version
+        versions = {s: state.versions[s] for s in streams}
+        pending = dict(versions)
+        new_events: list[NewEvent] = []
+        for i, r in enumerate(outcome.changes):
+            assert r.normalized is not None
+            stream = stream_for(r.kind, r.namespace, r.name)
+            _fill_uid(r.normalized, r.kind, r.namespace, r.name, pending[stream])
+            if r.previous is not None and r.previous.get("metadata", {}).get("uid"):
+                r.normalized["metadata"]["uid"] = r.previous["metadata"]["uid"]
+            action = "Created" if r.action == "created" else "Updated"
+            eid = request_event_id(idempotency_key, i) if idempotency_key else None
+            new_events.append(
+                NewEvent(
+                    stream,
+                    input_event_type(r.kind, action),
+                    {"object": r.normalized},
+                    base_meta,
+                    eid,
+                    effective_at,
+                )
+            )
+            pending[stream] += 1
+        if new_events:
+            result.events = writer.write(conn, new_events, versions)
+        result.lines = outcome.lines()
+    return result
+
+
+def delete_object(
+    engine: Engine,
+    kind: str,
+    namespace: str | None,
+    name: str,
+    *,
+    actor: str = "cli",
+    effective_at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> StoredEvent:
+    """Delete one object; raises NotFound (a LookupError; appending nothing) if it does not exist."""
+    return delete_objects(
+        engine,
+        [(kind, namespace, name)],
+        actor=actor,
+        effective_at=effective_at,
+        idempotency_key=idempotency_key,
+    )[0]
+
+
+def delete_objects(
+    engine: Engine,
+    refs: Sequence[tuple[str, str | None, str]],
+    *,
+    actor: str = "cli",
+    effective_at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> list[StoredEvent]:
+    """Delete several objects ``(kind, namespace, name)`` in one transaction (one append).
+
+    If any object is missing, raises NotFound (a LookupError) and deletes nothing. Event ids derive from
+    ``idempotency_key`` and the index in ``refs``.
+    """
+    if not refs:
+        return []
+    keys: list[tuple[str, str, str]] = []
+    for kind, namespace, name in refs:
+        info = get_kind(kind)
+        keys.append((info.kind, (namespace or "default") if info.namespaced else "", name))
+    if len(set(keys)) != len(keys):
+        raise ValueError("the same object is named twice in one delete request")
+    streams = [stream_for(k, n or None, m) for k, n, m in keys]
+    with engine.begin() as conn:
+        state = _DbState(conn, keys)  # one statement: the objects and their streams' versions
+        for key in keys:
+            if state.get(*key) is None:
+                where = f"{key[1]}/{key[2]}" if key[1] else key[2]
+                raise NotFound(f'{key[0]} "{where}" not found')
+        events = [
+            NewEvent(
+                stream,
+                input_event_type(kind, "Deleted"),
+                {"kind": kind, "namespace": ns, "name": name},
+                {"actor": actor},
+                request_event_id(idempotency_key, i) if idempotency_key else None,
+                effective_at,
+            )
+            for i, ((kind, ns, name), stream) in enumerate(zip(keys, streams, strict=True))
+        ]
+        return writer.write(conn, events, {s: state.versions[s] for s in streams})
+
+
+# ------------------------------------------------------------------- requests with conditions
+
+
+class EventRef(NamedTuple):
+    position: int
+    stream: str
+    version: int
+    type: str
+
+
+def event_ref(ev: StoredEvent) -> EventRef:
+    return EventRef(ev.position, ev.stream, ev.version, ev.type)
+
+
+@dataclass
+class Applied:
+    """What an apply request did: (object, action) per object, and the events appended (or,
+    with ``replayed``, appended by an earlier request with the same idempotency key)."""
+
+    results: list[tuple[str, str]]
+    events: list[EventRef]
+    replayed: bool = False
+
+
+class _InTransaction:
+    """An Engine stand-in whose ``begin()`` yields a connection already inside our transaction,
+    so a service call joins it (used to hold the If-Match row lock across the write)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        yield self._conn
+
+
+@contextmanager
+def _conditional(engine: Engine, stream: str, expected: int | None) -> Iterator[Any]:
+    """Yield something to pass as the service's engine. With ``expected`` the stream row is
+    locked and checked first, in the same transaction as the write: a concurrent writer waits
+    for us or makes us fail with a conflict, never slips in between."""
+    if expected is None:
+        yield engine
+        return
+    with engine.begin() as conn:
+        actual = objects_q.lock_stream_version(conn, stream)
+        if actual != expected:
+            raise ConcurrencyError(stream, expected, actual)
+        yield _InTransaction(conn)
+
+
+def rejection(data: Mapping[str, Any], position: int) -> Rejected:
+    """The Rejected error of an AdmissionRejected event, one detail per refused field."""
+    details = []
+    for rej in data.get("rejected") or []:
+        reasons = rej.get("reasons") or [{"field": "", "message": rej.get("message", "")}]
+        for reason in reasons:
+            details.append(
+                {
+                    "kind": rej.get("kind", ""),
+                    "namespace": rej.get("namespace"),
+                    "name": rej.get("name", ""),
+                    "field": reason.get("field", ""),
+                    "message": reason.get("message", ""),
+                }
+            )
+    n = len(data.get("rejected") or [])
+    return Rejected(
+        f"admission refused {n} object(s): nothing applied (recorded as AdmissionRejected at position {position})",
+        details=details,
+        position=position,
+    )
+
+
+def _split_line(line: str) -> tuple[str, str]:
+    obj, _, action = line.rpartition(" ")
+    return (obj, action) if obj else (line, "")
+
+
+def _earlier_apply(engine: Engine, key: str, n_objects: int) -> Applied | None:
+    """The events a previous request with this idempotency key appended, if any."""
+    ids = [request_event_id(key, i) for i in range(n_objects)]
+    ids.append(request_event_id(key, "rejected"))
+    with engine.connect() as conn:
+        rows = log_q.events_by_ids(conn, ids)
+    if not rows:
+        return None
+    if rows[0].type == "AdmissionRejected":
+        raise rejection(rows[0].data, rows[0].position)
+    results = []
+    for r in rows:
+        kind_name, _, rest = r.stream.partition("/")
+        name = rest.rpartition("/")[2]
+        results.append(
+            (kind_info(kind_name).display(name), "created" if r.type.endswith("Created") else "updated")
+        )
+    return Applied(results, [EventRef(r.position, r.stream, r.version, r.type) for r in rows], replayed=True)
+
+
+def _field_problems(errors: list[FieldError]) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": e.kind,
+            "namespace": e.namespace,
+            "name": e.name,
+            "field": e.field,
+            "message": e.message,
+            "document": e.index,
+            "item": e.item,
+        }
+        for e in errors
+    ]
+
+
+def apply_manifests(
+    engine: Engine,
+    text: str,
+    *,
+    actor: str,
+    source: str,
+    meta: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    expected_version: int | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> Applied:
+    """Parse, validate and apply the manifests in ``text`` (YAML or JSON) as one transaction.
+
+    Raises Invalid (parse or field errors: nothing appended), Rejected (admission refused: one
+    AdmissionRejected appended), Conflict (``expected_version`` is not the stream version of the
+    single object, or a concurrent write won) or BadRequest. ``timed`` wraps the admission and
+    append only (for a latency metric), not parsing or an idempotent replay.
+    """
+    try:
+        docs = parse_documents(text, "request body")
+    except DocumentParseError as exc:
+        raise Invalid(
+            f"the request body could not be parsed: {exc.problem}",
+            details=[{"field": "", "message": exc.problem, "document": exc.index, "line": exc.line}],
+        ) from None
+    objects = []
+    errors: list[FieldError] = []
+    for doc in docs:
+        obj, errs = validate(doc)
+        if obj is not None and not errs:
+            objects.append(obj)
+        errors.extend(errs)
+    if errors:
+        raise Invalid(f"{len(errors)} invalid field(s): nothing applied", details=_field_problems(errors))
+    if not objects:
+        raise Invalid("the request body holds no objects")
+    if idempotency_key is not None:
+        earlier = _earlier_apply(engine, idempotency_key, len(objects))
+        if earlier is not None:
+            return earlier
+    stream = ""
+    if expected_version is not None:
+        if len(objects) != 1:
+            raise BadRequest("If-Match needs a request with exactly one object")
+        o = objects[0]
+        ns = o.metadata.namespace or ("default" if kind_info(o.KIND).namespaced else None)
+        stream = stream_for(o.KIND, ns, o.name)
+    try:
+        with timed(), _conditional(engine, stream, expected_version) as target:
+            result = apply_objects(
+                target, objects, actor=actor, source=source, meta=meta, idempotency_key=idempotency_key
+            )
+    except (ConcurrencyError, IdempotencyConflict) as exc:
+        raise Conflict(str(exc)) from None
+    if result.rejected:
+        ev = result.events[0]
+        raise rejection(ev.data, ev.position)
+    return Applied([_split_line(line) for line in result.lines], [event_ref(e) for e in result.events])
+
+
+def delete_one(
+    engine: Engine,
+    info: KindInfo,
+    namespace: str,
+    name: str,
+    *,
+    actor: str,
+    idempotency_key: str | None = None,
+    expected_version: int | None = None,
+    timed: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> tuple[EventRef, bool]:
+    """Delete one object (``namespace`` '' for cluster-scoped kinds): its Deleted event and
+    whether it was appended by an earlier request with the same key. Raises NotFound or
+    Conflict. ``timed`` wraps the delete itself, not an idempotent replay."""
+    if idempotency_key is not None:
+        with engine.connect() as conn:
+            rows = log_q.events_by_ids(conn, [request_event_id(idempotency_key, 0)])
+        if rows:
+            r = rows[0]
+            return EventRef(r.position, r.stream, r.version, r.type), True
+    stream = stream_for(info.kind, namespace or None, name)
+    try:
+        with timed(), _conditional(engine, stream, expected_version) as target:
+            ev = delete_object(
+                target, info.kind, namespace or None, name, actor=actor, idempotency_key=idempotency_key
+            )
+    except (ConcurrencyError, IdempotencyConflict) as exc:
+        raise Conflict(str(exc)) from None
+    return event_ref(ev), False
+
+
+def get_one(engine: Engine, info: KindInfo, namespace: str, name: str) -> tuple[dict[str, Any], int]:
+    """One object as a user sees it (manifest + projected status) and its stream version (the
+    value If-Match expects). Raises NotFound."""
+    with engine.connect() as conn:
+        rows = list_objects(conn, info.kind, namespace, name)
+        if not rows:
+            where = f"{namespace}/{name}" if namespace else name
+            raise NotFound(f'{info.kind} "{where}" not found')
+        versions = objects_q.stream_versions(conn, [stream_for(info.kind, namespace or None, name)])
+    return rows[0].full(), next(iter(versions.values()), 0)
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+__all__ = [
+    "Applied",
+    "ApplyResult",
+    "EventRef",
+    "FieldError",
+    "ObjectRow",
+    "apply_manifests",
+    "apply_objects",
+    "delete_object",
+    "delete_objects",
+    "delete_one",
+    "dumps",
+    "get_one",
+    "kind_info",
+    "list_objects",
+    "load_documents",
+    "rejection",
+    "request_event_id",
+    "stream_for",
+]

@@ -1,0 +1,274 @@
+"""Reads of the ``events`` log beyond ``ledger.store``'s ordered reads: pages with filters,
+lookups by event id and time, the decisions and history of one object, and the summaries the
+scenario simulator and the demo report."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ledger import events as registry
+from ledger.store import StoredEvent
+
+_EVENT_COLS = (
+    "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
+)
+_BRIEF_COLS = "position, type, stream, data, meta, effective_at"
+
+
+def head(conn: Connection) -> int:
+    """The newest position of the log (0 when empty)."""
+    return int(conn.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one())
+
+
+def position_at_time(conn: Connection, when: datetime) -> int:
+    """The last position whose effective time is at or before ``when`` (0 if none)."""
+    pos = conn.execute(
+        sa.text("SELECT max(position) FROM events WHERE effective_at <= :t"), {"t": when}
+    ).scalar()
+    return int(pos or 0)
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def read_events(
+    engine: Engine, after: int, limit: int, types: Sequence[str] | None, stream: str
+) -> list[StoredEvent]:
+    """Events after ``after`` in position order of one stream, or of every stream starting with
+    ``stream`` when it ends in ``/``; optionally only ``types``. Payloads are upcast."""
+    where = ["position > :a"]
+    params: dict[str, Any] = {"a": after, "lim": limit}
+    if stream.endswith("/"):
+        where.append("stream LIKE :s")
+        params["s"] = _like_prefix(stream)
+    else:
+        where.append("stream = :s")
+        params["s"] = stream
+    if types:
+        where.append("type = ANY(:t)")
+        params["t"] = list(types)
+    q = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT :lim"
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(q), params).all()
+    return [
+        StoredEvent(
+            position=r.position,
+            stream=r.stream,
+            version=r.version,
+            type=r.type,
+            schema_version=r.schema_version,
+            event_id=r.event_id,
+            data=registry.upcast(r.type, r.schema_version, dict(r.data)),
+            meta=r.meta,
+            recorded_at=r.recorded_at,
+            effective_at=r.effective_at,
+        )
+        for r in rows
+    ]
+
+
+def events_by_ids(conn: Connection, ids: Sequence[uuid.UUID]) -> list[Any]:
+    """Rows (position, stream, version, type, data) of the events with these ids, by position."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT position, stream, version, type, data FROM events WHERE event_id = ANY(:ids) "
+                "ORDER BY position"
+            ),
+            {"ids": list(ids)},
+        ).all()
+    )
+
+
+def _brief(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = conn.execute(sa.text(sql), dict(params))
+    return [
+        {"position": r[0], "type": r[1], "stream": r[2], "data": r[3], "meta": r[4], "at": r[5]} for r in rows
+    ]
+
+
+def stream_events(conn: Connection, streams: Sequence[str], upto: int) -> list[dict[str, Any]]:
+    """Events of ``streams`` up to position ``upto``, as {position, type, stream, data, meta, at}."""
+    if not streams:
+        return []
+    return _brief(
+        conn,
+        f"SELECT {_BRIEF_COLS} FROM events WHERE stream = ANY(:s) AND position <= :p ORDER BY position",
+        {"s": list(streams), "p": upto},
+    )
+
+
+def group_decisions(conn: Connection, group: str, types: Sequence[str], upto: int) -> list[dict[str, Any]]:
+    """Decisions of ``types`` whose ``data.group`` is ``group`` (namespace/name), up to ``upto``."""
+    return _brief(
+        conn,
+        f"SELECT {_BRIEF_COLS} FROM events WHERE data->>'group' = :g AND type = ANY(:t) "
+        "AND position <= :p ORDER BY position",
+        {"g": group, "t": list(types), "p": upto},
+    )
+
+
+def preemptions_by(conn: Connection, preemptors: Sequence[str], upto: int) -> list[dict[str, Any]]:
+    """PodPreempted events whose preemptor is one of ``preemptors``, up to ``upto``."""
+    if not preemptors:
+        return []
+    return _brief(
+        conn,
+        f"SELECT {_BRIEF_COLS} FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = ANY(:k) "
+        "AND position <= :p ORDER BY position",
+        {"k": list(preemptors), "p": upto},
+    )
+
+
+def object_history(
+    conn: Connection, kind: str, key: str, name: str, streams: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Every event about one object: its streams, preemptions it caused, and admission
+    refusals naming it (``key`` = namespace/name or name)."""
+    return _brief(
+        conn,
+        f"SELECT {_BRIEF_COLS} FROM events WHERE stream = ANY(:s) OR (type = 'PodPreempted' AND "
+        "data->>'preemptor' = :k) OR (type = 'AdmissionRejected' AND data->'rejected' @> "
+        "jsonb_build_array(jsonb_build_object('kind', CAST(:kind AS text), 'name', CAST(:n AS text)))) "
+        "ORDER BY position",
+        {"s": list(streams), "k": key, "kind": kind, "n": name},
+    )
+
+
+def group_timeline(conn: Connection, kind: str, ns: str, name: str, limit: int = 500) -> list[dict[str, Any]]:
+    """The group's own stream, the scheduler's stream about it, and decisions naming it, as
+    {position, time, type, stream, data}."""
+    ref = f"{ns}/{name}"
+    streams = [f"{kind.lower()}/{ns}/{name}", f"sched/{kind.lower()}/{ns}/{name}"]
+    rows = conn.execute(
+        sa.text(
+            "SELECT position, effective_at, type, stream, data FROM events "
+            "WHERE stream = ANY(:s) OR data->>'group' = :g OR data->>'preemptor' = :g "
+            "ORDER BY position LIMIT :lim"
+        ),
+        {"s": streams, "g": ref, "lim": limit},
+    ).all()
+    return [{"position": p, "time": t, "type": typ, "stream": s, "data": d} for p, t, typ, s, d in rows]
+
+
+def log_page(
+    conn: Connection,
+    *,
+    after: int | None,
+    limit: int,
+    type_: str = "",
+    stream: str = "",
+    before: int | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """A page of the log: after a position (forward), before one (backward) or the newest;
+    and the head."""
+    newest = head(conn)
+    where = []
+    params: dict[str, Any] = {"lim": limit}
+    if type_:
+        where.append("type = :t")
+        params["t"] = type_
+    if stream:
+        where.append("stream LIKE :s")
+        params["s"] = _like_prefix(stream)
+    cols = "position, effective_at, stream, type, data, meta"
+    if after is not None:
+        where.append("position > :a")
+        params["a"] = after
+        q = f"SELECT {cols} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT :lim"
+    else:
+        if before is not None:
+            where.append("position < :b")
+            params["b"] = before
+        cond = f"WHERE {' AND '.join(where)}" if where else ""
+        q = f"SELECT * FROM (SELECT {cols} FROM events {cond} ORDER BY position DESC LIMIT :lim) e ORDER BY position"
+    rows = conn.execute(sa.text(q), params).all()
+    return [
+        {"position": p, "time": t, "stream": s, "type": typ, "data": d, "meta": m}
+        for p, t, s, typ, d, m in rows
+    ], newest
+
+
+def preemptions(conn: Connection) -> list[dict[str, Any]]:
+    """Every preemption as {victim, preemptor, position}, by position."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT data->>'victim', data->>'preemptor', position FROM events WHERE type = 'PodPreempted' "
+            "ORDER BY position"
+        )
+    )
+    return [{"victim": r[0], "preemptor": r[1], "position": r[2]} for r in rows]
+
+
+def rejections(conn: Connection) -> list[dict[str, Any]]:
+    """The data of every AdmissionRejected event, by position."""
+    return [
+        r[0]
+        for r in conn.execute(
+            sa.text("SELECT data FROM events WHERE type = 'AdmissionRejected' ORDER BY position")
+        )
+    ]
+
+
+def count(conn: Connection) -> int:
+    """How many events the log holds."""
+    return int(conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+
+
+def payloads(conn: Connection) -> list[dict[str, Any]]:
+    """Every event's position, stream, version, type, data, meta and effective time (ISO), by
+    position: what a run decided, without the wall-clock recorded_at and the hash chain."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT position, stream, version, type, data, meta, effective_at FROM events ORDER BY position"
+        )
+    )
+    return [
+        {
+            "position": r[0],
+            "stream": r[1],
+            "version": r[2],
+            "type": r[3],
+            "data": r[4],
+            "meta": r[5],
+            "effective_at": r[6].isoformat(),
+        }
+        for r in rows
+    ]
+
+
+def latest_placements(conn: Connection) -> dict[str, str | None]:
+    """group (namespace/name) -> the placement of its newest PodGroupScheduled event."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT DISTINCT ON (data->>'group') data->>'group', data->>'placement' FROM events "
+            "WHERE type = 'PodGroupScheduled' ORDER BY data->>'group', position DESC"
+        )
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+__all__ = [
+    "count",
+    "events_by_ids",
+    "group_decisions",
+    "group_timeline",
+    "head",
+    "latest_placements",
+    "log_page",
+    "object_history",
+    "payloads",
+    "position_at_time",
+    "preemptions",
+    "preemptions_by",
+    "read_events",
+    "rejections",
+    "stream_events",
+]

@@ -1,0 +1,277 @@
+"""Reads of the ``objects`` projection (and the ``streams`` versions that go with them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+_ROW_COLS = "kind, namespace, name, object, status, created_at, updated_position"
+
+
+@dataclass(frozen=True)
+class ObjectRow:
+    kind: str
+    namespace: str
+    name: str
+    object: dict[str, Any]
+    status: dict[str, Any]
+    created_at: datetime
+    updated_position: int
+
+    def full(self) -> dict[str, Any]:
+        """The object as a user sees it: the stored manifest plus the projected status."""
+        obj = dict(self.object)
+        status = dict(obj.get("status") or {})
+        status.update({k: v for k, v in self.status.items() if v is not None})
+        if status:
+            obj["status"] = status
+        return obj
+
+
+def list_objects(
+    target: Engine | Connection, kind: str, namespace: str | None = None, name: str | None = None
+) -> list[ObjectRow]:
+    """Objects of ``kind`` (optionally one namespace and/or name) in (namespace, name) order."""
+    if isinstance(target, Engine):
+        with target.connect() as conn:
+            return list_objects(conn, kind, namespace, name)
+    q = f"SELECT {_ROW_COLS} FROM objects WHERE kind = :k"
+    params: dict[str, Any] = {"k": kind}
+    if namespace is not None:
+        q += " AND namespace = :n"
+        params["n"] = namespace
+    if name is not None:
+        q += " AND name = :m"
+        params["m"] = name
+    q += " ORDER BY namespace, name"
+    return [ObjectRow(*r) for r in target.execute(sa.text(q), params)]
+
+
+def get_object(
+    conn: Connection, kind: str, namespace: str, name: str
+) -> tuple[dict[str, Any], dict[str, Any], datetime] | None:
+    """(manifest, projected status, created_at) of one object, or None."""
+    row = conn.execute(
+        sa.text(
+            "SELECT object, status, created_at FROM objects WHERE kind = :k AND namespace = :n AND name = :m"
+        ),
+        {"k": kind, "n": namespace, "m": name},
+    ).first()
+    return (row[0], row[1], row[2]) if row else None
+
+
+def manifest(conn: Connection, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """The stored manifest of one object, or None."""
+    row = conn.execute(
+        sa.text("SELECT object FROM objects WHERE kind = :k AND namespace = :n AND name = :m"),
+        {"k": kind, "n": namespace, "m": name},
+    ).first()
+    return row[0] if row else None
+
+
+def manifests(conn: Connection, kind: str) -> list[dict[str, Any]]:
+    """Every stored manifest of ``kind`` in (namespace, name) order."""
+    rows = conn.execute(
+        sa.text("SELECT object FROM objects WHERE kind = :k ORDER BY namespace, name"), {"k": kind}
+    )
+    return [r[0] for r in rows]
+
+
+def manifests_with_versions(
+    conn: Connection, keys: Sequence[tuple[str, str, str]], streams: Sequence[str], preloaded_kind: str
+) -> list[tuple[str, str, str, dict[str, Any] | None, str | None, int | None]]:
+    """In ONE statement: for each key ``(kind, namespace, name)`` its manifest (or None) and
+    the version of its stream (0 = none), plus every object of ``preloaded_kind`` (with stream
+    and version None). Reading both together makes the versions an append expects the ones of
+    the state admission judged."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT q.kind, q.namespace, q.name, o.object, q.stream, coalesce(s.version, 0) "
+            "FROM unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[]), CAST(:s AS text[])) "
+            "AS q(kind, namespace, name, stream) "
+            "LEFT JOIN objects o ON o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name "
+            "LEFT JOIN streams s ON s.stream = q.stream "
+            "UNION ALL "
+            "SELECT kind, namespace, name, object, NULL, NULL FROM objects WHERE kind = :pk"
+        ),
+        {
+            "k": [k[0] for k in keys],
+            "n": [k[1] for k in keys],
+            "m": [k[2] for k in keys],
+            "s": list(streams),
+            "pk": preloaded_kind,
+        },
+    )
+    return [tuple(r) for r in rows]
+
+
+def stream_versions(conn: Connection, streams: Sequence[str]) -> dict[str, int]:
+    """Version of each existing stream of ``streams`` (missing streams are left out)."""
+    rows = conn.execute(
+        sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": list(streams)}
+    )
+    return {s: int(v) for s, v in rows}
+
+
+def lock_stream_version(conn: Connection, stream: str) -> int:
+    """The stream's version (0 = none), its row locked until the transaction ends."""
+    row = conn.execute(
+        sa.text("SELECT version FROM streams WHERE stream = :s FOR UPDATE"), {"s": stream}
+    ).first()
+    return int(row[0]) if row else 0
+
+
+# Status filters of a list page: a pod's phase; the reason of a group's InitiallyScheduled
+# condition ("Pending" when there is none).
+STATUS_SQL = {
+    "pod": "coalesce(status->>'phase', 'Pending')",
+    "group": (
+        "coalesce((SELECT c->>'reason' FROM jsonb_array_elements(coalesce(status->'conditions', '[]')) c "
+        "WHERE c->>'type' LIKE '%InitiallyScheduled' LIMIT 1), 'Pending')"
+    ),
+}
+
+
+def list_page(
+    conn: Connection,
+    kind: str,
+    *,
+    namespace: str | None,
+    status_of: str | None,
+    status: str | None,
+    selector: Sequence[tuple[str, str, str | None]],
+    limit: int,
+    after: tuple[str, str] | None,
+) -> tuple[list[ObjectRow], tuple[str, str] | None]:
+    """One page of at most ``limit`` objects after ``after`` (namespace, name), and the key to
+    continue from (None on the last page). ``status_of`` picks the STATUS_SQL expression that
+    ``status`` is compared with (case-insensitive); ``selector`` holds (label, op, value) with op
+    one of ``=``, ``!=``, ``exists``, ``!exists``."""
+    where = ["kind = :k"]
+    params: dict[str, Any] = {"k": kind, "lim": limit + 1}
+    if namespace is not None:
+        where.append("namespace = :ns")
+        params["ns"] = namespace
+    if status and status_of:
+        where.append(f"lower({STATUS_SQL[status_of]}) = lower(:st)")
+        params["st"] = status
+    labels = "coalesce(object->'metadata'->'labels', '{}')"
+    for i, (k, op, v) in enumerate(selector):
+        params[f"lk{i}"] = k
+        if op == "=":
+            where.append(f"{labels}->>:lk{i} = :lv{i}")
+            params[f"lv{i}"] = v
+        elif op == "!=":
+            where.append(f"{labels}->>:lk{i} IS DISTINCT FROM :lv{i}")
+            params[f"lv{i}"] = v
+        elif op == "exists":
+            where.append(f"{labels} ? :lk{i}")
+        else:
+            where.append(f"NOT ({labels} ? :lk{i})")
+    if after is not None:
+        where.append("(namespace, name) > (:an, :am)")
+        params["an"], params["am"] = after
+    q = f"SELECT {_ROW_COLS} FROM objects WHERE {' AND '.join(where)} ORDER BY namespace, name LIMIT :lim"
+    rows = [ObjectRow(*r) for r in conn.execute(sa.text(q), params)]
+    nxt = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        nxt = (rows[-1].namespace, rows[-1].name)
+    return rows, nxt
+
+
+def group_pods(
+    conn: Connection, namespace: str, group: str
+) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(name, manifest, status) of the pods of PodGroup ``namespace/group``, by name."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = :n "
+            "AND object->'spec'->'schedulingGroup'->>'podGroupName' = :g ORDER BY name"
+        ),
+        {"n": namespace, "g": group},
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def composite_pods(
+    conn: Connection, namespace: str, composite: str
+) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(name, manifest, status) of the pods of every PodGroup under CompositePodGroup
+    ``namespace/composite``, by name."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT p.name, p.object, p.status FROM objects p JOIN objects g ON g.kind = 'PodGroup' "
+            "AND g.namespace = p.namespace AND g.object->'spec'->>'parentCompositePodGroupName' = :c "
+            "AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = g.name "
+            "WHERE p.kind = 'Pod' AND p.namespace = :n ORDER BY p.name"
+        ),
+        {"n": namespace, "c": composite},
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def child_groups(conn: Connection, namespace: str, composite: str) -> list[str]:
+    """Names of the PodGroups whose parent is CompositePodGroup ``namespace/composite``."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT name FROM objects WHERE kind = 'PodGroup' AND namespace = :n "
+            "AND object->'spec'->>'parentCompositePodGroupName' = :c ORDER BY name"
+        ),
+        {"n": namespace, "c": composite},
+    )
+    return [r[0] for r in rows]
+
+
+def namespace_quota(conn: Connection, namespace: str) -> tuple[str, dict[str, Any]] | None:
+    """(name, manifest) of the namespace's ElasticQuota, or None."""
+    row = conn.execute(
+        sa.text("SELECT name, object FROM objects WHERE kind = 'ElasticQuota' AND namespace = :n"),
+        {"n": namespace},
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+def bound_pod_specs(conn: Connection, namespace: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(namespace, node, spec) of every bound pod (of one namespace if given)."""
+    q = (
+        "SELECT namespace, status->>'nodeName', object->'spec' FROM objects "
+        "WHERE kind = 'Pod' AND status->>'phase' = 'Bound'"
+    )
+    params: dict[str, Any] = {}
+    if namespace is not None:
+        q += " AND namespace = :n"
+        params["n"] = namespace
+    return [(ns, node or "", spec or {}) for ns, node, spec in conn.execute(sa.text(q), params)]
+
+
+def all_objects(conn: Connection) -> list[dict[str, Any]]:
+    """Every object as {kind, namespace, name, object, status}, by (kind, namespace, name)."""
+    rows = conn.execute(
+        sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY kind, namespace, name")
+    )
+    return [{"kind": r[0], "namespace": r[1], "name": r[2], "object": r[3], "status": r[4]} for r in rows]
+
+
+__all__ = [
+    "ObjectRow",
+    "all_objects",
+    "bound_pod_specs",
+    "child_groups",
+    "composite_pods",
+    "get_object",
+    "group_pods",
+    "list_objects",
+    "list_page",
+    "lock_stream_version",
+    "manifest",
+    "manifests",
+    "manifests_with_versions",
+    "namespace_quota",
+    "stream_versions",
+]

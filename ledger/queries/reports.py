@@ -1,0 +1,183 @@
+"""The dashboard's and the metrics' figures. Charts over time read the reporting views that
+Grafana reads too (``v_group_wait_times``, ``v_unschedulable_reasons``, ``v_preemptions``) when
+the database has them and the role may read them; callers fall back to the events otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ledger.queries.schema import view_readable
+
+
+def group_rows(conn: Connection) -> list[tuple[Any, ...]]:
+    """(kind, namespace, name, manifest, status, created_at, members, members done) of every
+    PodGroup (members = pods, done = bound) and CompositePodGroup (members = child groups,
+    done = scheduled), by (namespace, name, kind)."""
+    rows = conn.execute(
+        sa.text(
+            """
+            WITH pods AS (
+              SELECT namespace, object->'spec'->'schedulingGroup'->>'podGroupName' AS grp,
+                     count(*) AS n, count(*) FILTER (WHERE status->>'phase' = 'Bound') AS bound
+              FROM objects WHERE kind = 'Pod' AND object->'spec'->'schedulingGroup' ? 'podGroupName'
+              GROUP BY 1, 2
+            ), children AS (
+              SELECT namespace, object->'spec'->>'parentCompositePodGroupName' AS parent, count(*) AS n,
+                     count(*) FILTER (WHERE EXISTS (
+                       SELECT 1 FROM jsonb_array_elements(coalesce(status->'conditions', '[]')) c
+                       WHERE c->>'type' LIKE '%InitiallyScheduled' AND c->>'status' = 'True')) AS bound
+              FROM objects WHERE kind = 'PodGroup' AND object->'spec' ? 'parentCompositePodGroupName'
+              GROUP BY 1, 2
+            )
+            SELECT o.kind, o.namespace, o.name, o.object, o.status, o.created_at,
+                   coalesce(p.n, c.n, 0), coalesce(p.bound, c.bound, 0)
+            FROM objects o
+            LEFT JOIN pods p ON o.kind = 'PodGroup' AND p.namespace = o.namespace AND p.grp = o.name
+            LEFT JOIN children c ON o.kind = 'CompositePodGroup' AND c.namespace = o.namespace AND c.parent = o.name
+            WHERE o.kind IN ('PodGroup', 'CompositePodGroup')
+            ORDER BY o.namespace, o.name, o.kind
+            """
+        )
+    ).all()
+    return [tuple(r) for r in rows]
+
+
+def view_wait_times(conn: Connection) -> list[tuple[float, bool]] | None:
+    """(wait seconds, scheduled) of every PodGroup from ``v_group_wait_times``; None when the
+    view is not readable."""
+    if not view_readable(conn, "v_group_wait_times"):
+        return None
+    return [
+        (float(w), bool(done))
+        for w, done in conn.execute(sa.text("SELECT wait_seconds, scheduled FROM v_group_wait_times"))
+    ]
+
+
+# the key each chart over time groups events by, read from the event data
+_EVENT_KEYS = {
+    "reason": "data->>'reason'",
+    "result": "data->>'result'",
+    "rule": "coalesce(data->>'rule', 'preempted')",
+}
+
+
+def event_times(
+    conn: Connection, types: Sequence[str], key: str, limit: int = 20000
+) -> list[tuple[datetime, str]]:
+    """(effective time, data[key]) of the newest ``limit`` events of ``types``, oldest first;
+    ``key`` is reason, result or rule."""
+    rows = conn.execute(
+        sa.text(
+            f"SELECT effective_at, {_EVENT_KEYS[key]} FROM ("
+            "SELECT position, effective_at, type, data FROM events WHERE type = ANY(:t) "
+            "ORDER BY position DESC LIMIT :lim) e ORDER BY position"
+        ),
+        {"t": list(types), "lim": limit},
+    ).all()
+    return [(t, str(k or "unknown")) for t, k in rows]
+
+
+def view_unschedulable_by_day(conn: Connection) -> list[tuple[date, str, float]] | None:
+    """(day, plugin or reason, attempts) from ``v_unschedulable_reasons``, newest days first
+    (attempts rejected before any node was filtered appear by reason); None when unreadable."""
+    if not view_readable(conn, "v_unschedulable_reasons"):
+        return None
+    rows = conn.execute(
+        sa.text(
+            "SELECT day, CASE WHEN plugin = '(none)' THEN reason ELSE plugin END, sum(attempts) "
+            "FROM v_unschedulable_reasons GROUP BY 1, 2 ORDER BY 1 DESC LIMIT 500"
+        )
+    ).all()
+    return [(d, str(k or "unknown"), float(n)) for d, k, n in rows]
+
+
+def view_preemption_times(conn: Connection) -> list[tuple[datetime, str]] | None:
+    """(time, rule) of the newest 20000 preemptions from ``v_preemptions``, oldest first; None
+    when unreadable."""
+    if not view_readable(conn, "v_preemptions"):
+        return None
+    rows = conn.execute(
+        sa.text(
+            "SELECT at, coalesce(rule, 'preempted') FROM "
+            "(SELECT position, at, rule FROM v_preemptions ORDER BY position DESC LIMIT 20000) p ORDER BY position"
+        )
+    ).all()
+    return [(t, str(k)) for t, k in rows]
+
+
+def node_allocatable(conn: Connection) -> list[tuple[str, dict[str, Any]]]:
+    """(name, status.allocatable) of every node, by name."""
+    rows = conn.execute(
+        sa.text("SELECT name, object->'status'->'allocatable' FROM objects WHERE kind = 'Node' ORDER BY name")
+    ).all()
+    return [(name, alloc or {}) for name, alloc in rows]
+
+
+def quota_specs(conn: Connection) -> list[tuple[str, str, dict[str, Any]]]:
+    """(namespace, name, spec) of every ElasticQuota, by (namespace, name)."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT namespace, name, object->'spec' FROM objects WHERE kind = 'ElasticQuota' ORDER BY namespace, name"
+        )
+    ).all()
+    return [(ns, name, spec or {}) for ns, name, spec in rows]
+
+
+COUNTED_TYPES = ("SchedulingCycleCompleted", "PodPreempted")
+
+
+def counted_events_after(
+    conn: Connection, position: int, limit: int = 50000
+) -> list[tuple[int, str, str | None]]:
+    """(position, type, data.result) of cycle and preemption events after ``position``."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT position, type, data->>'result' FROM events "
+            "WHERE type = ANY(:t) AND position > :p ORDER BY position LIMIT :lim"
+        ),
+        {"t": list(COUNTED_TYPES), "p": position, "lim": limit},
+    ).all()
+    return [(int(p), t, r) for p, t, r in rows]
+
+
+def pending_pods(conn: Connection) -> int:
+    """How many pods are pending (no phase or phase Pending)."""
+    return int(
+        conn.execute(
+            sa.text(
+                "SELECT count(*) FROM objects WHERE kind = 'Pod' AND coalesce(status->>'phase', 'Pending') = 'Pending'"
+            )
+        ).scalar_one()
+    )
+
+
+def unscheduled_groups(conn: Connection) -> dict[str, int]:
+    """kind -> how many PodGroups / CompositePodGroups have no InitiallyScheduled=True condition."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT kind, count(*) FROM objects o WHERE kind IN ('PodGroup', 'CompositePodGroup') "
+            "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(o.status->'conditions', '[]')) c "
+            "WHERE c->>'type' LIKE '%InitiallyScheduled' AND c->>'status' = 'True') GROUP BY kind"
+        )
+    ).all()
+    return {k: int(n) for k, n in rows}
+
+
+__all__ = [
+    "COUNTED_TYPES",
+    "counted_events_after",
+    "event_times",
+    "group_rows",
+    "node_allocatable",
+    "pending_pods",
+    "quota_specs",
+    "unscheduled_groups",
+    "view_preemption_times",
+    "view_unschedulable_by_day",
+    "view_wait_times",
+]
