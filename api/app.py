@@ -1,4 +1,4 @@
-"""The FastAPI application: JSON API under ``/api/v1``, health, metrics and the dashboard.
+"""The FastAPI application: JSON API under ``/podledger/v1``, health, metrics and the dashboard.
 
 ``create_app(engine, tokens)`` builds one app. ``engine=None`` uses the configured ledger
 (``PODLEDGER_DATABASE_URL`` or the embedded server), opened on first use; ``tokens=None`` reads
@@ -48,7 +48,7 @@ write conditional on the object's stream version (the `ETag` of its GET): 409 on
 message, document}]}`; invalid manifests and admission refusals are 422 with field paths.
 
 Cluster-scoped kinds (nodes, priorityclasses, schedulerconfigs) use `-` as the namespace
-segment, e.g. `/api/v1/nodes/-/node-1`.
+segment, e.g. `/podledger/v1/nodes/-/node-1`.
 """
 
 
@@ -208,7 +208,7 @@ def create_app(
         return JSONResponse(error_body("internal", "internal error; see the server log"), status_code=500)
 
     app.include_router(health.router)
-    app.include_router(events.router)  # before objects: /api/v1/events and /state shadow /{kind}
+    app.include_router(events.router)  # before objects: /podledger/v1/events and /state shadow /{kind}
     app.include_router(jobs.router)
     app.include_router(objects.router)
     app.include_router(dashboard.router)

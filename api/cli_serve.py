@@ -32,7 +32,7 @@ def serve(
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve the HTTP API (/api/v1, /docs, /metrics) and the dashboard (/).
+    """Serve the HTTP API (/podledger/v1, /docs, /metrics) and the dashboard (/).
 
     Tokens come from PODLEDGER_TOKENS="reader=TOKEN,writer=TOKEN,admin=TOKEN"; without them the
     server refuses to start unless --insecure-local is given.

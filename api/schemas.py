@@ -185,7 +185,7 @@ class Job(BaseModel):
                     "id": "5f0c2d7e9a3b4c1d8e6f7a2b3c4d5e6f",
                     "kind": "whatif",
                     "status": "succeeded",
-                    "statusUrl": "/api/v1/jobs/5f0c2d7e9a3b4c1d8e6f7a2b3c4d5e6f",
+                    "statusUrl": "/podledger/v1/jobs/5f0c2d7e9a3b4c1d8e6f7a2b3c4d5e6f",
                     "createdAt": "2026-01-01T00:00:00Z",
                     "startedAt": "2026-01-01T00:00:00Z",
                     "finishedAt": "2026-01-01T00:00:02Z",

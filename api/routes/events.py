@@ -22,7 +22,7 @@ from ledger import events as registry
 from ledger import store
 from ledger.store import StoredEvent
 
-router = APIRouter(prefix="/api/v1", tags=["log"])
+router = APIRouter(prefix="/podledger/v1", tags=["log"])
 
 POLL_SECONDS = 0.25
 KEEPALIVE_SECONDS = 15.0

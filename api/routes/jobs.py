@@ -1,4 +1,4 @@
-"""Asynchronous jobs: what-if runs (POST /api/v1/whatif → 202 + a status URL)."""
+"""Asynchronous jobs: what-if runs (POST /podledger/v1/whatif → 202 + a status URL)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from api.auth import Principal
 from api.routes.deps import COMMON_ERRORS, reader, writer
 from api.schemas import Job, WhatIfRequest
 
-router = APIRouter(prefix="/api/v1", tags=["jobs"])
+router = APIRouter(prefix="/podledger/v1", tags=["jobs"])
 
 KEEP_JOBS = 200
 
@@ -75,7 +75,7 @@ class JobStore:
 
 
 def _view(job: dict[str, Any]) -> Job:
-    return Job.model_validate({**job, "statusUrl": f"/api/v1/jobs/{job['id']}"})
+    return Job.model_validate({**job, "statusUrl": f"/podledger/v1/jobs/{job['id']}"})
 
 
 @router.post(

@@ -34,7 +34,7 @@ from ledger.resources.errors import DocumentParseError
 from ledger.resources.kinds import KindInfo, UnknownKindError, resolve_kind
 from ledger.store import StoredEvent
 
-router = APIRouter(prefix="/api/v1", tags=["objects"])
+router = APIRouter(prefix="/podledger/v1", tags=["objects"])
 
 MAX_BODY = 16 * 2**20
 CLUSTER = "-"  # the namespace segment of cluster-scoped objects

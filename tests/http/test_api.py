@@ -27,9 +27,9 @@ PODS_YAML = "---\n".join(
 def apply(client: TestClient, body: str | dict | list, role: str = "writer", **headers: str):  # type: ignore[no-untyped-def,type-arg]
     if isinstance(body, str):
         return client.post(
-            "/api/v1/apply", content=body, headers={**auth(role), "Content-Type": "application/yaml", **headers}
+            "/podledger/v1/apply", content=body, headers={**auth(role), "Content-Type": "application/yaml", **headers}
         )
-    return client.post("/api/v1/apply", content=json.dumps(body), headers={**auth(role), "Content-Type": "application/json", **headers})
+    return client.post("/podledger/v1/apply", content=json.dumps(body), headers={**auth(role), "Content-Type": "application/json", **headers})
 
 
 def test_apply_json_then_yaml_creates_objects_and_records_the_actor(client, engine):
@@ -68,7 +68,7 @@ def test_invalid_manifest_is_422_with_field_paths_and_appends_nothing(client, en
     assert r.status_code == 422 and r.json()["details"][0]["line"] is not None
     assert apply(client, "").status_code == 422
     assert apply(client, [1, 2]).status_code == 422
-    assert client.post("/api/v1/apply", content=b"\xff\xfe", headers=auth("writer")).status_code == 422
+    assert client.post("/podledger/v1/apply", content=b"\xff\xfe", headers=auth("writer")).status_code == 422
     assert count_events(engine) == 0
 
 
@@ -104,8 +104,8 @@ def test_idempotency_key_makes_a_retry_append_nothing(client, engine):
     assert r1.json()["position"] == r2.json()["position"]
     assert count_events(engine, "type = 'AdmissionRejected'") == 1
     # delete with a key: the retry replays instead of answering 404
-    d1 = client.delete("/api/v1/pods/a/p0", headers={**auth("writer"), "Idempotency-Key": "del-1"})
-    d2 = client.delete("/api/v1/pods/a/p0", headers={**auth("writer"), "Idempotency-Key": "del-1"})
+    d1 = client.delete("/podledger/v1/pods/a/p0", headers={**auth("writer"), "Idempotency-Key": "del-1"})
+    d2 = client.delete("/podledger/v1/pods/a/p0", headers={**auth("writer"), "Idempotency-Key": "del-1"})
     assert d1.status_code == d2.status_code == 200
     assert d2.json()["replayed"] is True and d1.json()["event"] == d2.json()["event"]
     assert count_events(engine, "type = 'PodDeleted'") == 1
@@ -113,7 +113,7 @@ def test_idempotency_key_makes_a_retry_append_nothing(client, engine):
 
 def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
     assert apply(client, NODE).status_code == 200
-    got = client.get("/api/v1/nodes/-/n1", headers=auth("reader"))
+    got = client.get("/podledger/v1/nodes/-/n1", headers=auth("reader"))
     assert got.status_code == 200 and got.headers["ETag"] == '"1"'
     changed = {**NODE, "metadata": {**NODE["metadata"], "labels": {"zone": "b"}}}
     n = count_events(engine)
@@ -123,10 +123,10 @@ def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
     assert count_events(engine) == n
     ok = apply(client, changed, **{"If-Match": got.headers["ETag"]})
     assert ok.status_code == 200 and ok.json()["results"][0]["action"] == "updated"
-    assert client.get("/api/v1/nodes/-/n1", headers=auth("reader")).headers["ETag"] == '"2"'
+    assert client.get("/podledger/v1/nodes/-/n1", headers=auth("reader")).headers["ETag"] == '"2"'
     # the old ETag is now stale, for deletes too
-    assert client.delete("/api/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"1"'}).status_code == 409
-    assert client.delete("/api/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"2"'}).status_code == 200
+    assert client.delete("/podledger/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"1"'}).status_code == 409
+    assert client.delete("/podledger/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"2"'}).status_code == 200
     # If-Match needs one object; a malformed one is 400
     assert apply(client, PODS_YAML, **{"If-Match": '"0"'}).status_code == 400
     assert apply(client, NODE, **{"If-Match": "abc"}).status_code == 400
@@ -136,17 +136,17 @@ def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
 
 def test_delete_get_and_404s(client, engine):
     assert apply(client, PODS_YAML).status_code == 200
-    r = client.get("/api/v1/pods/a/p0", headers=auth("reader"))
+    r = client.get("/podledger/v1/pods/a/p0", headers=auth("reader"))
     assert r.status_code == 200 and r.json()["metadata"]["name"] == "p0" and r.json()["status"]["phase"] == "Pending"
-    d = client.delete("/api/v1/po/a/p0", headers=auth("writer"))
+    d = client.delete("/podledger/v1/po/a/p0", headers=auth("writer"))
     assert d.status_code == 200 and d.json()["deleted"] == "pod/a/p0" and d.json()["event"]["type"] == "PodDeleted"
     with engine.connect() as c:
         meta = c.execute(sa.text("SELECT meta FROM events WHERE type = 'PodDeleted'")).scalar_one()
     assert meta["actor"] == "writer"
-    assert client.get("/api/v1/pods/a/p0", headers=auth("reader")).status_code == 404
-    assert client.delete("/api/v1/pods/a/p0", headers=auth("writer")).status_code == 404
-    assert client.get("/api/v1/gadgets", headers=auth("reader")).json()["error"] == "not_found"
-    assert client.get("/api/v1/nodes/default/n1", headers=auth("reader")).status_code == 404
+    assert client.get("/podledger/v1/pods/a/p0", headers=auth("reader")).status_code == 404
+    assert client.delete("/podledger/v1/pods/a/p0", headers=auth("writer")).status_code == 404
+    assert client.get("/podledger/v1/gadgets", headers=auth("reader")).json()["error"] == "not_found"
+    assert client.get("/podledger/v1/nodes/default/n1", headers=auth("reader")).status_code == 404
 
 
 def test_list_filters_and_cursor_pagination(client):
@@ -156,7 +156,7 @@ def test_list_filters_and_cursor_pagination(client):
     pages = 0
     while True:
         params = {"limit": 2} | ({"cursor": cursor} if cursor else {})
-        r = client.get("/api/v1/pods", params=params, headers=auth("reader"))
+        r = client.get("/podledger/v1/pods", params=params, headers=auth("reader"))
         assert r.status_code == 200
         body = r.json()
         assert body["kind"] == "List" and body["metadata"]["count"] == len(body["items"]) <= 2
@@ -169,7 +169,7 @@ def test_list_filters_and_cursor_pagination(client):
     assert seen == [("a", "p0"), ("a", "p1"), ("b", "p2"), ("b", "p3"), ("c", "p4")]
 
     def names(**params: str) -> list[str]:
-        r = client.get("/api/v1/pods", params=params, headers=auth("reader"))
+        r = client.get("/podledger/v1/pods", params=params, headers=auth("reader"))
         assert r.status_code == 200, r.text
         return [i["metadata"]["name"] for i in r.json()["items"]]
 
@@ -179,29 +179,29 @@ def test_list_filters_and_cursor_pagination(client):
     assert names(labelSelector="app=web", namespace="a") == ["p0"]
     assert names(status="Pending") == ["p0", "p1", "p2", "p3", "p4"]
     assert names(status="Bound") == []
-    assert client.get("/api/v1/pods", params={"cursor": "nonsense"}, headers=auth("reader")).status_code == 400
-    assert client.get("/api/v1/pods", params={"labelSelector": "a in (x)"}, headers=auth("reader")).status_code == 400
+    assert client.get("/podledger/v1/pods", params={"cursor": "nonsense"}, headers=auth("reader")).status_code == 400
+    assert client.get("/podledger/v1/pods", params={"labelSelector": "a in (x)"}, headers=auth("reader")).status_code == 400
 
 
 def test_events_paged_by_position(client):
     assert apply(client, PODS_YAML).status_code == 200
-    r = client.get("/api/v1/events", params={"after": 0, "limit": 2}, headers=auth("reader"))
+    r = client.get("/podledger/v1/events", params={"after": 0, "limit": 2}, headers=auth("reader"))
     body = r.json()
     assert [e["position"] for e in body["items"]] == [1, 2] and body["next"] == 2 and body["head"] == 5
-    r = client.get("/api/v1/events", params={"after": body["next"], "limit": 10}, headers=auth("reader"))
+    r = client.get("/podledger/v1/events", params={"after": body["next"], "limit": 10}, headers=auth("reader"))
     assert [e["position"] for e in r.json()["items"]] == [3, 4, 5]
     e = r.json()["items"][0]
     assert e["type"] == "PodCreated" and e["meta"]["actor"] == "writer" and e["data"]["object"]["metadata"]["name"] == "p2"
-    r = client.get("/api/v1/events", params={"stream": "pod/b/"}, headers=auth("reader"))
+    r = client.get("/podledger/v1/events", params={"stream": "pod/b/"}, headers=auth("reader"))
     assert [x["stream"] for x in r.json()["items"]] == ["pod/b/p2", "pod/b/p3"]
-    r = client.get("/api/v1/events", params={"type": "NodeCreated"}, headers=auth("reader"))
+    r = client.get("/podledger/v1/events", params={"type": "NodeCreated"}, headers=auth("reader"))
     assert r.json()["items"] == [] and r.json()["next"] == 0
 
 
 def test_sse_stream_sends_existing_and_live_events(app, client):
     assert apply(client, PODS_YAML).status_code == 200
     with client.stream(
-        "GET", "/api/v1/events/stream", params={"after": 3, "max_events": 2, "timeout": 10}, headers=auth("reader")
+        "GET", "/podledger/v1/events/stream", params={"after": 3, "max_events": 2, "timeout": 10}, headers=auth("reader")
     ) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
@@ -219,40 +219,40 @@ def test_sse_stream_sends_existing_and_live_events(app, client):
     t.start()
     t0 = time.monotonic()
     with client.stream(
-        "GET", "/api/v1/events/stream", params={"max_events": 1, "timeout": 15}, headers={**auth("reader"), "Last-Event-ID": "5"}
+        "GET", "/podledger/v1/events/stream", params={"max_events": 1, "timeout": 15}, headers={**auth("reader"), "Last-Event-ID": "5"}
     ) as r:
         text = "".join(r.iter_text())
     t.join()
     assert "id: 6\nevent: NodeCreated\n" in text and time.monotonic() - t0 < 10
     # bounded by time when nothing comes
-    with client.stream("GET", "/api/v1/events/stream", params={"timeout": 0.5}, headers=auth("reader")) as r:
+    with client.stream("GET", "/podledger/v1/events/stream", params={"timeout": 0.5}, headers=auth("reader")) as r:
         assert "id:" not in "".join(r.iter_text())
 
 
 @needs_audit
 def test_explain_history_and_state_at(demo_client):
     h = auth("reader")
-    r = demo_client.get("/api/v1/podgroups/team-a/giant/explain", headers=h)
+    r = demo_client.get("/podledger/v1/podgroups/team-a/giant/explain", headers=h)
     assert r.status_code == 200, r.text
     doc = r.json()
     assert doc["name"] == "giant" and doc["text"] and "giant" in doc["text"]
     assert doc["condition"] is None or doc["condition"]["status"] == "False"
-    first = demo_client.get("/api/v1/podgroups/team-a/giant/history", headers=h).json()["items"]
+    first = demo_client.get("/podledger/v1/podgroups/team-a/giant/history", headers=h).json()["items"]
     assert first[0]["type"] == "PodGroupCreated" and [e["position"] for e in first] == sorted(e["position"] for e in first)
     created_at = first[0]["position"]
-    early = demo_client.get("/api/v1/podgroups/team-a/giant/explain", params={"at": created_at}, headers=h)
+    early = demo_client.get("/podledger/v1/podgroups/team-a/giant/explain", params={"at": created_at}, headers=h)
     assert early.status_code == 200 and early.json()["position"] == created_at
-    assert demo_client.get("/api/v1/podgroups/team-a/nope/explain", headers=h).status_code == 404
-    assert demo_client.get("/api/v1/podgroups/team-a/giant/explain", params={"at": "yesterday"}, headers=h).status_code == 400
-    st = demo_client.get("/api/v1/state", params={"at": 3}, headers=h)
+    assert demo_client.get("/podledger/v1/podgroups/team-a/nope/explain", headers=h).status_code == 404
+    assert demo_client.get("/podledger/v1/podgroups/team-a/giant/explain", params={"at": "yesterday"}, headers=h).status_code == 400
+    st = demo_client.get("/podledger/v1/state", params={"at": 3}, headers=h)
     assert st.status_code == 200 and st.json()["position"] == 3 and len(st.json()["objects"]) <= 3
-    now = demo_client.get("/api/v1/state", headers=h).json()
+    now = demo_client.get("/podledger/v1/state", headers=h).json()
     assert any(o["name"] == "giant" for o in now["objects"])
 
 
 @needs_audit
 def test_whatif_is_an_async_job_with_a_status_url(demo_client):
-    r = demo_client.post("/api/v1/whatif", json={"config": {"preemptionAlgorithm": "None"}}, headers=auth("writer"))
+    r = demo_client.post("/podledger/v1/whatif", json={"config": {"preemptionAlgorithm": "None"}}, headers=auth("writer"))
     assert r.status_code == 202, r.text
     job = r.json()
     assert job["status"] in ("pending", "running", "succeeded") and r.headers["Location"] == job["statusUrl"]
@@ -262,15 +262,15 @@ def test_whatif_is_an_async_job_with_a_status_url(demo_client):
         job = demo_client.get(job["statusUrl"], headers=auth("reader")).json()
     assert job["status"] == "succeeded", job
     assert "changed" in job["result"]
-    assert demo_client.get("/api/v1/jobs/unknown", headers=auth("reader")).status_code == 404
-    assert demo_client.post("/api/v1/whatif", json={}, headers=auth("reader")).status_code == 403
+    assert demo_client.get("/podledger/v1/jobs/unknown", headers=auth("reader")).status_code == 404
+    assert demo_client.post("/podledger/v1/whatif", json={}, headers=auth("reader")).status_code == 403
 
 
 def test_health_readiness_and_metrics(demo_client, demo_engine):
     assert demo_client.get("/healthz").json() == {"status": "ok", "checks": {}}
     r = demo_client.get("/readyz")
     assert r.status_code == 200 and r.json()["checks"] == {"database": "ok", "migrations": "ok"}
-    demo_client.get("/api/v1/pods", headers=auth("reader"))
+    demo_client.get("/podledger/v1/pods", headers=auth("reader"))
     text = demo_client.get("/metrics").text
     with demo_engine.connect() as c:
         cycles = c.execute(sa.text("SELECT count(*) FROM events WHERE type = 'SchedulingCycleCompleted'")).scalar_one()
@@ -284,7 +284,7 @@ def test_health_readiness_and_metrics(demo_client, demo_engine):
     assert "podledger_preemptions_total" in text
     assert f'podledger_queue_depth{{kind="Pod"}} {float(pending)}' in text and pending >= 3
     assert 'podledger_queue_depth{kind="PodGroup"} 1.0' in text  # the giant gang
-    assert 'podledger_http_requests_total{method="GET",route="/api/v1/{kind}",status="200"}' in text
+    assert 'podledger_http_requests_total{method="GET",route="/podledger/v1/{kind}",status="200"}' in text
 
 
 def test_append_latency_histogram_counts_writes(client):
@@ -319,28 +319,28 @@ def test_openapi_is_complete_with_examples(client):
     spec = client.get("/openapi.json").json()
     paths = spec["paths"]
     for path in (
-        "/api/v1/apply",
-        "/api/v1/{kind}",
-        "/api/v1/{kind}/{namespace}/{name}",
-        "/api/v1/{kind}/{namespace}/{name}/explain",
-        "/api/v1/{kind}/{namespace}/{name}/history",
-        "/api/v1/events",
-        "/api/v1/events/stream",
-        "/api/v1/state",
-        "/api/v1/whatif",
-        "/api/v1/jobs/{job_id}",
+        "/podledger/v1/apply",
+        "/podledger/v1/{kind}",
+        "/podledger/v1/{kind}/{namespace}/{name}",
+        "/podledger/v1/{kind}/{namespace}/{name}/explain",
+        "/podledger/v1/{kind}/{namespace}/{name}/history",
+        "/podledger/v1/events",
+        "/podledger/v1/events/stream",
+        "/podledger/v1/state",
+        "/podledger/v1/whatif",
+        "/podledger/v1/jobs/{job_id}",
         "/healthz",
         "/readyz",
         "/metrics",
     ):
         assert path in paths, path
-    body = paths["/api/v1/apply"]["post"]["requestBody"]["content"]
+    body = paths["/podledger/v1/apply"]["post"]["requestBody"]["content"]
     assert "PodGroup" in body["application/yaml"]["examples"]["gang"]["value"]
     assert body["application/json"]["examples"]["node"]["value"]["kind"] == "Node"
     for path, ops in paths.items():
         for method, op in ops.items():
             assert op.get("summary"), (method, path)
-            if path.startswith("/api/v1/"):
+            if path.startswith("/podledger/v1/"):
                 assert op["security"] == [{"bearer": []}], (method, path)
                 assert {"401", "403"} <= set(op["responses"]), (method, path)
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

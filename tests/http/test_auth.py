@@ -27,12 +27,12 @@ NODE = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status
 
 
 def post_node(client: TestClient, headers: dict[str, str]) -> httpx.Response:
-    return client.post("/api/v1/apply", content=NODE, headers={"Content-Type": "application/json", **headers})
+    return client.post("/podledger/v1/apply", content=NODE, headers={"Content-Type": "application/json", **headers})
 
 
 def test_no_token_or_a_wrong_one_is_401(client, engine):
     for headers in ({}, {"Authorization": "Bearer nope-nope-nope"}, {"Authorization": f"Basic {TOKENS['admin']}"}):
-        r = client.get("/api/v1/pods", headers=headers)
+        r = client.get("/podledger/v1/pods", headers=headers)
         assert r.status_code == 401, headers
         assert r.json()["error"] == "unauthorized" and r.headers["WWW-Authenticate"].startswith("Bearer")
         assert post_node(client, headers).status_code == 401
@@ -40,14 +40,14 @@ def test_no_token_or_a_wrong_one_is_401(client, engine):
 
 
 def test_reader_may_read_but_not_write(client, engine):
-    assert client.get("/api/v1/pods", headers=auth("reader")).status_code == 200
+    assert client.get("/podledger/v1/pods", headers=auth("reader")).status_code == 200
     r = post_node(client, auth("reader"))
     assert r.status_code == 403 and r.json()["error"] == "forbidden" and "writer" in r.json()["message"]
-    assert client.delete("/api/v1/nodes/-/n1", headers=auth("reader")).status_code == 403
-    assert client.post("/api/v1/whatif", json={}, headers=auth("reader")).status_code == 403
+    assert client.delete("/podledger/v1/nodes/-/n1", headers=auth("reader")).status_code == 403
+    assert client.post("/podledger/v1/whatif", json={}, headers=auth("reader")).status_code == 403
     assert count_events(engine) == 0
     assert post_node(client, auth("writer")).status_code == 200
-    assert client.delete("/api/v1/nodes/-/n1", headers=auth("admin")).status_code == 200
+    assert client.delete("/podledger/v1/nodes/-/n1", headers=auth("admin")).status_code == 200
 
 
 def test_health_metrics_and_docs_need_no_token(client):
@@ -60,9 +60,9 @@ def test_several_tokens_per_role_and_named_actors(engine):
     with TestClient(create_app(engine, spec)) as c:
         for tok, actor in (("w-token-000001", "writer"), ("w-token-000002", "writer#2"), ("w-token-000003", "writer:ci-bot")):
             node = NODE.replace('"n1"', f'"n-{actor.replace(":", "-").replace("#", "-")}"')
-            r = c.post("/api/v1/apply", content=node, headers={"Authorization": f"Bearer {tok}"})
+            r = c.post("/podledger/v1/apply", content=node, headers={"Authorization": f"Bearer {tok}"})
             assert r.status_code == 200, r.text
-            ev = c.get("/api/v1/events", params={"after": r.json()["events"][0]["position"] - 1, "limit": 1},
+            ev = c.get("/podledger/v1/events", params={"after": r.json()["events"][0]["position"] - 1, "limit": 1},
                        headers={"Authorization": "Bearer r-token-000001"}).json()["items"][0]
             assert ev["meta"]["actor"] == actor
 
@@ -100,10 +100,10 @@ def test_tokens_never_reach_the_log(client, caplog, monkeypatch):
     monkeypatch.setattr("api.routes.objects._apply_sync", lambda *a, **k: 1 / 0)  # force a logged 500
     r = post_node(client, auth("writer"))
     assert r.status_code == 500 and r.json()["error"] == "internal"
-    client.get("/api/v1/pods", headers=auth("reader"))
-    client.get("/api/v1/pods", headers={"Authorization": "Bearer not-a-real-token-xyz"})
+    client.get("/podledger/v1/pods", headers=auth("reader"))
+    client.get("/podledger/v1/pods", headers={"Authorization": "Bearer not-a-real-token-xyz"})
     client.post("/login", content=f"token={TOKENS['admin']}&next=/", headers={"Content-Type": "application/x-www-form-urlencoded"})
-    assert "unhandled error on POST /api/v1/apply" in caplog.text
+    assert "unhandled error on POST /podledger/v1/apply" in caplog.text
     for secret in (*TOKENS.values(), "not-a-real-token-xyz"):
         assert secret not in caplog.text
 
@@ -128,12 +128,12 @@ def test_dashboard_signs_in_with_a_token_in_an_httponly_cookie(client):
 
 def test_an_app_without_tokens_refuses_everything_unless_insecure_local(engine):
     with TestClient(create_app(engine, "")) as c:
-        assert c.get("/api/v1/pods").status_code == 401
+        assert c.get("/podledger/v1/pods").status_code == 401
         assert c.get("/", follow_redirects=False).status_code == 303
     with TestClient(create_app(engine, "", insecure_local=True)) as c:
-        r = c.post("/api/v1/apply", content=NODE)
+        r = c.post("/podledger/v1/apply", content=NODE)
         assert r.status_code == 200
-        assert c.get("/api/v1/events", params={"limit": 1}).json()["items"][0]["meta"]["actor"] == "local"
+        assert c.get("/podledger/v1/events", params={"limit": 1}).json()["items"][0]["meta"]["actor"] == "local"
         assert c.get("/").status_code == 200
 
 
@@ -177,13 +177,13 @@ def test_serve_answers_on_loopback(db_url, mode):
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
         assert r.status_code == 200
-        pods = httpx.get(f"http://127.0.0.1:{port}/api/v1/pods", timeout=5)
+        pods = httpx.get(f"http://127.0.0.1:{port}/podledger/v1/pods", timeout=5)
         assert pods.status_code == (401 if mode == "tokens" else 200)
         if mode == "tokens":
-            ok = httpx.get(f"http://127.0.0.1:{port}/api/v1/pods", headers=auth("reader"), timeout=5)
+            ok = httpx.get(f"http://127.0.0.1:{port}/podledger/v1/pods", headers=auth("reader"), timeout=5)
             assert ok.status_code == 200
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=20)
-    assert "GET /api/v1/pods" in out + err  # the access log is on...
+    assert "GET /podledger/v1/pods" in out + err  # the access log is on...
     assert TOKENS["reader"] not in out + err  # ...and shows no token
