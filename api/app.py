@@ -140,6 +140,7 @@ def create_app(
     *,
     insecure_local: bool = False,
 ) -> FastAPI:
+    from api import k8s
     from api.routes import dashboard, events, health, jobs, objects
 
     table = tokens if isinstance(tokens, TokenTable) else (parse_tokens(tokens) if tokens is not None else tokens_from_env())
@@ -212,6 +213,7 @@ def create_app(
     app.include_router(jobs.router)
     app.include_router(objects.router)
     app.include_router(dashboard.router)
+    app.include_router(k8s.router)  # the Kubernetes-compatible API (api/k8s)
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
 
     return app

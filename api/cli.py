@@ -121,6 +121,7 @@ def main() -> None:
     import api.cli_objects  # noqa: F401  (registers apply/get/delete)
     import api.cli_sched  # noqa: F401  (registers schedule/simulate/demo)
     import api.cli_serve  # noqa: F401  (registers serve)
+    import api.k8s.cli  # noqa: F401  (registers kubeconfig)
     from ledger.errors import LedgerError
 
     try:
