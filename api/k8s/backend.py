@@ -272,6 +272,13 @@ def bind(conn: Connection, pod: Row, node: str, *, actor: str, meta: Mapping[str
     return writer.write(conn, [ev])[0]
 
 
+def format_resources(resources: Mapping[str, int]) -> dict[str, str]:
+    """Exact base units back to Kubernetes quantities (ledger.resources.quantity)."""
+    from ledger.resources.quantity import format_resources as fmt
+
+    return fmt(resources)
+
+
 def input_type(kind: str, action: str) -> str:
     return input_event_type(kind, action)
 

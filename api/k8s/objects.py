@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from api.k8s import backend
 from api.k8s.resources import Resource
 from api.k8s.status import K8sError
 
@@ -47,7 +48,35 @@ def view(res: Resource, row: dict[str, Any], rv: int | None = None) -> dict[str,
         obj["spec"] = spec
     if status:
         obj["status"] = status
-    return obj
+    return _quantities(obj)  # type: ignore[no-any-return]
+
+
+RESOURCE_MAPS = frozenset({"requests", "limits", "allocatable", "capacity", "min", "max", "overhead"})
+
+
+def _quantities(value: Any) -> Any:
+    """Resource maps of a normalized manifest (exact integers) as Kubernetes quantity strings."""
+    if isinstance(value, list):
+        return [_quantities(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if v is None:
+            continue  # null means absent in Kubernetes objects
+        if k == "ownerReferences" and isinstance(v, list):
+            # uid is required upstream; podledger accepts references without one
+            v = [{**r, "uid": r.get("uid") or ""} if isinstance(r, dict) else r for r in v]
+        if (
+            k in RESOURCE_MAPS
+            and isinstance(v, dict)
+            and v
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in v.values())
+        ):
+            out[k] = backend.format_resources(v)
+        else:
+            out[k] = _quantities(v)
+    return out
 
 
 def manifest_from(obj: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +86,12 @@ def manifest_from(obj: dict[str, Any]) -> dict[str, Any]:
     for key in ("labels", "annotations"):
         if key in meta and not meta[key]:
             del meta[key]
+    refs = meta.get("ownerReferences")
+    if isinstance(refs, list):
+        meta["ownerReferences"] = [
+            {k: v for k, v in r.items() if not (k == "uid" and v == "")} if isinstance(r, dict) else r
+            for r in refs
+        ]
     out["metadata"] = meta
     return out
 

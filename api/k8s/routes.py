@@ -120,6 +120,8 @@ def _parse(group: str, version: str, parts: list[str]) -> handlers.Target | None
         and not (len(parts) == 3 and parts[2] in ("status", "finalize"))
     ):
         ns = parts[1]
+        if group == "" and parts[2] == "bindings" and len(parts) == 3:  # POST namespaces/{ns}/bindings
+            return handlers.Target(res("pods"), ns, None, "binding")
         r = res(parts[2])
         if not r.namespaced:
             raise K8sError(404, "the server could not find the requested resource")
@@ -127,8 +129,6 @@ def _parse(group: str, version: str, parts: list[str]) -> handlers.Target | None
         sub = parts[4] if len(parts) > 4 else ""
         if len(parts) > 5:
             raise K8sError(404, "the server could not find the requested resource")
-        if name is None and parts[2] == "bindings":
-            sub = "binding"
         return handlers.Target(r, ns, name, sub)
     r = res(parts[0])
     name = parts[1] if len(parts) > 1 else None
