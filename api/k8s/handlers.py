@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from api.k8s import backend
 from api.k8s import events as E
 from api.k8s import table as T
-from api.k8s.objects import Selector, manifest_from, merge_patch, timestamp, view
+from api.k8s.objects import Selector, as_quantities, manifest_from, merge_patch, timestamp, view
 from api.k8s.resources import Resource
 from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found, success
 
@@ -331,6 +331,12 @@ def create(
     return 201, _write(eng, run)
 
 
+def stored(row: dict[str, Any]) -> dict[str, Any]:
+    """The stored manifest with Kubernetes quantities (the stored one holds exact base units,
+    which re-validation would read as quantities)."""
+    return as_quantities(row["object"])  # type: ignore[no-any-return]
+
+
 def _keep_status(manifest: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in manifest.items() if k != "status"}
     if "status" in stored:
@@ -366,9 +372,9 @@ def update(
         if rv is not None and rv != cur["updated_position"]:
             raise conflict(res, t.name or "")
         if t.sub == "status":
-            manifest = _status_only(cur["object"], obj.get("status"), cur["status"] or {})
+            manifest = _status_only(stored(cur), obj.get("status"), cur["status"] or {})
         else:
-            manifest = _keep_status(obj, cur["object"])
+            manifest = _keep_status(obj, stored(cur))
         _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
         return _read_back(conn, res, ns, t.name or "")
 
@@ -414,13 +420,13 @@ def patch(
                 if cur is None:
                     raise not_found(res, t.name or "")
                 manifest = _status_only(
-                    cur["object"],
-                    merge_patch((cur["object"].get("status") or {}), obj.get("status") or {}),
+                    stored(cur),
+                    merge_patch((stored(cur).get("status") or {}), obj.get("status") or {}),
                     cur["status"] or {},
                 )
             else:
                 manifest = (
-                    obj if cur is None else _keep_status(obj, cur["object"]) if "status" not in obj else obj
+                    obj if cur is None else _keep_status(obj, stored(cur)) if "status" not in obj else obj
                 )
             _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
             return (201 if cur is None else 200), _read_back(conn, res, ns, t.name or "")
@@ -443,11 +449,11 @@ def patch(
             if k not in ("resourceVersion", "uid", "creationTimestamp")
         }
         if t.sub == "status":
-            merged_status = merge_patch(cur["object"].get("status") or {}, value.get("status") or {})
-            manifest = _status_only(cur["object"], merged_status, cur["status"] or {})
+            merged_status = merge_patch(stored(cur).get("status") or {}, value.get("status") or {})
+            manifest = _status_only(stored(cur), merged_status, cur["status"] or {})
         else:
             patch_value.pop("status", None)
-            manifest = merge_patch(cur["object"], patch_value)
+            manifest = merge_patch(stored(cur), patch_value)
         manifest = _check_identity(t, manifest)
         _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
         return 200, _read_back(conn, res, ns, t.name or "")

@@ -48,16 +48,16 @@ def view(res: Resource, row: dict[str, Any], rv: int | None = None) -> dict[str,
         obj["spec"] = spec
     if status:
         obj["status"] = status
-    return _quantities(obj)  # type: ignore[no-any-return]
+    return as_quantities(obj)  # type: ignore[no-any-return]
 
 
 RESOURCE_MAPS = frozenset({"requests", "limits", "allocatable", "capacity", "min", "max", "overhead"})
 
 
-def _quantities(value: Any) -> Any:
+def as_quantities(value: Any) -> Any:
     """Resource maps of a normalized manifest (exact integers) as Kubernetes quantity strings."""
     if isinstance(value, list):
-        return [_quantities(v) for v in value]
+        return [as_quantities(v) for v in value]
     if not isinstance(value, dict):
         return value
     out = {}
@@ -75,7 +75,7 @@ def _quantities(value: Any) -> Any:
         ):
             out[k] = backend.format_resources(v)
         else:
-            out[k] = _quantities(v)
+            out[k] = as_quantities(v)
     return out
 
 

@@ -227,5 +227,9 @@ def test_invalid_input_is_a_422_status_and_appends_nothing(k8s: Server, tmp_path
     before = k8s.count()
     res = k8s.kubectl("apply", "--server-side", "-f", str(f), check=False)
     assert res.returncode != 0
-    assert '"bad" is invalid' in res.stderr and "Invalid" not in res.stdout and "spec.containers[0].resources.requests.cpu" in res.stderr
+    assert (
+        '"bad" is invalid' in res.stderr
+        and "Invalid" not in res.stdout
+        and "spec.containers[0].resources.requests.cpu" in res.stderr
+    )
     assert k8s.count() == before
