@@ -179,6 +179,8 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
             if q.get("watch") in ("1", "true", "True"):
                 return await _watch(request, eng, t, q, accept)
             return _json(await run_in_threadpool(handlers.list_objects, eng, t, q, accept))
+        if q.get("watch") in ("1", "true", "True"):
+            return await _watch(request, eng, t, q, accept)
         return _json(await run_in_threadpool(handlers.get_object, eng, t, q, accept))
     body = await request.body()
     ctype = request.headers.get("content-type", "application/json")
