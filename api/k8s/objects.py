@@ -46,6 +46,8 @@ def view(res: Resource, row: dict[str, Any], rv: int | None = None) -> dict[str,
         elif not node and status.get("phase") == "Preempted":
             spec.pop("nodeName", None)
         obj["spec"] = spec
+    if isinstance(status.get("conditions"), list):
+        status["conditions"] = [_rfc3339_condition(c) for c in status["conditions"]]
     if status:
         obj["status"] = status
     return as_quantities(obj)  # type: ignore[no-any-return]
@@ -77,6 +79,17 @@ def as_quantities(value: Any) -> Any:
         else:
             out[k] = as_quantities(v)
     return out
+
+
+def _rfc3339_condition(cond: Any) -> Any:
+    """``lastTransitionTime`` as Kubernetes writes it (RFC 3339, seconds, Z)."""
+    if not isinstance(cond, dict) or not isinstance(cond.get("lastTransitionTime"), str):
+        return cond
+    try:
+        t = datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00"))
+    except ValueError:
+        return cond
+    return {**cond, "lastTransitionTime": timestamp(t)}
 
 
 def manifest_from(obj: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 A watch from ``resourceVersion`` N starts from the state of the watched kind as of position N
 (the ``objects`` projection when N is the head, else the same fold replayed from the log) and
-then folds every later event, in position order, emitting ADDED/MODIFIED/DELETED for the
+then folds every later event, in position order (N = 0: the whole log;
+no N: the current objects first, as ADDED), emitting ADDED/MODIFIED/DELETED for the
 objects it changes with ``resourceVersion`` = that event's position. Appends are serialised
 (position order = commit order), so resuming from the last position seen misses nothing and
 repeats nothing. LISTEN/NOTIFY wakes the tail; a one-second poll covers a missed notification.
@@ -33,7 +34,7 @@ BOOKMARK_SECONDS = 5.0
 class WatchParams:
     namespace: str | None
     selector: Selector
-    start: int | None  # None/0: current state first (ADDED for every object), then the tail
+    start: int | None  # None: current state first (ADDED for every object), then the tail; 0: the whole log
     bookmarks: bool
     timeout: float | None
     as_table: bool
@@ -49,9 +50,9 @@ def initial_state(eng: Engine, res: Resource, p: WatchParams) -> tuple[int, dict
     with backend.snapshot(eng) as conn:
         head = backend.head(conn)
         current = backend.rows(conn, res.kind, p.namespace if res.namespaced else None)
-    if p.start is None or p.start == 0 or p.start >= head:
+    if p.start is None or p.start >= head:
         state: dict[backend.Key, Any] = {(r["kind"], r["namespace"], r["name"]): r for r in current}
-        return head, state, not p.start
+        return head, state, p.start is None
     folded = backend.state_at(eng, res.kind, p.start)
     state = {
         k: v for k, v in folded.items() if p.namespace is None or not res.namespaced or k[1] == p.namespace

@@ -214,3 +214,66 @@ def test_bad_input_is_a_4xx_status_and_appends_nothing(client: TestClient, engin
     )
     assert r.status_code == 400
     assert count_events(engine) == before
+
+
+def _watch(client: TestClient, path: str, **params: str) -> list[dict]:  # type: ignore[type-arg]
+    r = client.get(path, headers=R, params={"watch": "1", "timeoutSeconds": "1", **params})
+    assert r.status_code == 200, r.text
+    return [orjson.loads(line) for line in r.text.splitlines() if line.strip()]
+
+
+def test_watch_follows_selectors_and_tables(client: TestClient, engine: Engine) -> None:
+    def pod(name: str, app: str) -> dict:  # type: ignore[type-arg]
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": app}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        }
+
+    start = client.get("/api/v1/namespaces/ns-w/pods", headers=R).json()["metadata"]["resourceVersion"]
+    assert client.post("/api/v1/namespaces/ns-w/pods", headers=W, json=pod("a", "web")).status_code == 201
+    assert client.post("/api/v1/namespaces/ns-w/pods", headers=W, json=pod("b", "db")).status_code == 201
+    r = client.patch(
+        "/api/v1/namespaces/ns-w/pods/a",
+        headers={**W, "Content-Type": "application/merge-patch+json"},
+        content=orjson.dumps({"metadata": {"labels": {"app": "db"}}}),
+    )
+    assert r.status_code == 200
+    assert client.request("DELETE", "/api/v1/namespaces/ns-w/pods/b", headers=W).status_code == 200
+    with engine.connect() as c:
+        positions = [
+            int(p)
+            for (p,) in c.execute(
+                sa.text("SELECT position FROM events WHERE position > :s ORDER BY position"),
+                {"s": int(start)},
+            )
+        ]
+
+    everything = _watch(client, "/api/v1/namespaces/ns-w/pods", resourceVersion=start)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in everything] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("MODIFIED", "a"),
+        ("DELETED", "b"),
+    ]
+    assert [int(e["object"]["metadata"]["resourceVersion"]) for e in everything] == positions
+    web = _watch(client, "/api/v1/namespaces/ns-w/pods", resourceVersion=start, labelSelector="app=web")
+    # a leaves the selection when relabelled: DELETED for this watch
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in web] == [("ADDED", "a"), ("DELETED", "a")]
+    # resuming from the middle repeats nothing
+    tail = _watch(client, "/api/v1/namespaces/ns-w/pods", resourceVersion=str(positions[1]))
+    assert tail == everything[2:]
+    # without a resourceVersion: the current objects first
+    now = _watch(client, "/api/v1/namespaces/ns-w/pods")
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in now] == [("ADDED", "a")]
+    # a Table watch (kubectl get -w): one row per event, columns on the first only
+    tables = client.get(
+        "/api/v1/namespaces/ns-w/pods",
+        headers={**R, "Accept": TABLE},
+        params={"watch": "1", "timeoutSeconds": "1", "resourceVersion": start},
+    ).text.splitlines()
+    objs = [orjson.loads(t)["object"] for t in tables]
+    assert all(o["kind"] == "Table" and len(o["rows"]) == 1 for o in objs)
+    assert objs[0]["columnDefinitions"] and not objs[1]["columnDefinitions"]
+    assert [o["rows"][0]["cells"][0] for o in objs] == ["a", "b", "a", "b"]

@@ -126,7 +126,7 @@ def test_watch_resumes_from_a_resource_version_across_a_server_restart(k8s: Serv
 
     v1 = client.CoreV1Api(k8s.client())
     ns = "team-watch"
-    _node(v1, "watch-node")
+    _node(v1, "watch-node", cpu="64")  # room for every pending pod of the module
     rv0 = v1.list_namespaced_pod(ns).metadata.resource_version
     for i in range(3):
         v1.create_namespaced_pod(ns, _pod(f"w-{i}", ns))
