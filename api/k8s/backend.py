@@ -7,7 +7,6 @@ service layer is re-pointed here and nowhere else.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from api.app import context
 from api.auth import Principal, bearer_token
 from ledger import store, writer
 from ledger.errors import ConcurrencyError, IdempotencyConflict, LedgerError
-from ledger.events import input_event_type
 from ledger.listen import Listener
 from ledger.projections import current
 from ledger.resources.errors import FieldError
@@ -164,10 +162,6 @@ def read_events(
     return store.read_all(conn, after=after, limit=limit, types=types)
 
 
-def iter_events(eng: Engine, after: int = 0, upto: int | None = None) -> Iterator[StoredEvent]:
-    return store.iter_all(eng, after=after, upto=upto)
-
-
 def decision_events(conn: Connection, types: Sequence[str], upto: int) -> list[StoredEvent]:
     """Scheduling decisions of the given types up to a position (for Kubernetes Events)."""
     res = conn.execute(
@@ -277,11 +271,3 @@ def format_resources(resources: Mapping[str, int]) -> dict[str, str]:
     from ledger.resources.quantity import format_resources as fmt
 
     return fmt(resources)
-
-
-def input_type(kind: str, action: str) -> str:
-    return input_event_type(kind, action)
-
-
-def deep_copy(value: Any) -> Any:
-    return copy.deepcopy(value)

@@ -47,12 +47,15 @@ def _objects(
             {
                 "apiVersion": "v1",
                 "kind": "Namespace",
-                "metadata": {"name": ns, "resourceVersion": "0", "creationTimestamp": timestamp(t)},
+                "metadata": {
+                    "name": ns,
+                    "resourceVersion": "0",
+                    **({"creationTimestamp": timestamp(t)} if t else {}),
+                },
                 "spec": {"finalizers": ["kubernetes"]},
                 "status": {"phase": "Active"},
             }
-            for ns, t in [("default", None), *backend.namespaces(conn)]
-            if ns != "default" or True
+            for ns, t in [("default", None), *backend.namespaces(conn)]  # deduplicated by the caller
         ]
     if res.kind == "Event":
         evs = E.derive(conn, upto if upto is not None else backend.head(conn), namespace)
@@ -65,7 +68,7 @@ def _dedupe_namespaces(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for o in items:
         name = o["metadata"]["name"]
-        if name not in seen or seen[name]["metadata"]["creationTimestamp"] is None:
+        if name not in seen or "creationTimestamp" not in seen[name]["metadata"]:
             seen[name] = o
     return [seen[k] for k in sorted(seen)]
 
