@@ -469,3 +469,9 @@ def stream_version(target: Engine | Connection, stream: str) -> int:
             return stream_version(conn, stream)
     value = target.execute(sa.text("SELECT version FROM streams WHERE stream = :s"), {"s": stream}).scalar()
     return int(value or 0)
+
+
+def lock_appends(conn: Connection) -> None:
+    """Take the ledger lock every append takes (transaction-scoped): a conditional write that
+    reads its preconditions after this call knows nothing is appended before it commits."""
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": LEDGER_LOCK})

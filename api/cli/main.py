@@ -9,6 +9,7 @@ import api.cli.audit  # noqa: F401  (registers explain, history, replay)
 import api.cli.objects  # noqa: F401  (registers apply, get, delete)
 import api.cli.scheduling  # noqa: F401  (registers schedule, simulate, demo, worker)
 import api.cli.serve  # noqa: F401  (registers serve)
+import api.k8s.cli  # noqa: F401  (registers kubeconfig)
 from api.cli.console import UserError, app, err
 from api.services.errors import ServiceError
 from ledger.errors import LedgerError

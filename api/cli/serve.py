@@ -31,6 +31,12 @@ def serve(
         ),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    tls_cert_file: Annotated[
+        str | None, typer.Option(help="Serve https with this certificate (PEM).")
+    ] = None,
+    tls_private_key_file: Annotated[
+        str | None, typer.Option(help="The certificate's private key (PEM).")
+    ] = None,
 ) -> None:
     """Serve the HTTP API (/podledger/v1, /docs, /metrics) and the dashboard (/).
 
@@ -60,6 +66,17 @@ def serve(
         err.print("[yellow]warning:[/yellow] --insecure-local: no authentication, every caller is admin")
     engine = db.get_engine()  # migrates on start; fails here, not on the first request
     application = create_app(engine, tokens, insecure_local=insecure_local and not tokens)
-    err.print(f"podledger API on http://{host}:{port}/ (docs at /docs, {len(tokens.entries)} token(s))")
+    if (tls_cert_file is None) != (tls_private_key_file is None):
+        raise UserError("--tls-cert-file and --tls-private-key-file go together")
+    scheme = "https" if tls_cert_file else "http"
+    err.print(f"podledger API on {scheme}://{host}:{port}/ (docs at /docs, {len(tokens.entries)} token(s))")
     # uvicorn's access log shows method, path and status: never headers, so never a token.
-    uvicorn.run(application, host=host, port=port, log_level=log_level, proxy_headers=False)
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level=log_level,
+        proxy_headers=False,
+        ssl_certfile=tls_cert_file,
+        ssl_keyfile=tls_private_key_file,
+    )

@@ -26,6 +26,7 @@ from api.http.errors import install_handlers
 from api.http.routes import audit, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
+from api.k8s import routes as k8s_routes
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -98,6 +99,7 @@ def create_app(
     app.include_router(jobs.router)
     app.include_router(objects.router)
     app.include_router(dashboard.router)
+    app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
 
     return app

@@ -52,7 +52,9 @@ def recorded_runs(engine: Engine) -> Iterator[tuple[str, Any]]:
     group: list[StoredEvent] = []
     gkey: tuple[Any, ...] | None = None
     for ev in store.iter_all(engine):
-        if ev.type in DECISION_TYPES:
+        # A PodBound without cycle meta was decided outside podledger's scheduler (a Binding
+        # through the Kubernetes API): an input to fold, not a decision to recompute.
+        if ev.type in DECISION_TYPES and not (ev.type == "PodBound" and "cycle" not in (ev.meta or {})):
             key = ((ev.meta or {}).get("snapshot_position"), ev.effective_at)
             if group and key != gkey:
                 yield "run", group

@@ -250,3 +250,14 @@ def project(conn: Connection, events: Sequence[StoredEvent]) -> None:
                     [v["updated_at"] for v in vals],  # type: ignore[index]
                 ),
             )
+
+
+def touched_keys(ev: StoredEvent) -> list[Key]:
+    """The objects (kind, namespace, name) an event changes, by this projection's rule."""
+    return list(_touch(ev))
+
+
+def fold_into(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent) -> None:
+    """Fold one event into in-memory rows keyed (kind, namespace, name), as the ``objects``
+    projection does in the database (None marks a deleted object)."""
+    _apply(rows, ev, set())

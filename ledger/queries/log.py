@@ -272,3 +272,17 @@ __all__ = [
     "rejections",
     "stream_events",
 ]
+
+
+def events_of_types(conn: Connection, types: Sequence[str], upto: int) -> list[StoredEvent]:
+    """Every event of the given types up to ``upto``, upcast, in log order."""
+    res = conn.execute(
+        sa.text(
+            f"SELECT {_EVENT_COLS} FROM events WHERE type = ANY(:t) AND position <= :u ORDER BY position"
+        ),
+        {"t": list(types), "u": upto},
+    )
+    return [
+        StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], registry.upcast(r[3], r[4], dict(r[6])), r[7], r[8], r[9])
+        for r in res
+    ]

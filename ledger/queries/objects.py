@@ -275,3 +275,48 @@ __all__ = [
     "namespace_quota",
     "stream_versions",
 ]
+
+
+# --------------------------------------------------------------------- rows with their positions
+
+PROJECTION_COLS = (
+    "kind", "namespace", "name", "uid", "object", "status",
+    "created_position", "updated_position", "created_at", "updated_at",
+)
+
+
+def projection_rows(
+    conn: Connection, kind: str, namespace: str | None = None, name: str | None = None
+) -> list[dict[str, Any]]:
+    """Current objects of a kind with uid and created/updated positions and times, in
+    (namespace, name) order (the Kubernetes API's resourceVersion and uid come from them)."""
+    q = f"SELECT {', '.join(PROJECTION_COLS)} FROM objects WHERE kind = :k"
+    params: dict[str, Any] = {"k": kind}
+    if namespace is not None:
+        q += " AND namespace = :n"
+        params["n"] = namespace
+    if name is not None:
+        q += " AND name = :m"
+        params["m"] = name
+    q += " ORDER BY namespace, name"
+    return [dict(zip(PROJECTION_COLS, r, strict=True)) for r in conn.execute(sa.text(q), params)]
+
+
+def namespaces_in_use(conn: Connection) -> list[tuple[str, Any]]:
+    """Namespaces that hold objects (podledger has no Namespace objects): (name, first seen)."""
+    res = conn.execute(
+        sa.text("SELECT namespace, min(created_at) FROM objects WHERE namespace <> '' GROUP BY 1 ORDER BY 1")
+    )
+    return [(r[0], r[1]) for r in res]
+
+
+def group_pod_counts(conn: Connection) -> dict[tuple[str, str], tuple[int, int]]:
+    """(namespace, podGroupName) -> (pods, bound pods) over the current pods."""
+    res = conn.execute(
+        sa.text(
+            "SELECT namespace, object->'spec'->'schedulingGroup'->>'podGroupName' AS g, count(*), "
+            "count(*) FILTER (WHERE status->>'phase' = 'Bound') FROM objects WHERE kind = 'Pod' "
+            "AND object->'spec'->'schedulingGroup'->>'podGroupName' IS NOT NULL GROUP BY 1, 2"
+        )
+    )
+    return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in res}

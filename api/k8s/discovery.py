@@ -1,0 +1,172 @@
+"""Discovery: ``/version``, ``/api``, ``/apis``, per-group resource lists, and the aggregated
+form (``apidiscovery.k8s.io/v2``) kubectl asks for with its Accept header."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.k8s import resources as R
+from api.k8s.resources import Resource
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str | None) -> bool:
+    return bool(accept) and "as=APIGroupDiscoveryList" in (accept or "") and "v=v2;" in (accept or "") + ";"
+
+
+def version() -> dict[str, Any]:
+    return {
+        "major": "1",
+        "minor": "32",
+        "gitVersion": "v1.32.0-podledger",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "python",
+        "compiler": "podledger",
+        "platform": "linux/amd64",
+    }
+
+
+def _subresources(r: Resource) -> list[str]:
+    subs = []
+    if r.status:
+        subs.append("status")
+    if r.kind == "Pod" and not r.group:
+        subs.append("binding")
+    return subs
+
+
+def resource_list(group: str, version: str) -> dict[str, Any] | None:
+    res = R.in_group_version(group, version)
+    if not res:
+        return None
+    items: list[dict[str, Any]] = []
+    for r in res:
+        items.append(
+            {
+                "name": r.plural,
+                "singularName": r.singular,
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": list(r.verbs),
+                **({"shortNames": list(r.short_names)} if r.short_names else {}),
+            }
+        )
+        for sub in _subresources(r):
+            if sub == "binding":
+                items.append(
+                    {
+                        "name": "pods/binding",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": "Binding",
+                        "verbs": ["create"],
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "name": f"{r.plural}/status",
+                        "singularName": "",
+                        "namespaced": r.namespaced,
+                        "kind": r.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": items,
+    }
+
+
+def core_versions() -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+    }
+
+
+def _group(name: str, versions: list[str]) -> dict[str, Any]:
+    gvs = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": gvs, "preferredVersion": gvs[0]}
+
+
+def group_list() -> dict[str, Any]:
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(g, vs) for g, vs in R.groups().items()],
+    }
+
+
+def group(name: str) -> dict[str, Any] | None:
+    versions = R.groups().get(name)
+    if not versions:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
+
+
+def _aggregated_resource(r: Resource) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "resource": r.plural,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        out["shortNames"] = list(r.short_names)
+    subs = []
+    for sub in _subresources(r):
+        if sub == "binding":
+            subs.append(
+                {
+                    "subresource": "binding",
+                    "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
+                    "verbs": ["create"],
+                }
+            )
+        else:
+            subs.append(
+                {
+                    "subresource": "status",
+                    "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    if subs:
+        out["subresources"] = subs
+    return out
+
+
+def _aggregated_group(name: str, versions: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "versions": [
+            {
+                "version": v,
+                "resources": [_aggregated_resource(r) for r in R.in_group_version(name, v)],
+                "freshness": "Current",
+            }
+            for v in versions
+        ],
+    }
+
+
+def aggregated(core: bool) -> dict[str, Any]:
+    items = (
+        [_aggregated_group("", ["v1"])]
+        if core
+        else [_aggregated_group(g, vs) for g, vs in R.groups().items()]
+    )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }

@@ -1,0 +1,194 @@
+"""Kubernetes Events (core/v1 and events.k8s.io/v1) derived from the scheduler's decisions.
+
+Nothing is stored for them: every list reads the decisions of the log (PodBound,
+PodUnschedulable, PodGroupUnschedulable/Retried, PodGroupScheduled, PodPreempted) and folds
+repeats of the same message into one Event with a count, as a cluster's event recorder does.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from api.k8s import backend
+
+TYPES = (
+    "PodBound",
+    "PodUnschedulable",
+    "PodGroupUnschedulable",
+    "PodGroupRetried",
+    "PodGroupScheduled",
+    "PodPreempted",
+)
+COMPONENT = "podledger-scheduler"
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _micro(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _sec(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _describe(
+    ev: Any, diagnoses: dict[int, tuple[str, str, str]]
+) -> tuple[str, str, str, str, str, str] | None:
+    """(involved kind, key, type, reason, action, message) of one decision event."""
+    d = ev.data
+    if ev.type == "PodBound":
+        ns, name = _split(d["pod"])
+        return (
+            "Pod",
+            d["pod"],
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {ns}/{name} to {d['node']}",
+        )
+    if ev.type == "PodUnschedulable":
+        return (
+            "Pod",
+            d["pod"],
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            d.get("message") or d.get("reason", ""),
+        )
+    if ev.type == "PodGroupUnschedulable":
+        msg = d.get("message") or d.get("reason", "")
+        diagnoses[ev.position] = (d["group"], d.get("reason", ""), msg)
+        return ("PodGroup", d["group"], "Warning", "FailedScheduling", "Scheduling", msg)
+    if ev.type == "PodGroupRetried":
+        prev = diagnoses.get(int(d.get("diagnosis_position") or 0))
+        if prev is None:
+            return None
+        return ("PodGroup", d["group"], "Warning", "FailedScheduling", "Scheduling", prev[2])
+    if ev.type == "PodGroupScheduled":
+        pods = d.get("pods") or []
+        where = f" ({d['placement']})" if d.get("placement") else ""
+        return (
+            "PodGroup",
+            d["group"],
+            "Normal",
+            "Scheduled",
+            "Scheduling",
+            f"Scheduled {len(pods)} pods{where}",
+        )
+    if ev.type == "PodPreempted":
+        msg = d.get("message") or f"Preempted by {d.get('preemptor')} on node {d.get('node')}"
+        return ("Pod", d["victim"], "Normal", "Preempted", "Preemption", msg)
+    return None
+
+
+API_VERSIONS = {"Pod": "v1", "PodGroup": "scheduling.k8s.io/v1beta1"}
+
+
+def derive(conn: Any, upto: int, namespace: str | None) -> list[dict[str, Any]]:
+    """Aggregated events up to ``upto``: dicts with the fields both Event versions need."""
+    uids: dict[tuple[str, str, str], str] = {}
+    for kind in ("Pod", "PodGroup"):
+        for r in backend.rows(conn, kind, namespace):
+            uids[(kind, r["namespace"], r["name"])] = r["uid"]
+    diagnoses: dict[int, tuple[str, str, str]] = {}
+    agg: dict[tuple[str, ...], dict[str, Any]] = {}
+    for ev in backend.decision_events(conn, TYPES, upto):
+        desc = _describe(ev, diagnoses)
+        if desc is None:
+            continue
+        kind, key, typ, reason, action, message = desc
+        ns, name = _split(key)
+        if namespace is not None and ns != namespace:
+            continue
+        k = (kind, ns, name, typ, reason, message)
+        cur = agg.get(k)
+        if cur is None:
+            agg[k] = {
+                "kind": kind,
+                "namespace": ns,
+                "name": name,
+                "uid": uids.get((kind, ns, name), ""),
+                "type": typ,
+                "reason": reason,
+                "action": action,
+                "message": message,
+                "first": ev.effective_at,
+                "last": ev.effective_at,
+                "first_position": ev.position,
+                "position": ev.position,
+                "count": 1,
+                "actor": (ev.meta or {}).get("actor") or "scheduler",
+            }
+        else:
+            cur["count"] += 1
+            cur["last"], cur["position"] = ev.effective_at, ev.position
+    return sorted(agg.values(), key=lambda e: (e["namespace"], e["position"]))
+
+
+def _involved(e: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        "kind": e["kind"],
+        "namespace": e["namespace"],
+        "name": e["name"],
+        "apiVersion": API_VERSIONS[e["kind"]],
+    }
+    if e["uid"]:
+        out["uid"] = e["uid"]
+    return out
+
+
+def _name(e: dict[str, Any]) -> str:
+    return f"{e['name']}.{e['first_position']:x}"
+
+
+def core_event(e: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": _name(e),
+            "namespace": e["namespace"],
+            "resourceVersion": str(e["position"]),
+            "creationTimestamp": _sec(e["first"]),
+        },
+        "involvedObject": _involved(e),
+        "reason": e["reason"],
+        "message": e["message"],
+        "type": e["type"],
+        "count": e["count"],
+        "firstTimestamp": _sec(e["first"]),
+        "lastTimestamp": _sec(e["last"]),
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": e["actor"],
+        "action": e["action"],
+    }
+
+
+def events_v1(e: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {
+            "name": _name(e),
+            "namespace": e["namespace"],
+            "resourceVersion": str(e["position"]),
+            "creationTimestamp": _sec(e["first"]),
+        },
+        "eventTime": _micro(e["first"]),
+        "regarding": _involved(e),
+        "reason": e["reason"],
+        "note": e["message"],
+        "type": e["type"],
+        "action": e["action"],
+        "reportingController": COMPONENT,
+        "reportingInstance": e["actor"],
+    }
+    if e["count"] > 1:
+        out["series"] = {"count": e["count"], "lastObservedTime": _micro(e["last"])}
+    return out

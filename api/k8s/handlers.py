@@ -1,0 +1,541 @@
+"""Resource paths with Kubernetes semantics, over podledger's log and ``objects`` projection.
+
+Reads come from the projection in one REPEATABLE READ snapshot (the list's ``resourceVersion``
+is the head of that snapshot). Writes run in one transaction that first takes the append lock,
+then checks preconditions (existence, ``resourceVersion``, uid), then admits and appends through
+podledger's own apply/delete: a refused or invalid write appends nothing but what podledger's
+own apply appends (an ``AdmissionRejected`` record for an admission refusal).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from sqlalchemy.engine import Engine
+
+from api.k8s import backend
+from api.k8s import events as E
+from api.k8s import table as T
+from api.k8s.objects import Selector, as_quantities, manifest_from, merge_patch, timestamp, view
+from api.k8s.resources import Resource
+from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found, success
+
+MAX_BODY = 16 * 2**20
+
+
+@dataclass
+class Target:
+    res: Resource
+    namespace: str | None  # None: all namespaces (lists) or a cluster-scoped resource
+    name: str | None = None
+    sub: str = ""  # "", "status", "binding"
+
+
+# ----------------------------------------------------------------------------------- reads
+
+
+def _objects(
+    conn: Any, res: Resource, namespace: str | None, upto: int | None = None
+) -> list[dict[str, Any]]:
+    if res.kind == "Namespace":
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": ns,
+                    "resourceVersion": "0",
+                    **({"creationTimestamp": timestamp(t)} if t else {}),
+                },
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            }
+            for ns, t in [("default", None), *backend.namespaces(conn)]  # deduplicated by the caller
+        ]
+    if res.kind == "Event":
+        evs = E.derive(conn, upto if upto is not None else backend.head(conn), namespace)
+        conv = E.events_v1 if res.group == "events.k8s.io" else E.core_event
+        return [conv(e) for e in evs]
+    return [view(res, r) for r in backend.rows(conn, res.kind, namespace if res.namespaced else None)]
+
+
+def _dedupe_namespaces(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for o in items:
+        name = o["metadata"]["name"]
+        if name not in seen or "creationTimestamp" not in seen[name]["metadata"]:
+            seen[name] = o
+    return [seen[k] for k in sorted(seen)]
+
+
+def _encode_continue(rv: int, ns: str, name: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "start": [ns, name]})).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        raw = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        ns, name = raw["start"]
+        return int(raw["rv"]), (str(ns), str(name))
+    except Exception:
+        raise K8sError(400, "continue key is not valid: not one this server handed out") from None
+
+
+def _int(value: str | None, what: str) -> int | None:
+    if value in (None, ""):
+        return None
+    assert value is not None
+    if not value.isdigit() or len(value) > 18:
+        raise K8sError(400, f"{what} must be a non-negative integer, not {value!r}")
+    return int(value)
+
+
+def _sort_key(o: dict[str, Any]) -> tuple[str, str]:
+    return (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+
+
+def list_objects(eng: Engine, t: Target, q: dict[str, str], accept: str | None) -> dict[str, Any]:
+    res = t.res
+    sel = Selector(q.get("labelSelector"), q.get("fieldSelector"))
+    limit = _int(q.get("limit"), "limit") or 0
+    after: tuple[str, str] | None = None
+    rv_fixed: int | None = None
+    if q.get("continue"):
+        rv_fixed, after = _decode_continue(q["continue"])
+    exact = q.get("resourceVersionMatch") == "Exact"
+    want_rv = _int(q.get("resourceVersion"), "resourceVersion")
+    ctx: dict[str, Any] = {}
+    with backend.snapshot(eng) as conn:
+        head = backend.head(conn)
+        if exact and want_rv is not None and want_rv < head and res.stored:
+            head = want_rv
+            folded = backend.state_at(eng, res.kind, want_rv)
+            items = [
+                view(res, r)
+                for k, r in sorted(folded.items())
+                if t.namespace is None or not res.namespaced or k[1] == t.namespace
+            ]
+        else:
+            items = _objects(conn, res, t.namespace)
+        if T.wants_table(accept) and res.kind == "PodGroup":
+            ctx["group_pods"] = backend.group_pod_counts(conn)
+    if res.kind == "Namespace":
+        items = _dedupe_namespaces(items)
+    items = [o for o in items if sel.matches(o)]
+    items.sort(key=_sort_key)
+    if after is not None:
+        items = [o for o in items if _sort_key(o) > after]
+    rv = rv_fixed if rv_fixed is not None else head
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    cont = None
+    if limit and len(items) > limit:
+        remaining = len(items) - limit
+        items = items[:limit]
+        cont = _encode_continue(rv, *_sort_key(items[-1]))
+        meta["continue"] = cont
+        meta["remainingItemCount"] = remaining
+    if T.wants_table(accept):
+        return T.table(
+            res,
+            items,
+            resource_version=str(rv),
+            cont=cont,
+            include=q.get("includeObject", "Metadata"),
+            ctx=ctx,
+        )
+    return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items}
+
+
+def get_object(eng: Engine, t: Target, q: dict[str, str], accept: str | None) -> dict[str, Any]:
+    res = t.res
+    assert t.name is not None
+    ctx: dict[str, Any] = {}
+    with backend.snapshot(eng) as conn:
+        if res.stored:
+            r = backend.row(conn, res.kind, t.namespace or "", t.name)
+            obj = view(res, r) if r is not None else None
+        else:
+            found = [o for o in _objects(conn, res, t.namespace) if o["metadata"]["name"] == t.name]
+            obj = found[0] if found else None
+            if res.kind == "Namespace" and found:
+                obj = _dedupe_namespaces(found)[0]
+        if obj is not None and T.wants_table(accept) and res.kind == "PodGroup":
+            ctx["group_pods"] = backend.group_pod_counts(conn)
+    if obj is None:
+        raise not_found(res, t.name)
+    if T.wants_table(accept):
+        return T.table(
+            res,
+            [obj],
+            resource_version=obj["metadata"]["resourceVersion"],
+            include=q.get("includeObject", "Metadata"),
+            ctx=ctx,
+        )
+    return obj
+
+
+# ----------------------------------------------------------------------------------- writes
+
+
+def parse_body(body: bytes, content_type: str) -> Any:
+    if len(body) > MAX_BODY:
+        raise K8sError(413, "the request body is over 16 MiB")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise K8sError(400, "the request body is not UTF-8 text") from None
+    try:
+        if "yaml" in content_type:
+            value = yaml.safe_load(text)
+        else:
+            value = orjson.loads(body) if body.strip() else None
+    except (yaml.YAMLError, orjson.JSONDecodeError) as exc:
+        raise K8sError(400, f"the request body could not be decoded: {str(exc).splitlines()[0]}") from None
+    return value
+
+
+def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str, Any]:
+    res = t.res
+    if not isinstance(obj, dict):
+        raise K8sError(400, "the request body must be a JSON or YAML object")
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if kind not in (None, res.kind) or api_version not in (None, res.api_version):
+        raise K8sError(
+            400,
+            f"the API version in the data ({api_version}) does not match the expected API version "
+            f"({res.api_version}) or kind {kind!r} is not {res.kind!r}",
+        )
+    obj = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    meta = dict(obj.get("metadata") or {})
+    if not isinstance(obj.get("metadata", {}), dict):
+        raise K8sError(400, "metadata must be an object")
+    if res.namespaced:
+        body_ns = meta.get("namespace")
+        if body_ns and t.namespace and body_ns != t.namespace:
+            raise K8sError(
+                400, "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = t.namespace or body_ns or "default"
+    if t.name is not None:
+        if meta.get("name") and meta["name"] != t.name:
+            raise K8sError(
+                400, f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})"
+            )
+        meta["name"] = t.name
+    if need_name and not meta.get("name"):
+        if meta.get("generateName"):
+            digest = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+            meta["name"] = f"{meta['generateName']}{digest[:5]}"
+        else:
+            raise invalid(
+                res,
+                "",
+                [{"field": "metadata.name", "message": "Required value: name or generateName is required"}],
+            )
+    obj["metadata"] = meta
+    return obj
+
+
+def _precondition_rv(obj: dict[str, Any]) -> int | None:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    if rv in (None, ""):
+        return None
+    if not str(rv).isdigit():
+        raise K8sError(400, f"metadata.resourceVersion: invalid value {rv!r}: a log position is a number")
+    return int(rv)
+
+
+def _admit(
+    conn: Any, res: Resource, name: str, manifest: dict[str, Any], actor: str, meta: dict[str, Any]
+) -> None:
+    obj, errors = backend.validate_manifest(manifest_from(manifest), "request body")
+    if errors or obj is None:
+        raise invalid(
+            res,
+            name,
+            [{"field": e.field, "message": e.message} for e in errors]
+            or [{"field": "", "message": "invalid"}],
+        )
+    try:
+        result = backend.apply(conn, [obj], actor=actor, meta=meta)
+    except backend.ConflictErrors:
+        raise conflict(res, name) from None
+    if result.rejected:
+        causes = []
+        for rej in result.events[0].data.get("rejected") or []:
+            for reason in rej.get("reasons") or [{"field": "", "message": rej.get("message", "")}]:
+                causes.append({"field": reason.get("field", ""), "message": reason.get("message", "")})
+        # podledger's own apply records a refusal as one AdmissionRejected event; so does this one
+        raise _Rejected(invalid(res, name, causes or [{"field": "", "message": "refused by admission"}]))
+
+
+class _Rejected(Exception):
+    """Admission refused: commit the AdmissionRejected record, then answer the error."""
+
+    def __init__(self, error: K8sError) -> None:
+        self.error = error
+
+
+def _write(eng: Engine, fn: Any) -> Any:
+    rejected: _Rejected | None = None
+    with backend.write_transaction(eng) as conn:
+        try:
+            return fn(conn)
+        except _Rejected as exc:
+            rejected = exc
+    assert rejected is not None
+    raise rejected.error
+
+
+def _meta(actor: str, operation: str, q: dict[str, str], request_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"via": "k8s", "operation": operation, "request_id": request_id}
+    if q.get("fieldManager"):
+        out["fieldManager"] = q["fieldManager"][:128]
+    return out
+
+
+def _read_back(conn: Any, res: Resource, ns: str, name: str) -> dict[str, Any]:
+    r = backend.row(conn, res.kind, ns, name)
+    assert r is not None
+    return view(res, r)
+
+
+def _require_writable(res: Resource) -> None:
+    if not res.stored:
+        raise K8sError(
+            405, f"{res.plural} are derived from the log and read-only here", reason="MethodNotAllowed"
+        )
+
+
+def create(
+    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+) -> tuple[int, dict[str, Any]]:
+    res = t.res
+    _require_writable(res)
+    obj = _check_identity(t, body)
+    ns = obj["metadata"].get("namespace", "") if res.namespaced else ""
+    name = obj["metadata"]["name"]
+    rv = _precondition_rv(obj)
+
+    def run(conn: Any) -> dict[str, Any]:
+        cur = backend.row(conn, res.kind, ns, name)
+        if cur is not None:
+            raise already_exists(res, name)
+        if rv is not None:
+            raise conflict(res, name, f"resourceVersion {rv} is stale: the object does not exist")
+        _admit(conn, res, name, obj, actor, _meta(actor, "Create", q, rid))
+        return _read_back(conn, res, ns, name)
+
+    return 201, _write(eng, run)
+
+
+def stored(row: dict[str, Any]) -> dict[str, Any]:
+    """The stored manifest with Kubernetes quantities (the stored one holds exact base units,
+    which re-validation would read as quantities)."""
+    return as_quantities(row["object"])  # type: ignore[no-any-return]
+
+
+def _keep_status(manifest: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in manifest.items() if k != "status"}
+    if "status" in stored:
+        out["status"] = stored["status"]
+    return out
+
+
+def _status_only(stored: dict[str, Any], status: Any, projected: dict[str, Any]) -> dict[str, Any]:
+    out = dict(stored)
+    if isinstance(status, dict):
+        manifest_status = {k: v for k, v in status.items() if k not in projected}
+        if manifest_status:
+            out["status"] = manifest_status
+        else:
+            out.pop("status", None)
+    return out
+
+
+def update(
+    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+) -> tuple[int, dict[str, Any]]:
+    res = t.res
+    _require_writable(res)
+    obj = _check_identity(t, body)
+    ns = obj["metadata"].get("namespace", "") if res.namespaced else ""
+    assert t.name is not None
+    rv = _precondition_rv(obj)
+
+    def run(conn: Any) -> dict[str, Any]:
+        cur = backend.row(conn, res.kind, ns, t.name or "")
+        if cur is None:
+            raise not_found(res, t.name or "")
+        if rv is not None and rv != cur["updated_position"]:
+            raise conflict(res, t.name or "")
+        if t.sub == "status":
+            manifest = _status_only(stored(cur), obj.get("status"), cur["status"] or {})
+        else:
+            manifest = _keep_status(obj, stored(cur))
+        _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
+        return _read_back(conn, res, ns, t.name or "")
+
+    return 200, _write(eng, run)
+
+
+PATCH_TYPES = (
+    "application/apply-patch+yaml",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
+
+
+def patch(
+    eng: Engine, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
+) -> tuple[int, dict[str, Any]]:
+    res = t.res
+    _require_writable(res)
+    ctype = content_type.split(";")[0].strip().lower()
+    if ctype not in PATCH_TYPES:
+        raise K8sError(
+            415,
+            f"the body of the request was in an unknown format ({ctype or 'none'}); accepted: "
+            + ", ".join(PATCH_TYPES),
+        )
+    assert t.name is not None
+    ns = (t.namespace or "default") if res.namespaced else ""
+    value = parse_body(body, "yaml" if ctype.endswith("yaml") else "json")
+    if ctype == "application/apply-patch+yaml":
+        if not q.get("fieldManager"):
+            raise K8sError(
+                400,
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+            )
+        obj = _check_identity(t, value)
+        rv = _precondition_rv(obj)
+
+        def run_apply(conn: Any) -> tuple[int, dict[str, Any]]:
+            cur = backend.row(conn, res.kind, ns, t.name or "")
+            if rv is not None and (cur is None or rv != cur["updated_position"]):
+                raise conflict(res, t.name or "")
+            if t.sub == "status":
+                if cur is None:
+                    raise not_found(res, t.name or "")
+                manifest = _status_only(
+                    stored(cur),
+                    merge_patch((stored(cur).get("status") or {}), obj.get("status") or {}),
+                    cur["status"] or {},
+                )
+            else:
+                manifest = (
+                    obj if cur is None else _keep_status(obj, stored(cur)) if "status" not in obj else obj
+                )
+            _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
+            return (201 if cur is None else 200), _read_back(conn, res, ns, t.name or "")
+
+        return _write(eng, run_apply)  # type: ignore[no-any-return]
+    if not isinstance(value, dict):
+        raise K8sError(400, "a merge patch must be a JSON object")
+    rv = _precondition_rv(value)
+
+    def run_merge(conn: Any) -> tuple[int, dict[str, Any]]:
+        cur = backend.row(conn, res.kind, ns, t.name or "")
+        if cur is None:
+            raise not_found(res, t.name or "")
+        if rv is not None and rv != cur["updated_position"]:
+            raise conflict(res, t.name or "")
+        patch_value = {k: v for k, v in value.items()}
+        patch_value["metadata"] = {
+            k: v
+            for k, v in (value.get("metadata") or {}).items()
+            if k not in ("resourceVersion", "uid", "creationTimestamp")
+        }
+        if t.sub == "status":
+            merged_status = merge_patch(stored(cur).get("status") or {}, value.get("status") or {})
+            manifest = _status_only(stored(cur), merged_status, cur["status"] or {})
+        else:
+            patch_value.pop("status", None)
+            manifest = merge_patch(stored(cur), patch_value)
+        manifest = _check_identity(t, manifest)
+        _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
+        return 200, _read_back(conn, res, ns, t.name or "")
+
+    return _write(eng, run_merge)  # type: ignore[no-any-return]
+
+
+def delete(
+    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+) -> tuple[int, dict[str, Any]]:
+    res = t.res
+    _require_writable(res)
+    assert t.name is not None
+    ns = (t.namespace or "default") if res.namespaced else ""
+    pre = (body or {}).get("preconditions") or {} if isinstance(body, dict) else {}
+    want_rv = (
+        _int(str(pre["resourceVersion"]), "preconditions.resourceVersion")
+        if pre.get("resourceVersion")
+        else None
+    )
+    want_uid = pre.get("uid")
+
+    def run(conn: Any) -> dict[str, Any]:
+        cur = backend.row(conn, res.kind, ns, t.name or "")
+        if cur is None:
+            raise not_found(res, t.name or "")
+        if want_rv is not None and want_rv != cur["updated_position"]:
+            raise conflict(
+                res,
+                t.name or "",
+                f"Precondition failed: ResourceVersion: {want_rv}, current: {cur['updated_position']}",
+            )
+        if want_uid and want_uid != cur["uid"]:
+            raise conflict(
+                res,
+                t.name or "",
+                f"Precondition failed: UID in precondition: {want_uid}, UID in object meta: {cur['uid']}",
+            )
+        try:
+            ev = backend.delete(conn, res.kind, ns, t.name or "", actor=actor)
+        except LookupError:
+            raise not_found(res, t.name or "") from None
+        except backend.ConflictErrors:
+            raise conflict(res, t.name or "") from None
+        return view(res, cur, rv=ev.position)
+
+    return 200, _write(eng, run)
+
+
+def bind(eng: Engine, t: Target, body: Any, actor: str, rid: str) -> tuple[int, dict[str, Any]]:
+    """POST pods/{name}/binding: an outside scheduler's decision, appended as PodBound."""
+    res = t.res
+    if not isinstance(body, dict):
+        raise K8sError(400, "the request body must be a Binding object")
+    name = t.name or (body.get("metadata") or {}).get("name")
+    if not name:
+        raise K8sError(400, "a Binding needs metadata.name (the pod)")
+    target = body.get("target") or {}
+    node = target.get("name")
+    if not node or target.get("kind", "Node") != "Node":
+        raise K8sError(422, f'Binding "{name}" is invalid: target: a Node name is required', reason="Invalid")
+    ns = t.namespace or "default"
+
+    def run(conn: Any) -> dict[str, Any]:
+        pod = backend.row(conn, "Pod", ns, name)
+        if pod is None:
+            raise not_found(res, name)
+        bound = (pod["status"] or {}).get("nodeName") or (pod["object"].get("spec") or {}).get("nodeName")
+        if bound:
+            raise conflict(res, name, f'pod {name} is already assigned to node "{bound}"')
+        if backend.row(conn, "Node", "", node) is None:
+            from api.k8s.resources import lookup
+
+            nodes = lookup("", "v1", "nodes")
+            assert nodes is not None
+            raise not_found(nodes, node)
+        backend.bind(
+            conn, pod, node, actor=actor, meta={"via": "k8s", "operation": "Binding", "request_id": rid}
+        )
+        return success(res, name)
+
+    return 201, _write(eng, run)

@@ -1,0 +1,273 @@
+"""The HTTP routes of the Kubernetes-compatible API (one router; errors are ``Status`` objects)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from api.k8s import backend, discovery, handlers, openapi, watch
+from api.k8s import resources as R
+from api.k8s import table as T
+from api.k8s.objects import Selector
+from api.k8s.status import K8sError, forbidden
+
+log = logging.getLogger("podledger.k8s")
+router = APIRouter(include_in_schema=False)
+
+VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _json(body: Any, code: int = 200, content_type: str = "application/json") -> Response:
+    return Response(orjson.dumps(body), status_code=code, media_type=content_type)
+
+
+def _error(exc: K8sError) -> Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="podledger"'} if exc.code == 401 else None
+    return JSONResponse(exc.body(), status_code=exc.code, headers=headers)
+
+
+def _principal(request: Request) -> Any:
+    who = backend.caller(request)
+    if who.principal is None:
+        raise K8sError(401, f"Unauthorized: {who.reason}")
+    return who.principal
+
+
+async def _guard(request: Request, fn: Callable[[], Any]) -> Response:
+    try:
+        return await fn()  # type: ignore[no-any-return]
+    except K8sError as exc:
+        return _error(exc)
+    except Exception as exc:  # a Status, never a traceback, reaches the client
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return _error(K8sError(500, "Internal error; see the server log"))
+
+
+# ----------------------------------------------------------------------------------- discovery
+
+
+@router.get("/version")
+async def version() -> Response:
+    return _json(discovery.version())
+
+
+@router.get("/api")
+async def core_api(request: Request) -> Response:
+    async def run() -> Response:
+        _principal(request)
+        if discovery.wants_aggregated(request.headers.get("accept")):
+            return _json(discovery.aggregated(True), content_type=discovery.AGGREGATED)
+        return _json(discovery.core_versions())
+
+    return await _guard(request, run)
+
+
+@router.get("/apis")
+async def apis(request: Request) -> Response:
+    async def run() -> Response:
+        _principal(request)
+        if discovery.wants_aggregated(request.headers.get("accept")):
+            return _json(discovery.aggregated(False), content_type=discovery.AGGREGATED)
+        return _json(discovery.group_list())
+
+    return await _guard(request, run)
+
+
+@router.get("/openapi/v3")
+async def openapi_root(request: Request) -> Response:
+    async def run() -> Response:
+        _principal(request)
+        return _json(openapi.root())
+
+    return await _guard(request, run)
+
+
+@router.get("/openapi/v3/{path:path}")
+async def openapi_doc(request: Request, path: str) -> Response:
+    async def run() -> Response:
+        _principal(request)
+        doc = openapi.by_path(path)
+        if doc is None:
+            raise K8sError(404, "the server could not find the requested resource")
+        return _json(doc)
+
+    return await _guard(request, run)
+
+
+# ----------------------------------------------------------------------------------- resources
+
+
+def _parse(group: str, version: str, parts: list[str]) -> handlers.Target | None:
+    """The resource a path names, or None for a group/version's resource list."""
+    if not parts:
+        return None
+
+    def res(plural: str) -> R.Resource:
+        r = R.lookup(group, version, plural)
+        if r is None:
+            raise K8sError(404, "the server could not find the requested resource")
+        return r
+
+    if (
+        parts[0] == "namespaces"
+        and len(parts) >= 3
+        and not (len(parts) == 3 and parts[2] in ("status", "finalize"))
+    ):
+        ns = parts[1]
+        if group == "" and parts[2] == "bindings" and len(parts) == 3:  # POST namespaces/{ns}/bindings
+            return handlers.Target(res("pods"), ns, None, "binding")
+        r = res(parts[2])
+        if not r.namespaced:
+            raise K8sError(404, "the server could not find the requested resource")
+        name = parts[3] if len(parts) > 3 else None
+        sub = parts[4] if len(parts) > 4 else ""
+        if len(parts) > 5:
+            raise K8sError(404, "the server could not find the requested resource")
+        return handlers.Target(r, ns, name, sub)
+    r = res(parts[0])
+    name = parts[1] if len(parts) > 1 else None
+    sub = parts[2] if len(parts) > 2 else ""
+    if len(parts) > 3 or (r.namespaced and name is not None):
+        raise K8sError(404, "the server could not find the requested resource")
+    return handlers.Target(r, None, name, sub)
+
+
+def _check_sub(t: handlers.Target, method: str) -> None:
+    if not t.sub:
+        return
+    if t.sub == "status" and t.res.status and method in ("GET", "PUT", "PATCH"):
+        return
+    if t.sub == "binding" and t.res.kind == "Pod" and method == "POST":
+        return
+    raise K8sError(404, "the server could not find the requested resource")
+
+
+async def _resource(request: Request, group: str, version: str, rest: str) -> Response:
+    parts = [p for p in rest.split("/") if p]
+    principal = _principal(request)
+    if (group and group not in R.groups()) or (not group and version != "v1"):
+        raise K8sError(404, "the server could not find the requested resource")
+    t = _parse(group, version, parts)
+    method = request.method
+    if t is None:
+        if method != "GET":
+            raise K8sError(405, "method not allowed", reason="MethodNotAllowed")
+        listing = discovery.resource_list(group, version)
+        if listing is None:
+            raise K8sError(404, "the server could not find the requested resource")
+        return _json(listing)
+    _check_sub(t, method)
+    if t.res.kind == "Pod" and not t.res.group and t.sub == "binding":
+        needed = "writer"
+    else:
+        needed = "reader" if method == "GET" else "writer"
+    if not principal.allows(needed):
+        raise forbidden(t.res, VERBS.get(method, method.lower()), principal.actor, t.namespace, t.sub)
+    q = dict(request.query_params)
+    accept = request.headers.get("accept")
+    eng = backend.engine(request)
+    rid = getattr(request.state, "request_id", "")
+    actor = principal.actor
+    if method == "GET":
+        if t.name is None:
+            if q.get("watch") in ("1", "true", "True"):
+                return await _watch(request, eng, t, q, accept)
+            return _json(await run_in_threadpool(handlers.list_objects, eng, t, q, accept))
+        if q.get("watch") in ("1", "true", "True"):
+            return await _watch(request, eng, t, q, accept)
+        return _json(await run_in_threadpool(handlers.get_object, eng, t, q, accept))
+    body = await request.body()
+    ctype = request.headers.get("content-type", "application/json")
+    if method == "PATCH":
+        if t.name is None:
+            raise K8sError(405, "PATCH needs an object name", reason="MethodNotAllowed")
+        code, obj = await run_in_threadpool(handlers.patch, eng, t, body, ctype, q, actor, rid)
+        return _json(obj, code)
+    value = handlers.parse_body(body, ctype) if body.strip() else None
+    if method == "POST":
+        if t.sub == "binding":
+            code, obj = await run_in_threadpool(handlers.bind, eng, t, value, actor, rid)
+        elif t.name is not None:
+            raise K8sError(405, "POST goes to a collection", reason="MethodNotAllowed")
+        else:
+            code, obj = await run_in_threadpool(handlers.create, eng, t, value, q, actor, rid)
+        return _json(obj, code)
+    if t.name is None:
+        raise K8sError(
+            405,
+            f"{method} needs an object name (collection deletes are not served)",
+            reason="MethodNotAllowed",
+        )
+    if method == "PUT":
+        code, obj = await run_in_threadpool(handlers.update, eng, t, value, q, actor, rid)
+        return _json(obj, code)
+    if method == "DELETE":
+        code, obj = await run_in_threadpool(handlers.delete, eng, t, value, q, actor, rid)
+        return _json(obj, code)
+    raise K8sError(405, "method not allowed", reason="MethodNotAllowed")
+
+
+async def _watch(
+    request: Request, eng: Any, t: handlers.Target, q: dict[str, str], accept: str | None
+) -> Response:
+    if not t.res.stored:
+        raise K8sError(405, f"watching {t.res.plural} is not served", reason="MethodNotAllowed")
+    start = handlers._int(q.get("resourceVersion"), "resourceVersion")
+    timeout = handlers._int(q.get("timeoutSeconds"), "timeoutSeconds")
+    params = watch.WatchParams(
+        namespace=t.namespace,
+        selector=Selector(q.get("labelSelector"), q.get("fieldSelector")),
+        start=start,
+        bookmarks=q.get("allowWatchBookmarks") in ("1", "true", "True"),
+        timeout=float(timeout) if timeout else None,
+        as_table=T.wants_table(accept),
+        include=q.get("includeObject", "Metadata"),
+    )
+    if t.name is not None:
+        params.selector.fields.append(("metadata.name", "=", t.name))
+    return StreamingResponse(
+        watch.stream(eng, t.res, params, request),
+        media_type="application/json",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+@router.api_route("/api/{version}", methods=METHODS)
+async def core_version(request: Request, version: str) -> Response:
+    return await _guard(request, lambda: _resource(request, "", version, ""))
+
+
+@router.api_route("/api/{version}/{rest:path}", methods=METHODS)
+async def core_resource(request: Request, version: str, rest: str) -> Response:
+    return await _guard(request, lambda: _resource(request, "", version, rest))
+
+
+@router.get("/apis/{group}")
+async def api_group(request: Request, group: str) -> Response:
+    async def run() -> Response:
+        _principal(request)
+        g = discovery.group(group)
+        if g is None:
+            raise K8sError(404, "the server could not find the requested resource")
+        return _json(g)
+
+    return await _guard(request, run)
+
+
+@router.api_route("/apis/{group}/{version}", methods=METHODS)
+async def group_version(request: Request, group: str, version: str) -> Response:
+    return await _guard(request, lambda: _resource(request, group, version, ""))
+
+
+@router.api_route("/apis/{group}/{version}/{rest:path}", methods=METHODS)
+async def group_resource(request: Request, group: str, version: str, rest: str) -> Response:
+    return await _guard(request, lambda: _resource(request, group, version, rest))

@@ -1,0 +1,173 @@
+"""Watch = a tail of the log.
+
+A watch from ``resourceVersion`` N starts from the state of the watched kind as of position N
+(the ``objects`` projection when N is the head, else the same fold replayed from the log) and
+then folds every later event, in position order (N = 0: the whole log;
+no N: the current objects first, as ADDED), emitting ADDED/MODIFIED/DELETED for the
+objects it changes with ``resourceVersion`` = that event's position. Appends are serialised
+(position order = commit order), so resuming from the last position seen misses nothing and
+repeats nothing. LISTEN/NOTIFY wakes the tail; a one-second poll covers a missed notification.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.engine import Engine
+
+from api.k8s import backend
+from api.k8s import table as T
+from api.k8s.objects import Selector, view
+from api.k8s.resources import Resource
+
+PAGE = 500
+WAIT_SECONDS = 1.0
+BOOKMARK_SECONDS = 5.0
+
+
+@dataclass
+class WatchParams:
+    namespace: str | None
+    selector: Selector
+    start: int | None  # None: current state first (ADDED for every object), then the tail; 0: the whole log
+    bookmarks: bool
+    timeout: float | None
+    as_table: bool
+    include: str = "Metadata"
+
+
+def _with_key(key: backend.Key, row: backend.Row) -> backend.Row:
+    return {**row, "kind": key[0], "namespace": key[1], "name": key[2]}
+
+
+def initial_state(eng: Engine, res: Resource, p: WatchParams) -> tuple[int, dict[backend.Key, Any], bool]:
+    """(position, rows as of it, send ADDED for them first)."""
+    with backend.snapshot(eng) as conn:
+        head = backend.head(conn)
+        current = backend.rows(conn, res.kind, p.namespace if res.namespaced else None)
+    if p.start is None or p.start >= head:
+        state: dict[backend.Key, Any] = {(r["kind"], r["namespace"], r["name"]): r for r in current}
+        return head, state, p.start is None
+    folded = backend.state_at(eng, res.kind, p.start)
+    state = {
+        k: v for k, v in folded.items() if p.namespace is None or not res.namespaced or k[1] == p.namespace
+    }
+    return p.start, state, False
+
+
+def _encode(kind: str, obj: dict[str, Any]) -> bytes:
+    return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+
+class _Emitter:
+    def __init__(self, eng: Engine, res: Resource, p: WatchParams) -> None:
+        self.eng, self.res, self.p = eng, res, p
+        self.columns_sent = False
+
+    def ctx(self) -> dict[str, Any]:
+        if self.p.as_table and self.res.kind == "PodGroup":
+            with self.eng.connect() as conn:
+                return {"group_pods": backend.group_pod_counts(conn)}
+        return {}
+
+    def encode(self, typ: str, obj: dict[str, Any], ctx: dict[str, Any]) -> bytes:
+        if not self.p.as_table or typ == "BOOKMARK":
+            return _encode(typ, obj)
+        tbl = T.table(
+            self.res,
+            [obj],
+            resource_version=obj["metadata"]["resourceVersion"],
+            include=self.p.include,
+            ctx=ctx,
+            columns=not self.columns_sent,
+        )
+        self.columns_sent = True
+        return _encode(typ, tbl)
+
+
+def changes(
+    res: Resource, p: WatchParams, state: dict[backend.Key, Any], ev: Any
+) -> list[tuple[str, dict[str, Any]]]:
+    """The watch events one log event produces (and fold it into ``state``)."""
+    keys = [k for k in backend.touched(ev) if k[0] == res.kind]
+    keys = [k for k in keys if p.namespace is None or not res.namespaced or k[1] == p.namespace]
+    if not keys:
+        return []
+    key = keys[0]
+    old = state.get(key)
+    old_obj = view(res, _with_key(key, old)) if old is not None else None
+    backend.fold(state, ev)
+    new = state.get(key)
+    if new is None:
+        state.pop(key, None)
+    new_obj = view(res, _with_key(key, new), rv=ev.position) if new is not None else None
+    old_match = old_obj is not None and p.selector.matches(old_obj)
+    new_match = new_obj is not None and p.selector.matches(new_obj)
+    if new_obj is None:
+        if old_match and old_obj is not None:
+            old_obj["metadata"]["resourceVersion"] = str(ev.position)
+            return [("DELETED", old_obj)]
+        return []
+    if new_match:
+        return [("MODIFIED" if old_match else "ADDED", new_obj)]
+    if old_match:
+        return [("DELETED", new_obj)]
+    return []
+
+
+async def stream(eng: Engine, res: Resource, p: WatchParams, request: Any) -> AsyncIterator[bytes]:
+    em = _Emitter(eng, res, p)
+    lst = await run_in_threadpool(backend.listener, eng)  # LISTEN before the first catch-up read
+    try:
+        pos, state, send_initial = await run_in_threadpool(initial_state, eng, res, p)
+        t0 = last = time.monotonic()
+        if send_initial:
+            ctx = await run_in_threadpool(em.ctx)
+            for key in sorted(state):
+                obj = view(res, _with_key(key, state[key]))
+                if p.selector.matches(obj):
+                    yield em.encode("ADDED", obj, ctx)
+        while True:
+            batch = await run_in_threadpool(_read, eng, pos)
+            out: list[tuple[str, dict[str, Any]]] = []
+            for ev in batch:
+                out.extend(changes(res, p, state, ev))
+                pos = ev.position
+            if out:
+                ctx = await run_in_threadpool(em.ctx)
+                for typ, obj in out:
+                    yield em.encode(typ, obj, ctx)
+                last = time.monotonic()
+            now = time.monotonic()
+            if p.timeout is not None and now - t0 >= p.timeout:
+                return
+            if await request.is_disconnected():
+                return
+            if len(batch) == PAGE:
+                continue
+            if p.bookmarks and now - last >= BOOKMARK_SECONDS:
+                yield em.encode("BOOKMARK", _bookmark(res, pos), {})
+                last = now
+            if not batch:
+                wait = (
+                    WAIT_SECONDS
+                    if p.timeout is None
+                    else max(0.05, min(WAIT_SECONDS, p.timeout - (now - t0)))
+                )
+                await run_in_threadpool(lst.wait, wait)
+    finally:
+        await run_in_threadpool(lst.close)
+
+
+def _bookmark(res: Resource, pos: int) -> dict[str, Any]:
+    return {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(pos)}}
+
+
+def _read(eng: Engine, after: int) -> list[Any]:
+    with eng.connect() as conn:
+        return backend.read_events(conn, after, PAGE)
