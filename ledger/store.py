@@ -18,6 +18,8 @@ Readers tail by ``position > checkpoint``; position order equals commit order.
 
 from __future__ import annotations
 
+import hashlib
+import struct
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection, Engine
 
 from ledger import events as registry
-from ledger.canonical import GENESIS, MAX_EVENT_BYTES, canonical, event_hash
+from ledger.canonical import GENESIS, MAX_EVENT_BYTES, canonical, event_hash, iso
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
 
 LEDGER_LOCK = 7243150001
@@ -139,10 +141,87 @@ def append(
     and must roll back if this raises).
     """
     if isinstance(target, Engine):
+        if len(events) == 1:
+            return [_append_one_autocommit(target, events[0], expected_versions, validate)]
         with target.begin() as conn:
             return append(conn, events, expected_versions, validate=validate)
     positions, _prepared, _new = _append(target, events, expected_versions, validate)
     return positions
+
+
+def _check_expected(streams: Mapping[str, int], expected: Mapping[str, int] | None) -> None:
+    for s in expected or {}:
+        if s not in streams:
+            raise EventValidationError(
+                f"expected version given for stream {s!r} that the batch does not touch"
+            )
+
+
+_APPEND_ONE = (
+    "SELECT r_position, r_version, r_existing FROM ledger_append_one("
+    "%b, %b::int, %b, %b::smallint, %b, %b, %b, %b, %b, %b, %b)"
+)
+
+
+def _header_parts(p: _Prepared) -> tuple[bytes, bytes]:
+    """The canonical hash header split around the version (see ``canonical.event_hash``)."""
+    pre = canonical([p.stream])[:-1] + b","
+    post = b"," + canonical([p.type, p.schema_version, str(p.event_id), iso(p.effective_at)])[1:]
+    return pre, post
+
+
+def _append_one(raw: psycopg.Connection[Any], p: _Prepared, expected: int | None) -> tuple[int, bool]:
+    """One server call (migrations/sql/ledger_append_one.sql): idempotency, OCC, ledger lock,
+    chain link and insert. Returns the position and whether the event is new."""
+    pre, post = _header_parts(p)
+    try:
+        with raw.cursor() as cur:
+            cur.execute(
+                _APPEND_ONE,
+                (
+                    p.stream,
+                    expected,
+                    p.type,
+                    p.schema_version,
+                    p.event_id,
+                    p.data,
+                    p.meta,
+                    p.effective_at,
+                    pre,
+                    post,
+                    p.given_id,
+                ),
+                prepare=True,
+            )
+            position, version, existing = cur.fetchone()  # type: ignore[misc]
+    except psycopg.Error as exc:
+        if exc.sqlstate == "LD001" and expected is not None:
+            diag = exc.diag.message_detail or ""
+            raise ConcurrencyError(p.stream, expected, int(diag)) from None
+        raise
+    p.version = int(version)
+    return int(position), not existing
+
+
+def _append_one_autocommit(
+    engine: Engine, ev: NewEvent, expected_versions: Mapping[str, int] | None, validate: bool
+) -> int:
+    """A single append as its own transaction: one round trip (the call commits by itself)."""
+    p = _prepare(ev, datetime.now(UTC), validate)
+    _check_expected({p.stream: 1}, expected_versions)
+    expected = (expected_versions or {}).get(p.stream)
+    fairy = engine.raw_connection()
+    try:
+        raw = fairy.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        raw.autocommit = True
+        try:
+            return _append_one(raw, p, expected)[0]
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+    finally:
+        fairy.close()
 
 
 def append_stored(
@@ -176,34 +255,76 @@ def append_stored(
     ], new
 
 
-def _copy_escape(text: str) -> str:
-    # COPY text format: backslash, newline, carriage return and tab must be escaped.
-    if "\\" in text or "\n" in text or "\r" in text or "\t" in text:
-        text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return text
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" * 2
+_COPY_TRAILER = b"\xff\xff"
+_LEN4 = b"\x00\x00\x00\x04"
+_LEN32 = b"\x00\x00\x00\x20"
+_pack_row_head = struct.Struct(">hi").pack  # field count (10), length of the stream
+_pack_i = struct.Struct(">i").pack
+_pack_len_i2 = struct.Struct(">ih").pack
+_pack_len_i8 = struct.Struct(">iq").pack
+_pack_q = struct.Struct(">q").pack
 
 
-def _copy_buffer(prepared: Sequence[_Prepared]) -> bytes:
-    lines = []
-    for p in prepared:
-        lines.append(
-            "\t".join(
-                (
-                    _copy_escape(p.stream),
-                    str(p.version),
-                    _copy_escape(p.type),
-                    str(p.schema_version),
-                    str(p.event_id),
-                    _copy_escape(p.data.decode()),
-                    _copy_escape(p.meta.decode()),
-                    p.effective_at.isoformat(),
-                    "\\\\x" + p.prev_hash.hex(),
-                    "\\\\x" + p.hash.hex(),
-                )
-            )
+def _micros(ts: datetime) -> int:
+    d = ts - _PG_EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def _copy_parts(p: _Prepared) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """Everything of a binary COPY row and its hash input that does not depend on the stream
+    version or the chain head (encoded while the server bumps the streams).
+
+    Returns (row head up to the version, row middle from type to effective_at, the hash header
+    before and after the version, the hash tail over data and meta).
+    """
+    stream_b = p.stream.encode()
+    type_b = p.type.encode()
+    head = _pack_row_head(10, len(stream_b)) + stream_b
+    middle = b"".join(
+        (
+            _pack_i(len(type_b)),
+            type_b,
+            _pack_len_i2(2, p.schema_version),
+            b"\x00\x00\x00\x10",
+            p.event_id.bytes,
+            _pack_i(len(p.data) + 1),
+            b"\x01",  # jsonb binary format version
+            p.data,
+            _pack_i(len(p.meta) + 1),
+            b"\x01",
+            p.meta,
+            _pack_len_i8(8, _micros(p.effective_at)),
         )
-    lines.append("")
-    return "\n".join(lines).encode()
+    )
+    pre, post = _header_parts(p)
+    tail = len(p.data).to_bytes(8, "big") + p.data + len(p.meta).to_bytes(8, "big") + p.meta
+    return head, middle, pre, post, tail
+
+
+def _copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
+    """Chain the hashes (one sha256 call per event, same bytes as ``canonical.event_hash``) and
+    assemble the binary COPY buffer."""
+    sha256 = hashlib.sha256
+    out = [_COPY_HEADER]
+    add = out.append
+    for p, (head, middle, pre, post, tail) in zip(prepared, parts, strict=True):
+        header = pre + b"%d" % p.version + post
+        digest = sha256(prev + len(header).to_bytes(8, "big") + header + tail).digest()
+        p.prev_hash = prev
+        p.hash = digest
+        add(head)
+        add(_LEN4)
+        add(_pack_i(p.version))
+        add(middle)
+        add(_LEN32)
+        add(prev)
+        add(_LEN32)
+        add(digest)
+        prev = digest
+    add(_COPY_TRAILER)
+    return b"".join(out)
 
 
 def _append(
@@ -217,6 +338,11 @@ def _append(
     now = datetime.now(UTC)
     prepared = [_prepare(ev, now, validate) for ev in events]
     raw = _raw(conn)
+    if len(prepared) == 1:
+        p = prepared[0]
+        _check_expected({p.stream: 1}, expected_versions)
+        position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
+        return [position], prepared, new
     with raw.cursor() as cur:
         given = [p.event_id for p in prepared if p.given_id]
         if given:
@@ -236,24 +362,26 @@ def _append(
         counts: dict[str, int] = {}
         for p in prepared:
             counts[p.stream] = counts.get(p.stream, 0) + 1
+        _check_expected(counts, expected_versions)
         names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
-        # One round trip: the stream upsert (OCC), the ledger lock, and the chain head. The
-        # lock is the one the insert trigger takes (re-entrant within a transaction); the head
-        # is read by a separate statement so that, under READ COMMITTED, its snapshot is taken
-        # after the lock was granted. A version mismatch is raised before any position is
-        # drawn, so a loser burns none.
+        copy = len(prepared) >= COPY_THRESHOLD
         # One round trip (migrations/sql/ledger_begin_append.sql): bump the stream versions,
         # bound the idle time of this lock-holding transaction, take the ledger lock (the one
         # the insert trigger takes too; re-entrant within a transaction) and read the chain
         # head with a snapshot taken after the lock was granted. The version check below runs
-        # before any position is drawn, so a loser burns none.
-        cur.execute(
-            "SELECT r_streams, r_versions, r_head FROM ledger_begin_append(%b::text[], %b::int[])",
-            (names, [counts[s] for s in names]),
-        )
-        r_streams, r_versions, r_head = cur.fetchone()  # type: ignore[misc]
+        # before any position is drawn, so a loser burns none. For COPY-sized batches the call
+        # is sent in pipeline mode and the rows are encoded while the server bumps the streams.
+        begin_sql = "SELECT r_streams, r_versions, r_head FROM ledger_begin_append(%b::text[], %b::int[])"
+        begin_args = (names, [counts[s] for s in names])
+        if copy:
+            with raw.pipeline():
+                cur.execute(begin_sql, begin_args)  # sent now; the server runs it meanwhile
+                parts = [_copy_parts(p) for p in prepared]
+                r_streams, r_versions, r_head = cur.fetchone()  # type: ignore[misc]
+        else:
+            cur.execute(begin_sql, begin_args)
+            r_streams, r_versions, r_head = cur.fetchone()  # type: ignore[misc]
         new_versions = dict(zip(r_streams, r_versions, strict=True))
-        row = (r_head,) if r_head is not None else None
         expected = expected_versions or {}
         next_version: dict[str, int] = {}
         for s in names:
@@ -261,42 +389,37 @@ def _append(
             if s in expected and expected[s] != before:
                 raise ConcurrencyError(s, expected[s], before)
             next_version[s] = before + 1
-        for s in expected:
-            if s not in counts:
-                raise EventValidationError(
-                    f"expected version given for stream {s!r} that the batch does not touch"
-                )
         for p in prepared:
             p.version = next_version[p.stream]
             next_version[p.stream] += 1
+        prev = bytes(r_head) if r_head is not None else GENESIS
 
-        prev = bytes(row[0]) if row else GENESIS
-        for p in prepared:
-            p.prev_hash = prev
-            p.hash = event_hash(
-                prev,
-                stream=p.stream,
-                version=p.version,
-                type=p.type,
-                schema_version=p.schema_version,
-                event_id=p.event_id,
-                data_bytes=p.data,
-                meta_bytes=p.meta,
-                effective_at=p.effective_at,
-            )
-            prev = p.hash
-
-        if len(prepared) >= COPY_THRESHOLD:
+        if copy:
+            buf = _copy_chain(prepared, parts, prev)
             with cur.copy(
                 "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-                "prev_hash, hash) FROM STDIN"
-            ) as copy:
-                copy.write(_copy_buffer(prepared))
+                "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
+            ) as cp:
+                cp.write(buf)
             # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
             cur.execute("SELECT currval(pg_get_serial_sequence('events', 'position'))")
             last = int(cur.fetchone()[0])  # type: ignore[index]
             positions = list(range(last - len(prepared) + 1, last + 1))
         else:
+            for p in prepared:
+                p.prev_hash = prev
+                p.hash = event_hash(
+                    prev,
+                    stream=p.stream,
+                    version=p.version,
+                    type=p.type,
+                    schema_version=p.schema_version,
+                    event_id=p.event_id,
+                    data_bytes=p.data,
+                    meta_bytes=p.meta,
+                    effective_at=p.effective_at,
+                )
+                prev = p.hash
             cur.execute(
                 "INSERT INTO events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
                 "prev_hash, hash) "
