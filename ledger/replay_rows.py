@@ -1,0 +1,200 @@
+"""Lean replay rows: the log read on a raw psycopg connection, decoded only as far as asked.
+
+``StoredEvent`` (ledger/store.py) decodes everything up front: a UUID, two datetimes, two JSON
+documents and a dataclass per event. A fold usually reads the position, stream, type and
+``data`` only. ``ReplayRow`` keeps the wire bytes of the other columns and decodes them on
+first access:
+
+- ``position``, ``stream``, ``version``, ``type``, ``schema_version``: plain attributes;
+- ``data``: the payload upcast to the current schema (``raw_data`` without upcasting),
+  decoded with orjson on first access and cached;
+- ``meta``, ``event_id``, ``recorded_at``, ``effective_at``: decoded on access.
+
+Rows are read with ``COPY (SELECT ... ORDER BY position LIMIT n) TO STDOUT (FORMAT BINARY)``:
+pages stream from the server without FETCH round trips, and the uuid, jsonb and timestamptz
+columns are taken as their binary wire bytes (loaded as ``bytea``/``int8``), so nothing is
+decoded per row beyond the tuple psycopg builds.
+
+Use ``read_rows`` for one page (a catch-up loop: ``rows = read_rows(raw, after=pos, limit=n)``)
+and ``iter_rows`` to stream a whole range page by page. Both take a raw psycopg connection (see
+``connect``); in autocommit mode every page is its own statement, inside a transaction all pages
+share its snapshot.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import sql
+
+from ledger import events as registry
+
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_COLUMNS = "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
+# uuid, jsonb and timestamptz are read as their binary wire format: 16 bytes, b"\x01" + JSON text,
+# and microseconds since 2000-01-01 UTC.
+_TYPES = ["int8", "text", "int4", "text", "int2", "bytea", "bytea", "bytea", "int8", "int8"]
+
+
+def _ts(micros: int) -> datetime:
+    return _PG_EPOCH + timedelta(microseconds=micros)
+
+
+class ReplayRow:
+    """One stored event, decoded lazily (see the module docstring)."""
+
+    __slots__ = (
+        "position",
+        "stream",
+        "version",
+        "type",
+        "schema_version",
+        "_id",
+        "_data",
+        "_meta",
+        "_rec",
+        "_eff",
+        "_obj",
+    )
+
+    position: int
+    stream: str
+    version: int
+    type: str
+    schema_version: int
+
+    def __init__(self, r: Sequence[Any]) -> None:
+        (
+            self.position,
+            self.stream,
+            self.version,
+            self.type,
+            self.schema_version,
+            self._id,
+            self._data,
+            self._meta,
+            self._rec,
+            self._eff,
+        ) = r
+        self._obj: dict[str, Any] | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload, upcast to the current schema version (decoded once, then cached)."""
+        obj = self._obj
+        if obj is None:
+            obj = self._obj = registry.upcast(self.type, self.schema_version, orjson.loads(self._data[1:]))
+        return obj
+
+    @property
+    def raw_data(self) -> dict[str, Any]:
+        """The payload as stored (its own schema version), decoded afresh."""
+        return orjson.loads(self._data[1:])  # type: ignore[no-any-return]
+
+    @property
+    def data_text(self) -> bytes:
+        """The stored JSON text of the payload (PostgreSQL's jsonb rendering, not canonical)."""
+        return bytes(self._data[1:])
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return orjson.loads(self._meta[1:])  # type: ignore[no-any-return]
+
+    @property
+    def meta_text(self) -> bytes:
+        return bytes(self._meta[1:])
+
+    @property
+    def event_id(self) -> uuid.UUID:
+        return uuid.UUID(bytes=bytes(self._id))
+
+    @property
+    def recorded_at(self) -> datetime:
+        return _ts(self._rec)
+
+    @property
+    def effective_at(self) -> datetime:
+        return _ts(self._eff)
+
+    def __repr__(self) -> str:
+        return f"ReplayRow(position={self.position}, stream={self.stream!r}, version={self.version}, type={self.type!r})"
+
+
+class ChainRow(ReplayRow):
+    """A ``ReplayRow`` with the stored chain link (``prev_hash``, ``hash``), for verification."""
+
+    __slots__ = ("prev_hash", "hash")
+
+    prev_hash: bytes
+    hash: bytes
+
+    def __init__(self, r: Sequence[Any]) -> None:
+        super().__init__(r[:10])
+        self.prev_hash = bytes(r[10])
+        self.hash = bytes(r[11])
+
+
+def connect(url: str | None = None) -> psycopg.Connection[Any]:
+    """A raw autocommit connection to the ledger (default: the configured one) for readers."""
+    from ledger import db
+
+    return psycopg.connect(db.libpq_url(url or db.server_url()), autocommit=True)
+
+
+def _query(
+    after: int, limit: int | None, upto: int | None, types: Sequence[str] | None, chain: bool = False
+) -> sql.Composed:
+    where: list[sql.Composable] = [sql.SQL("position > {}").format(sql.Literal(int(after)))]
+    if upto is not None:
+        where.append(sql.SQL("position <= {}").format(sql.Literal(int(upto))))
+    if types:
+        where.append(sql.SQL("type = ANY({})").format(sql.Literal(list(types))))
+    query = sql.SQL("SELECT {} FROM events WHERE {} ORDER BY position").format(
+        sql.SQL(_COLUMNS + (", prev_hash, hash" if chain else "")), sql.SQL(" AND ").join(where)
+    )
+    if limit is not None:
+        query = sql.SQL("{} LIMIT {}").format(query, sql.Literal(int(limit)))
+    return sql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(query)
+
+
+def read_rows(
+    conn: psycopg.Connection[Any],
+    after: int = 0,
+    limit: int = 10_000,
+    *,
+    upto: int | None = None,
+    types: Sequence[str] | None = None,
+) -> list[ReplayRow]:
+    """At most ``limit`` events with ``after < position [<= upto]`` (of ``types``), in order."""
+    with conn.cursor() as cur, cur.copy(_query(after, limit, upto, types)) as copy:
+        copy.set_types(_TYPES)
+        return [ReplayRow(r) for r in copy.rows()]
+
+
+def read_chain(conn: psycopg.Connection[Any], after: int = 0, limit: int = 10_000) -> list[ChainRow]:
+    """Like ``read_rows``, with each event's stored ``prev_hash`` and ``hash``."""
+    with conn.cursor() as cur, cur.copy(_query(after, limit, None, None, chain=True)) as copy:
+        copy.set_types([*_TYPES, "bytea", "bytea"])
+        return [ChainRow(r) for r in copy.rows()]
+
+
+def iter_rows(
+    conn: psycopg.Connection[Any],
+    after: int = 0,
+    upto: int | None = None,
+    *,
+    page: int = 50_000,
+    types: Sequence[str] | None = None,
+) -> Iterator[ReplayRow]:
+    """Every event with ``after < position [<= upto]`` in order, read ``page`` rows at a time."""
+    while True:
+        rows = read_rows(conn, after, page, upto=upto, types=types)
+        yield from rows
+        if len(rows) < page:
+            return
+        after = rows[-1].position
