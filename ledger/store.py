@@ -272,35 +272,58 @@ def _micros(ts: datetime) -> int:
     return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
 
 
-def _copy_parts(p: _Prepared) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+def _copy_parts(p: _Prepared, cache: dict[Any, bytes]) -> tuple[bytes, bytes, bytes, bytes, bytes]:
     """Everything of a binary COPY row and its hash input that does not depend on the stream
     version or the chain head (encoded while the server bumps the streams).
 
     Returns (row head up to the version, row middle from type to effective_at, the hash header
-    before and after the version, the hash tail over data and meta).
+    before and after the version, the hash tail over data and meta). ``cache`` holds the
+    encodings shared by a batch (type names, effective times).
     """
     stream_b = p.stream.encode()
-    type_b = p.type.encode()
-    head = _pack_row_head(10, len(stream_b)) + stream_b
+    typ = cache.get(p.type)
+    if typ is None:
+        type_b = p.type.encode()
+        # row bytes of the type column, and the type as canonical JSON (for the header)
+        typ = cache[p.type] = _pack_i(len(type_b)) + type_b
+        cache[(p.type,)] = b"," + canonical(p.type) + b","
+    eff = p.effective_at
+    ts = cache.get(eff)
+    if ts is None:
+        ts = cache[eff] = _pack_len_i8(8, _micros(eff))
+        cache[(eff,)] = iso(eff).encode()
+    data, meta = p.data, p.meta
     middle = b"".join(
         (
-            _pack_i(len(type_b)),
-            type_b,
+            typ,
             _pack_len_i2(2, p.schema_version),
             b"\x00\x00\x00\x10",
             p.event_id.bytes,
-            _pack_i(len(p.data) + 1),
+            _pack_i(len(data) + 1),
             b"\x01",  # jsonb binary format version
-            p.data,
-            _pack_i(len(p.meta) + 1),
+            data,
+            _pack_i(len(meta) + 1),
             b"\x01",
-            p.meta,
-            _pack_len_i8(8, _micros(p.effective_at)),
+            meta,
+            ts,
         )
     )
-    pre, post = _header_parts(p)
-    tail = len(p.data).to_bytes(8, "big") + p.data + len(p.meta).to_bytes(8, "big") + p.meta
-    return head, middle, pre, post, tail
+    # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)]),
+    # split around the version; a uuid and an ISO time need no JSON escaping
+    pre = b"[" + canonical(p.stream) + b","
+    post = b"".join(
+        (
+            cache[(p.type,)],
+            b"%d" % p.schema_version,
+            b',"',
+            str(p.event_id).encode(),
+            b'","',
+            cache[(eff,)],
+            b'"]',
+        )
+    )
+    tail = len(data).to_bytes(8, "big") + data + len(meta).to_bytes(8, "big") + meta
+    return _pack_row_head(10, len(stream_b)) + stream_b, middle, pre, post, tail
 
 
 def _copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
@@ -376,7 +399,8 @@ def _append(
         if copy:
             with raw.pipeline():
                 cur.execute(begin_sql, begin_args)  # sent now; the server runs it meanwhile
-                parts = [_copy_parts(p) for p in prepared]
+                cache: dict[Any, bytes] = {}
+                parts = [_copy_parts(p, cache) for p in prepared]
                 r_streams, r_versions, r_head = cur.fetchone()  # type: ignore[misc]
         else:
             cur.execute(begin_sql, begin_args)
