@@ -46,41 +46,36 @@ def _ts(micros: int) -> datetime:
 
 
 class ReplayRow:
-    """One stored event, decoded lazily (see the module docstring)."""
+    """One stored event, decoded lazily (see the module docstring).
 
-    __slots__ = (
-        "position",
-        "stream",
-        "version",
-        "type",
-        "schema_version",
-        "_id",
-        "_data",
-        "_meta",
-        "_rec",
-        "_eff",
-        "_obj",
-    )
+    It holds the row tuple psycopg built and nothing else until ``data`` is read: creating
+    one costs two attribute stores; the plain columns are read through properties.
+    """
 
-    position: int
-    stream: str
-    version: int
-    type: str
-    schema_version: int
+    __slots__ = ("_r", "_obj")
+
+    @property
+    def position(self) -> int:
+        return self._r[0]  # type: ignore[no-any-return]
+
+    @property
+    def stream(self) -> str:
+        return self._r[1]  # type: ignore[no-any-return]
+
+    @property
+    def version(self) -> int:
+        return self._r[2]  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> str:
+        return self._r[3]  # type: ignore[no-any-return]
+
+    @property
+    def schema_version(self) -> int:
+        return self._r[4]  # type: ignore[no-any-return]
 
     def __init__(self, r: Sequence[Any]) -> None:
-        (
-            self.position,
-            self.stream,
-            self.version,
-            self.type,
-            self.schema_version,
-            self._id,
-            self._data,
-            self._meta,
-            self._rec,
-            self._eff,
-        ) = r
+        self._r = r
         self._obj: dict[str, Any] | None = None
 
     @property
@@ -88,38 +83,39 @@ class ReplayRow:
         """The payload, upcast to the current schema version (decoded once, then cached)."""
         obj = self._obj
         if obj is None:
-            obj = self._obj = registry.upcast(self.type, self.schema_version, orjson.loads(self._data[1:]))
+            r = self._r
+            obj = self._obj = registry.upcast(r[3], r[4], orjson.loads(r[6][1:]))
         return obj
 
     @property
     def raw_data(self) -> dict[str, Any]:
         """The payload as stored (its own schema version), decoded afresh."""
-        return orjson.loads(self._data[1:])  # type: ignore[no-any-return]
+        return orjson.loads(self._r[6][1:])  # type: ignore[no-any-return]
 
     @property
     def data_text(self) -> bytes:
         """The stored JSON text of the payload (PostgreSQL's jsonb rendering, not canonical)."""
-        return bytes(self._data[1:])
+        return bytes(self._r[6][1:])
 
     @property
     def meta(self) -> dict[str, Any]:
-        return orjson.loads(self._meta[1:])  # type: ignore[no-any-return]
+        return orjson.loads(self._r[7][1:])  # type: ignore[no-any-return]
 
     @property
     def meta_text(self) -> bytes:
-        return bytes(self._meta[1:])
+        return bytes(self._r[7][1:])
 
     @property
     def event_id(self) -> uuid.UUID:
-        return uuid.UUID(bytes=bytes(self._id))
+        return uuid.UUID(bytes=bytes(self._r[5]))
 
     @property
     def recorded_at(self) -> datetime:
-        return _ts(self._rec)
+        return _ts(self._r[8])
 
     @property
     def effective_at(self) -> datetime:
-        return _ts(self._eff)
+        return _ts(self._r[9])
 
     def __repr__(self) -> str:
         return f"ReplayRow(position={self.position}, stream={self.stream!r}, version={self.version}, type={self.type!r})"
@@ -134,7 +130,7 @@ class ChainRow(ReplayRow):
     hash: bytes
 
     def __init__(self, r: Sequence[Any]) -> None:
-        super().__init__(r[:10])
+        super().__init__(r)
         self.prev_hash = bytes(r[10])
         self.hash = bytes(r[11])
 
@@ -173,7 +169,7 @@ def read_rows(
     """At most ``limit`` events with ``after < position [<= upto]`` (of ``types``), in order."""
     with conn.cursor() as cur, cur.copy(_query(after, limit, upto, types)) as copy:
         copy.set_types(_TYPES)
-        return [ReplayRow(r) for r in copy.rows()]
+        return list(map(ReplayRow, copy.rows()))
 
 
 def read_chain(conn: psycopg.Connection[Any], after: int = 0, limit: int = 10_000) -> list[ChainRow]:
