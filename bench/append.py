@@ -95,11 +95,15 @@ def run() -> list[Metric]:
             for b in range(N_BATCHED // BATCH)
         ]
         t_ours = t_copy = t_es = 0.0
+        cpu = _CpuMeter(url)
+        c_ours = c_copy = c_es = 0.0
         after = BATCH
         for batch in batches:
+            c0 = cpu.now()
             t0 = time.perf_counter()
             store.append(engine, batch)
             t_ours += time.perf_counter() - t0
+            c_ours += cpu.now() - c0
             with raw.cursor() as cur:  # the rows just stored, fresh ids (not timed)
                 cur.execute(
                     "SELECT stream, version, type, schema_version, event_id, data::text, meta::text, effective_at, "
@@ -109,6 +113,7 @@ def run() -> list[Metric]:
                 rows = [(r[0], r[1], r[2], r[3], uuid.uuid4(), *r[5:]) for r in cur.fetchall()]
             raw.commit()
             after += BATCH
+            c0 = cpu.now()
             t0 = time.perf_counter()
             with (
                 raw.cursor() as cur,
@@ -121,7 +126,10 @@ def run() -> list[Metric]:
                     copy.write_row(r)
             raw.commit()
             t_copy += time.perf_counter() - t0
+            c_copy += cpu.now() - c0
+            c0 = cpu.now()
             t_es += es.append(batch)
+            c_es += cpu.now() - c0
         ours = N_BATCHED / t_ours
         copy_rate = N_BATCHED / t_copy
         es_append = N_BATCHED / t_es
@@ -150,7 +158,9 @@ def run() -> list[Metric]:
         total = store.head(engine)
         reader = replay_rows.connect(url)
         replay_rate = raw_read_rate = es_read = 0.0
+        rc_ours = rc_es = float("inf")
         for _ in range(ROUNDS):
+            c0 = cpu.now()
             t0 = time.perf_counter()
             state: dict[str, int] = {}
             n = 0
@@ -159,6 +169,7 @@ def run() -> list[Metric]:
                 state[ev.stream] = ev.version
                 n += 1
             replay_rate = max(replay_rate, n / (time.perf_counter() - t0))
+            rc_ours = min(rc_ours, cpu.now() - c0)
             t0 = time.perf_counter()
             with raw.transaction(), raw.cursor(name="rawread") as cur:
                 cur.itersize = 10_000
@@ -167,11 +178,14 @@ def run() -> list[Metric]:
                 )
                 m = sum(1 for _ in cur)
             raw_read_rate = max(raw_read_rate, m / (time.perf_counter() - t0))
+            c0 = cpu.now()
             es_read = max(es_read, es.read_rate())
+            rc_es = min(rc_es, cpu.now() - c0)
             assert n == total == m
         reader.close()
         raw.close()
         es.close()
+        cpu.close()
     finally:
         drop_database(url)
 
@@ -214,7 +228,67 @@ def run() -> list[Metric]:
             es_read,
             1.5,
         ),
+        # CPU seconds (this process + the database's backends) per event: what the wall-clock
+        # ratios become when the machine is not shared. Informational.
+        _cpu_metric("batched append CPU (client + server)", c_ours, "raw COPY", c_copy, N_BATCHED),
+        _cpu_metric("batched append CPU (client + server)", c_ours, "eventsourcing", c_es, N_BATCHED),
+        _cpu_metric("ordered replay CPU (client + server)", rc_ours, "eventsourcing", rc_es, total),
     ]
+
+
+def _cpu_metric(name: str, ours: float, peer: str, theirs: float, events: int) -> Metric:
+    us, peer_us = ours / events * 1e6, theirs / events * 1e6
+    ratio = peer_us / us if us else float("nan")
+    return Metric(
+        f"{name} vs {peer}", us, "us/event", f"{peer}, same run", peer_us, ratio, "(speed ratio)", True
+    )
+
+
+class _CpuMeter:
+    """CPU seconds used so far by this process and by the whole PostgreSQL server: every live
+    child of the postmaster (backends, WAL writer, checkpointer, ...) plus the children it has
+    reaped (its cutime/cstime), read from /proc, so only for a server on this machine (the
+    server part is 0 otherwise). Ticks are 10 ms: meaningful summed over many batches."""
+
+    def __init__(self, url: str) -> None:
+        import os
+
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.conn = psycopg.connect(url, autocommit=True)
+        try:
+            self.postmaster = int(self._stat(self.conn.info.backend_pid)[1])
+        except (OSError, ValueError, IndexError):
+            self.postmaster = 0
+
+    @staticmethod
+    def _stat(pid: int | str) -> list[str]:
+        from pathlib import Path
+
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    def now(self) -> float:
+        import os
+
+        total = 0
+        if self.postmaster:
+            try:
+                f = self._stat(self.postmaster)
+                total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])  # own + reaped children
+            except (OSError, ValueError, IndexError):
+                pass
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    f = self._stat(pid)
+                    if int(f[1]) == self.postmaster:
+                        total += int(f[11]) + int(f[12])  # utime + stime
+                except (OSError, ValueError, IndexError):
+                    pass
+        return time.process_time() + total / self.tick
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 class _EventsourcingPeer:
