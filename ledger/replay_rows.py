@@ -10,10 +10,12 @@ first access:
   decoded with orjson on first access and cached;
 - ``meta``, ``event_id``, ``recorded_at``, ``effective_at``: decoded on access.
 
-Rows are read with ``COPY (SELECT ... ORDER BY position LIMIT n) TO STDOUT (FORMAT BINARY)``:
-pages stream from the server without FETCH round trips, and the uuid, jsonb and timestamptz
-columns are taken as their binary wire bytes (loaded as ``bytea``/``int8``), so nothing is
-decoded per row beyond the tuple psycopg builds.
+Rows are read a page at a time (``WHERE position > after ORDER BY position LIMIT n``) by one
+statement with binary results; the uuid, jsonb and timestamptz columns are selected through
+their send functions (``uuid_send`` ...), i.e. as ``bytea`` holding their binary wire format,
+so psycopg builds one tuple of ints, strs and bytes per row and decodes nothing else. (This
+measured cheaper on the client than ``COPY ... TO STDOUT (FORMAT BINARY)`` with the same
+columns, whose per-column loaders run in Python-visible steps.)
 
 Use ``read_rows`` for one page (a catch-up loop: ``rows = read_rows(raw, after=pos, limit=n)``)
 and ``iter_rows`` to stream a whole range page by page. Both take a raw psycopg connection (see
@@ -30,19 +32,20 @@ from typing import Any
 
 import orjson
 import psycopg
-from psycopg import sql
 
 from ledger import events as registry
 
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-_COLUMNS = "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
-# uuid, jsonb and timestamptz are read as their binary wire format: 16 bytes, b"\x01" + JSON text,
-# and microseconds since 2000-01-01 UTC.
-_TYPES = ["int8", "text", "int4", "text", "int2", "bytea", "bytea", "bytea", "int8", "int8"]
+# uuid, jsonb and timestamptz as their binary wire format (bytea): 16 bytes, b"\x01" + JSON
+# text, and big-endian microseconds since 2000-01-01 UTC.
+_COLUMNS = (
+    "position, stream, version, type, schema_version, uuid_send(event_id), jsonb_send(data), "
+    "jsonb_send(meta), timestamptz_send(recorded_at), timestamptz_send(effective_at)"
+)
 
 
-def _ts(micros: int) -> datetime:
-    return _PG_EPOCH + timedelta(microseconds=micros)
+def _ts(wire: bytes) -> datetime:
+    return _PG_EPOCH + timedelta(microseconds=int.from_bytes(wire, "big", signed=True))
 
 
 class ReplayRow:
@@ -143,19 +146,19 @@ def connect(url: str | None = None) -> psycopg.Connection[Any]:
 
 
 def _query(
-    after: int, limit: int | None, upto: int | None, types: Sequence[str] | None, chain: bool = False
-) -> sql.Composed:
-    where: list[sql.Composable] = [sql.SQL("position > {}").format(sql.Literal(int(after)))]
+    after: int, limit: int, upto: int | None, types: Sequence[str] | None, chain: bool = False
+) -> tuple[str, list[Any]]:
+    where = "position > %s"
+    params: list[Any] = [int(after)]
     if upto is not None:
-        where.append(sql.SQL("position <= {}").format(sql.Literal(int(upto))))
+        where += " AND position <= %s"
+        params.append(int(upto))
     if types:
-        where.append(sql.SQL("type = ANY({})").format(sql.Literal(list(types))))
-    query = sql.SQL("SELECT {} FROM events WHERE {} ORDER BY position").format(
-        sql.SQL(_COLUMNS + (", prev_hash, hash" if chain else "")), sql.SQL(" AND ").join(where)
-    )
-    if limit is not None:
-        query = sql.SQL("{} LIMIT {}").format(query, sql.Literal(int(limit)))
-    return sql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(query)
+        where += " AND type = ANY(%s)"
+        params.append(list(types))
+    cols = _COLUMNS + (", prev_hash, hash" if chain else "")
+    params.append(int(limit))
+    return f"SELECT {cols} FROM events WHERE {where} ORDER BY position LIMIT %s", params
 
 
 def read_rows(
@@ -167,16 +170,18 @@ def read_rows(
     types: Sequence[str] | None = None,
 ) -> list[ReplayRow]:
     """At most ``limit`` events with ``after < position [<= upto]`` (of ``types``), in order."""
-    with conn.cursor() as cur, cur.copy(_query(after, limit, upto, types)) as copy:
-        copy.set_types(_TYPES)
-        return list(map(ReplayRow, copy.rows()))
+    query, params = _query(after, limit, upto, types)
+    with conn.cursor(binary=True) as cur:
+        cur.execute(query, params)
+        return list(map(ReplayRow, cur.fetchall()))
 
 
 def read_chain(conn: psycopg.Connection[Any], after: int = 0, limit: int = 10_000) -> list[ChainRow]:
     """Like ``read_rows``, with each event's stored ``prev_hash`` and ``hash``."""
-    with conn.cursor() as cur, cur.copy(_query(after, limit, None, None, chain=True)) as copy:
-        copy.set_types([*_TYPES, "bytea", "bytea"])
-        return [ChainRow(r) for r in copy.rows()]
+    query, params = _query(after, limit, None, None, chain=True)
+    with conn.cursor(binary=True) as cur:
+        cur.execute(query, params)
+        return list(map(ChainRow, cur.fetchall()))
 
 
 def iter_rows(
@@ -184,7 +189,7 @@ def iter_rows(
     after: int = 0,
     upto: int | None = None,
     *,
-    page: int = 50_000,
+    page: int = 20_000,
     types: Sequence[str] | None = None,
 ) -> Iterator[ReplayRow]:
     """Every event with ``after < position [<= upto]`` in order, read ``page`` rows at a time."""
