@@ -101,3 +101,12 @@ def test_pooled_connection_killed_by_the_server_is_replaced(engine, db_url):
                 break
     assert store.append(engine, [NewEvent("k/1", "NoteRecorded", {"text": "y"})]) == [2]
     assert store.head(engine) == 2
+
+
+def test_batch_event_ids_are_fresh_version_4_uuids(engine):
+    store.append(
+        engine, [NewEvent(f"id/{i}", "NoteRecorded", {"text": "x"}) for i in range(COPY_THRESHOLD * 2)]
+    )
+    ids = [e.event_id for e in store.read_all(engine, limit=1000)]
+    assert len(set(ids)) == len(ids) == COPY_THRESHOLD * 2
+    assert all(i.version == 4 and i.variant == uuid.RFC_4122 for i in ids)
