@@ -8,6 +8,8 @@ measured in the same run:
 * plain pods / node sweep: the pure-Python node-by-node reference filters + scores
   (``scheduler.reference``), on fewer pods (its cost per pod is flat);
 * gang attempts: the same gangs scheduled pod by pod with the reference implementation;
+* unique request per pod on mixed node sizes (500 and 5,000 nodes): beside the cached workload
+  (``plain_pods``: 32 request shapes, so per-request work can be reused) on the same nodes;
 * TAS: the exact placement evaluation (every placement run pod by pod with backup/restore, as
   kube-scheduler does) instead of the vectorized per-domain prediction, on fewer gangs.
 
@@ -293,6 +295,80 @@ def bench_tas(metrics: list[Metric]) -> None:
     )
 
 
+def mixed_nodes(n: int, seed: int = 7) -> list[Node]:
+    """Nodes of mixed sizes: 16/32/64/96 CPUs, 64-512 GiB, 0/4/8 GPUs (seeded)."""
+    rng = random.Random(seed)
+    per = max(1, n // 50)
+    out = []
+    for i in range(n):
+        alloc = {
+            "cpu": rng.choice([16_000, 32_000, 64_000, 96_000]),
+            "memory": rng.choice([64, 128, 256, 512]) * GI,
+            "pods": 110,
+        }
+        gpus = rng.choice([0, 0, 4, 8])
+        if gpus:
+            alloc["nvidia.com/gpu"] = gpus
+        out.append(
+            Node(
+                f"node-{i:05d}",
+                alloc,
+                {"rack": f"rack-{i // per:03d}", "kubernetes.io/hostname": f"node-{i:05d}"},
+                seq=i,
+            )
+        )
+    return out
+
+
+def unique_pods(count: int, seed: int = 3) -> list[Pod]:
+    """A request no other pod has: CPU 100-4,000m and memory 256 MiB-8 GiB drawn per pod (the
+    pair is unique by construction), 25% one GPU. Nothing computed for one request can be
+    reused for another."""
+    rng = random.Random(seed)
+    out = []
+    seen: set[tuple[int, int]] = set()
+    for i in range(count):
+        while True:
+            cpu, mem = rng.randint(100, 4000), rng.randint(256, 8192) * (1 << 20)
+            if (cpu, mem) not in seen:
+                seen.add((cpu, mem))
+                break
+        req = {"cpu": cpu, "memory": mem}
+        if rng.random() < 0.25:
+            req["nvidia.com/gpu"] = 1
+        out.append(Pod("bench", f"u-{i:06d}", req, seq=1_000_000 + i))
+    return out
+
+
+def bench_unique(metrics: list[Metric]) -> None:
+    """A unique request per pod on mixed node sizes, beside the cached workload (the 32 request
+    shapes of ``plain_pods``) on the same nodes in the same run."""
+    for n in (500, 5000):
+        # 4 pods per node at most: every pod fits, so the rate is of binds, not of unschedulable
+        # attempts (10,000 pods overfill 500 mixed nodes)
+        n_pods = min(2000 if QUICK else 10_000, 4 * n)
+        nodes = mixed_nodes(n)
+        cached = plain_pods(n_pods, seed=n)
+        unique = unique_pods(n_pods, seed=n)
+        reps = 1 if QUICK else 2
+        dt_c, bound_c = best(reps, lambda nodes=nodes, pods=cached: run_plain(nodes, pods))  # type: ignore[misc]
+        dt_u, bound_u = best(reps, lambda nodes=nodes, pods=unique: run_plain(nodes, pods))  # type: ignore[misc]
+        rate_c, rate_u = bound_c / dt_c, bound_u / dt_u
+        metrics.append(
+            Metric(
+                f"unique request per pod, mixed node sizes, {n:,} nodes x {n_pods:,} pods "
+                f"({bound_u:,} bound)",
+                rate_u,
+                "pods/s",
+                "reported beside the cached workload",
+                True,
+                f"cached: 32 request shapes, same nodes ({bound_c:,} bound)",
+                rate_c,
+                rate_u / rate_c,
+            )
+        )
+
+
 def machine() -> str:
     return (
         f"{platform.machine()} {platform.processor() or platform.system()}, {os.cpu_count()} CPUs, "
@@ -303,7 +379,7 @@ def machine() -> str:
 def main() -> int:
     t0 = time.perf_counter()
     metrics: list[Metric] = []
-    for fn in (bench_plain, bench_gangs, bench_tas, bench_sweep):
+    for fn in (bench_plain, bench_unique, bench_gangs, bench_tas, bench_sweep):
         fn(metrics)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(

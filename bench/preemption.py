@@ -8,10 +8,11 @@
    over 10 nodes). Measured: the wall time of the scheduling cycle that runs the preemption
    (filter over 1,000 nodes, diagnosis, PostFilter with the dry run over up to 100 candidate nodes,
    victim removal and decisions), through the pure ``Scheduler`` facade; only cycles that preempt
-   count (with ``All`` the emptied nodes take the next preemptors without preemption). The heap
-   built by the setup is frozen (``gc.freeze``) before measuring, as a long-running worker would
-   after its bootstrap: otherwise CPython's full collections add 30-50 ms pauses at random
-   cycles. Goal: p99 <= 35 ms (upstream reports 48-69 ms for this shape).
+   count (with ``All`` the emptied nodes take the next preemptors without preemption). The
+   garbage collector runs as it does in the worker: ``scheduler/worker.py`` does not freeze the
+   heap (``gc.freeze``), so neither does this benchmark, and CPython's full collections over the
+   ~10^5 objects of the state land in the measured cycles as they would in production.
+   Goal: p99 <= 35 ms (upstream reports 48-69 ms for this shape).
 2. **preemption throughput** (shape of upstream ``PreemptionBasic``): 500 nodes of 4 CPU filled
    with 2,000 low-priority 1-CPU pods, then 500 high-priority 3-CPU pods applied at once, all
    through the real ledger: admission + append, ``Bridge.run_until_idle`` (fold, cycles,
@@ -79,11 +80,9 @@ def pod_preempts_podgroup(variant: str, preemptors: int) -> tuple[list[float], i
             )
             seq += 1
     s.run_until_idle(0.0)
-    # A long-lived scheduler keeps ~10^5 objects; CPython's full (generation 2) collections walk
-    # them all and add 30-50 ms pauses to whichever cycle triggers one. Freezing the bootstrap
-    # heap (what a worker does after building its state) keeps them out of later collections.
+    # No gc.freeze(): the worker does not freeze its heap, so the measured cycles pay for the
+    # full collections a long-lived worker pays for.
     gc.collect()
-    gc.freeze()
     times: list[float] = []
     victims = 0
     now = 0.0
@@ -105,7 +104,6 @@ def pod_preempts_podgroup(variant: str, preemptors: int) -> tuple[list[float], i
         s.run_until_idle(now + 5.0)  # the preemptor binds after its backoff
         cur = s.pod(p.key)
         assert cur is not None and cur.node_name is not None, f"{p.key} not bound"
-    gc.unfreeze()
     return times, victims
 
 
@@ -209,10 +207,21 @@ def main() -> None:
         times, victims = pod_preempts_podgroup(variant, n if variant != "All" else n * 3)
         p50, p99 = _percentile(times, 50), _percentile(times, 99)
         worst_p99 = max(worst_p99, p99)
-        metrics.append(Metric(f"pod-preempts-PodGroup {variant}: decision p50", p50, "ms", goal="report"))
         metrics.append(
             Metric(
-                f"pod-preempts-PodGroup {variant}: decision p99", p99, "ms", goal="p99 <= 35", met=p99 <= 35.0
+                f"pod-preempts-PodGroup {variant}: decision p50 (GC not frozen, as the worker)",
+                p50,
+                "ms",
+                goal="report",
+            )
+        )
+        metrics.append(
+            Metric(
+                f"pod-preempts-PodGroup {variant}: decision p99 (GC not frozen, as the worker)",
+                p99,
+                "ms",
+                goal="p99 <= 35",
+                met=p99 <= 35.0,
             )
         )
         metrics.append(

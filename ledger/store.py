@@ -18,10 +18,14 @@ Readers tail by ``position > checkpoint``; position order equals commit order.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import struct
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -31,7 +35,7 @@ from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection, Engine
 
 from ledger import events as registry
-from ledger.canonical import GENESIS, MAX_EVENT_BYTES, canonical, event_hash
+from ledger.canonical import GENESIS, MAX_EVENT_BYTES, canonical, event_hash, iso
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
 
 LEDGER_LOCK = 7243150001
@@ -85,7 +89,27 @@ class _Prepared:
 _EMPTY_META = b"{}"
 
 
-def _prepare(ev: NewEvent, now: datetime, validate: bool) -> _Prepared:
+_UUID_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID_V4_BITS = (4 << 76) | (0x8000 << 48)
+
+
+def _new_ids(n: int) -> list[uuid.UUID]:
+    """``n`` random (version 4) UUIDs from one ``os.urandom`` call, the same values
+    ``uuid.UUID(bytes=..., version=4)`` makes, built without its per-call checks (measured ~4x
+    cheaper than ``uuid.uuid4()`` per id, which makes one system call each)."""
+    raw = os.urandom(16 * n)
+    new, put, cls, unknown = object.__new__, object.__setattr__, uuid.UUID, uuid.SafeUUID.unknown
+    from_bytes = int.from_bytes
+    out = []
+    for i in range(0, 16 * n, 16):
+        u = new(cls)
+        put(u, "int", (from_bytes(raw[i : i + 16], "big") & _UUID_VERSION_MASK) | _UUID_V4_BITS)
+        put(u, "is_safe", unknown)
+        out.append(u)
+    return out
+
+
+def _prepare(ev: NewEvent, now: datetime, validate: bool, fresh_id: uuid.UUID | None = None) -> _Prepared:
     if not ev.stream:
         raise EventValidationError(f"{ev.type}: stream must not be empty")
     data = registry.validate_payload(ev.type, dict(ev.data)) if validate else dict(ev.data)
@@ -108,7 +132,7 @@ def _prepare(ev: NewEvent, now: datetime, validate: bool) -> _Prepared:
         stream=ev.stream,
         type=ev.type,
         schema_version=registry.current_version(ev.type) if validate else 1,
-        event_id=ev.event_id or uuid.uuid4(),
+        event_id=ev.event_id or fresh_id or uuid.uuid4(),
         given_id=ev.event_id is not None,
         obj=data,
         meta_obj=meta,
@@ -139,10 +163,87 @@ def append(
     and must roll back if this raises).
     """
     if isinstance(target, Engine):
+        if len(events) == 1:
+            return [_append_one_autocommit(target, events[0], expected_versions, validate)]
         with target.begin() as conn:
             return append(conn, events, expected_versions, validate=validate)
     positions, _prepared, _new = _append(target, events, expected_versions, validate)
     return positions
+
+
+def _check_expected(streams: Mapping[str, int], expected: Mapping[str, int] | None) -> None:
+    for s in expected or {}:
+        if s not in streams:
+            raise EventValidationError(
+                f"expected version given for stream {s!r} that the batch does not touch"
+            )
+
+
+_APPEND_ONE = (
+    "SELECT r_position, r_version, r_existing FROM ledger_append_one("
+    "%b, %b::int, %b, %b::smallint, %b, %b, %b, %b, %b, %b, %b)"
+)
+
+
+def _header_parts(p: _Prepared) -> tuple[bytes, bytes]:
+    """The canonical hash header split around the version (see ``canonical.event_hash``)."""
+    pre = canonical([p.stream])[:-1] + b","
+    post = b"," + canonical([p.type, p.schema_version, str(p.event_id), iso(p.effective_at)])[1:]
+    return pre, post
+
+
+def _append_one(raw: psycopg.Connection[Any], p: _Prepared, expected: int | None) -> tuple[int, bool]:
+    """One server call (migrations/sql/ledger_append_one.sql): idempotency, OCC, ledger lock,
+    chain link and insert. Returns the position and whether the event is new."""
+    pre, post = _header_parts(p)
+    try:
+        with raw.cursor() as cur:
+            cur.execute(
+                _APPEND_ONE,
+                (
+                    p.stream,
+                    expected,
+                    p.type,
+                    p.schema_version,
+                    p.event_id,
+                    p.data,
+                    p.meta,
+                    p.effective_at,
+                    pre,
+                    post,
+                    p.given_id,
+                ),
+                prepare=True,
+            )
+            position, version, existing = cur.fetchone()  # type: ignore[misc]
+    except psycopg.Error as exc:
+        if exc.sqlstate == "LD001" and expected is not None:
+            diag = exc.diag.message_detail or ""
+            raise ConcurrencyError(p.stream, expected, int(diag)) from None
+        raise
+    p.version = int(version)
+    return int(position), not existing
+
+
+def _append_one_autocommit(
+    engine: Engine, ev: NewEvent, expected_versions: Mapping[str, int] | None, validate: bool
+) -> int:
+    """A single append as its own transaction: one round trip (the call commits by itself)."""
+    p = _prepare(ev, datetime.now(UTC), validate)
+    _check_expected({p.stream: 1}, expected_versions)
+    expected = (expected_versions or {}).get(p.stream)
+    fairy = engine.raw_connection()
+    try:
+        raw = fairy.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        raw.autocommit = True
+        try:
+            return _append_one(raw, p, expected)[0]
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+    finally:
+        fairy.close()
 
 
 def append_stored(
@@ -176,34 +277,93 @@ def append_stored(
     ], new
 
 
-def _copy_escape(text: str) -> str:
-    # COPY text format: backslash, newline, carriage return and tab must be escaped.
-    if "\\" in text or "\n" in text or "\r" in text or "\t" in text:
-        text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return text
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" * 2
+_COPY_TRAILER = b"\xff\xff"
+_LEN4 = b"\x00\x00\x00\x04"
+_pack_row_head = struct.Struct(">hi").pack  # field count (10), length of the stream
+_pack_i = struct.Struct(">i").pack
+_pack_len_i2 = struct.Struct(">ih").pack
+_pack_len_i8 = struct.Struct(">iq").pack
+_pack_q = struct.Struct(">q").pack
 
 
-def _copy_buffer(prepared: Sequence[_Prepared]) -> bytes:
-    lines = []
-    for p in prepared:
-        lines.append(
-            "\t".join(
-                (
-                    _copy_escape(p.stream),
-                    str(p.version),
-                    _copy_escape(p.type),
-                    str(p.schema_version),
-                    str(p.event_id),
-                    _copy_escape(p.data.decode()),
-                    _copy_escape(p.meta.decode()),
-                    p.effective_at.isoformat(),
-                    "\\\\x" + p.prev_hash.hex(),
-                    "\\\\x" + p.hash.hex(),
-                )
-            )
-        )
-    lines.append("")
-    return "\n".join(lines).encode()
+def _micros(ts: datetime) -> int:
+    d = ts - _PG_EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def _copy_parts(
+    p: _Prepared, cache: dict[Any, tuple[bytes, bytes]]
+) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """Everything of a binary COPY row and its hash input that does not depend on the stream
+    version or the chain head (encoded while the server bumps the streams).
+
+    Returns (row head up to the version's length word, row middle from type to the prev_hash
+    length word, the hash header before and after the version, the hash tail over data and
+    meta). ``cache`` holds the encodings shared by a batch (type names, effective times).
+    """
+    stream_b = p.stream.encode()
+    typ = cache.get(p.type)
+    if typ is None:
+        type_b = p.type.encode()
+        # row bytes of the type column; the type as canonical JSON between commas (header)
+        typ = cache[p.type] = (_pack_i(len(type_b)) + type_b, b"," + canonical(p.type) + b",")
+    eff = p.effective_at
+    ts = cache.get(eff)
+    if ts is None:
+        ts = cache[eff] = (_pack_len_i8(8, _micros(eff)), iso(eff).encode())
+    data, meta = p.data, p.meta
+    id_b = p.event_id.int.to_bytes(16, "big")
+    h = id_b.hex().encode()
+    sv = p.schema_version
+    middle = b"%b%b\x00\x00\x00\x10%b%b\x01%b%b\x01%b%b\x00\x00\x00\x20" % (
+        typ[0],
+        _pack_len_i2(2, sv),
+        id_b,
+        _pack_i(len(data) + 1),  # jsonb: format version 1, then the JSON text
+        data,
+        _pack_i(len(meta) + 1),
+        meta,
+        ts[0],
+    )
+    # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)]),
+    # split around the version; a uuid and an ISO time need no JSON escaping
+    pre = b"[%b," % canonical(p.stream)
+    post = b'%b%d,"%b-%b-%b-%b-%b","%b"]' % (typ[1], sv, h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1])
+    tail = b"%b%b%b%b" % (_pack_q(len(data)), data, _pack_q(len(meta)), meta)
+    return _pack_row_head(10, len(stream_b)) + stream_b + _LEN4, middle, pre, post, tail
+
+
+def _copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
+    """Chain the hashes (one sha256 call per event, same bytes as ``canonical.event_hash``) and
+    assemble the binary COPY buffer."""
+    sha256 = hashlib.sha256
+    pack_i, pack_q = _pack_i, _pack_q
+    out = [_COPY_HEADER]
+    add = out.append
+    for p, (head, middle, pre, post, tail) in zip(prepared, parts, strict=True):
+        header = b"%b%d%b" % (pre, p.version, post)
+        digest = sha256(b"%b%b%b%b" % (prev, pack_q(len(header)), header, tail)).digest()
+        p.prev_hash = prev
+        p.hash = digest
+        add(b"%b%b%b%b\x00\x00\x00\x20%b" % (head, pack_i(p.version), middle, prev, digest))
+        prev = digest
+    add(_COPY_TRAILER)
+    return b"".join(out)
+
+
+# The stream names and counts travel as JSON (one orjson call instead of psycopg's per-element
+# array dumping, measured ~50x cheaper on the client) and the new versions come back as JSON
+# [stream, version] pairs.
+_BEGIN_SQL = (
+    "SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
+    "b.r_head FROM ledger_begin_append("
+    "ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(%b, 'UTF8')::jsonb) WITH ORDINALITY AS t(x, o) "
+    "ORDER BY o), "
+    "ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(%b, 'UTF8')::jsonb) WITH ORDINALITY "
+    "AS t(x, o) ORDER BY o)) AS b"
+)
 
 
 def _append(
@@ -215,8 +375,16 @@ def _append(
     if not events:
         return [], [], False
     now = datetime.now(UTC)
-    prepared = [_prepare(ev, now, validate) for ev in events]
+    if len(events) == 1:
+        prepared = [_prepare(events[0], now, validate)]
+    else:
+        prepared = list(map(_prepare, events, repeat(now), repeat(validate), _new_ids(len(events))))
     raw = _raw(conn)
+    if len(prepared) == 1:
+        p = prepared[0]
+        _check_expected({p.stream: 1}, expected_versions)
+        position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
+        return [position], prepared, new
     with raw.cursor() as cur:
         given = [p.event_id for p in prepared if p.given_id]
         if given:
@@ -236,24 +404,27 @@ def _append(
         counts: dict[str, int] = {}
         for p in prepared:
             counts[p.stream] = counts.get(p.stream, 0) + 1
+        _check_expected(counts, expected_versions)
         names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
-        # One round trip: the stream upsert (OCC), the ledger lock, and the chain head. The
-        # lock is the one the insert trigger takes (re-entrant within a transaction); the head
-        # is read by a separate statement so that, under READ COMMITTED, its snapshot is taken
-        # after the lock was granted. A version mismatch is raised before any position is
-        # drawn, so a loser burns none.
+        copy = len(prepared) >= COPY_THRESHOLD
         # One round trip (migrations/sql/ledger_begin_append.sql): bump the stream versions,
         # bound the idle time of this lock-holding transaction, take the ledger lock (the one
         # the insert trigger takes too; re-entrant within a transaction) and read the chain
         # head with a snapshot taken after the lock was granted. The version check below runs
-        # before any position is drawn, so a loser burns none.
-        cur.execute(
-            "SELECT r_streams, r_versions, r_head FROM ledger_begin_append(%b::text[], %b::int[])",
-            (names, [counts[s] for s in names]),
-        )
-        r_streams, r_versions, r_head = cur.fetchone()  # type: ignore[misc]
-        new_versions = dict(zip(r_streams, r_versions, strict=True))
-        row = (r_head,) if r_head is not None else None
+        # before any position is drawn, so a loser burns none. For COPY-sized batches the call
+        # is sent in pipeline mode and the rows are encoded while the server bumps the streams.
+        begin_sql = _BEGIN_SQL
+        begin_args = (orjson.dumps(names), orjson.dumps([counts[s] for s in names]))
+        if copy:
+            with raw.pipeline():
+                cur.execute(begin_sql, begin_args)  # sent now; the server runs it meanwhile
+                cache: dict[Any, tuple[bytes, bytes]] = {}
+                parts = [_copy_parts(p, cache) for p in prepared]
+                r_versions, r_head = cur.fetchone()  # type: ignore[misc]
+        else:
+            cur.execute(begin_sql, begin_args)
+            r_versions, r_head = cur.fetchone()  # type: ignore[misc]
+        new_versions = dict(orjson.loads(r_versions))
         expected = expected_versions or {}
         next_version: dict[str, int] = {}
         for s in names:
@@ -261,42 +432,37 @@ def _append(
             if s in expected and expected[s] != before:
                 raise ConcurrencyError(s, expected[s], before)
             next_version[s] = before + 1
-        for s in expected:
-            if s not in counts:
-                raise EventValidationError(
-                    f"expected version given for stream {s!r} that the batch does not touch"
-                )
         for p in prepared:
             p.version = next_version[p.stream]
             next_version[p.stream] += 1
+        prev = bytes(r_head) if r_head is not None else GENESIS
 
-        prev = bytes(row[0]) if row else GENESIS
-        for p in prepared:
-            p.prev_hash = prev
-            p.hash = event_hash(
-                prev,
-                stream=p.stream,
-                version=p.version,
-                type=p.type,
-                schema_version=p.schema_version,
-                event_id=p.event_id,
-                data_bytes=p.data,
-                meta_bytes=p.meta,
-                effective_at=p.effective_at,
-            )
-            prev = p.hash
-
-        if len(prepared) >= COPY_THRESHOLD:
+        if copy:
+            buf = _copy_chain(prepared, parts, prev)
             with cur.copy(
                 "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-                "prev_hash, hash) FROM STDIN"
-            ) as copy:
-                copy.write(_copy_buffer(prepared))
+                "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
+            ) as cp:
+                cp.write(buf)
             # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
             cur.execute("SELECT currval(pg_get_serial_sequence('events', 'position'))")
             last = int(cur.fetchone()[0])  # type: ignore[index]
             positions = list(range(last - len(prepared) + 1, last + 1))
         else:
+            for p in prepared:
+                p.prev_hash = prev
+                p.hash = event_hash(
+                    prev,
+                    stream=p.stream,
+                    version=p.version,
+                    type=p.type,
+                    schema_version=p.schema_version,
+                    event_id=p.event_id,
+                    data_bytes=p.data,
+                    meta_bytes=p.meta,
+                    effective_at=p.effective_at,
+                )
+                prev = p.hash
             cur.execute(
                 "INSERT INTO events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
                 "prev_hash, hash) "

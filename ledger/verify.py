@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from ledger.canonical import GENESIS, canonical, event_hash
+from ledger.replay_rows import read_chain
 from ledger.store import _raw
+
+PAGE = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,41 +32,46 @@ def verify_chain(engine: Engine, progress: Callable[[int], None] | None = None) 
 
     prev = GENESIS
     checked = 0
+    after = 0
     with engine.connect() as conn:
         raw = _raw(conn)
-        with raw.transaction(), raw.cursor(name="podledger_verify") as cur:
-            cur.itersize = 5000
-            cur.execute(
-                "SELECT position, stream, version, type, schema_version, event_id, data::text, meta::text, "
-                "effective_at, prev_hash, hash FROM events ORDER BY position"
-            )
-            for pos, stream, version, typ, sv, eid, data, meta, eff, prev_hash, stored in cur:
-                if bytes(prev_hash) != prev:
-                    return VerifyResult(
-                        False,
-                        checked,
-                        pos,
-                        "prev_hash does not match the preceding event (missing or reordered event)",
+        with raw.transaction():
+            while True:
+                # lean rows (ledger/replay_rows.py): only what the hash covers is decoded
+                page = read_chain(raw, after, PAGE)
+                for ev in page:
+                    if ev.prev_hash != prev:
+                        return VerifyResult(
+                            False,
+                            checked,
+                            ev.position,
+                            "prev_hash does not match the preceding event (missing or reordered event)",
+                        )
+                    expect = event_hash(
+                        prev,
+                        stream=ev.stream,
+                        version=ev.version,
+                        type=ev.type,
+                        schema_version=ev.schema_version,
+                        event_id=ev.event_id,
+                        data_bytes=canonical(orjson.loads(ev.data_text)),
+                        meta_bytes=canonical(orjson.loads(ev.meta_text)),
+                        effective_at=ev.effective_at,
                     )
-                expect = event_hash(
-                    prev,
-                    stream=stream,
-                    version=version,
-                    type=typ,
-                    schema_version=sv,
-                    event_id=eid,
-                    data_bytes=canonical(orjson.loads(data)),
-                    meta_bytes=canonical(orjson.loads(meta)),
-                    effective_at=eff,
-                )
-                if expect != bytes(stored):
-                    return VerifyResult(
-                        False, checked, pos, "hash does not match the event's contents (modified event)"
-                    )
-                prev = expect
-                checked += 1
-                if progress and checked % 10000 == 0:
-                    progress(checked)
+                    if expect != ev.hash:
+                        return VerifyResult(
+                            False,
+                            checked,
+                            ev.position,
+                            "hash does not match the event's contents (modified event)",
+                        )
+                    prev = expect
+                    checked += 1
+                    if progress and checked % 10000 == 0:
+                        progress(checked)
+                if len(page) < PAGE:
+                    break
+                after = page[-1].position
         # The chain cannot show events cut off its end; every stream's OCC row still counts
         # them. A stream whose last event is missing names the position after the last one.
         cut = raw.execute(
@@ -74,7 +82,9 @@ def verify_chain(engine: Engine, progress: Callable[[int], None] | None = None) 
         if cut is not None:
             stream, expected, found, last = cut
             return VerifyResult(
-                False, checked, int(last) + 1,
+                False,
+                checked,
+                int(last) + 1,
                 f"stream {stream} counts {expected} events but the log holds {found} (events missing)",
             )
     return VerifyResult(True, checked)

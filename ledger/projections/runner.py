@@ -11,13 +11,13 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ledger import store
-from ledger.store import StoredEvent
+from ledger.replay_rows import read_rows
+from ledger.store import StoredEvent, _raw
 
 
 class CheckpointMoved(Exception):
@@ -61,6 +61,12 @@ class EventTypeCounts:
 ASYNC_PROJECTIONS: dict[str, AsyncProjection] = {"event_type_counts": EventTypeCounts()}
 
 
+def _rows(conn: Connection, after: int, limit: int) -> Sequence[StoredEvent]:
+    """A page of lean rows (ledger/replay_rows.py) in the caller's transaction. The folds read
+    ``position``, ``type``, ``data`` and ``effective_at``, which ``ReplayRow`` provides lazily."""
+    return cast(Sequence[StoredEvent], read_rows(_raw(conn), after, limit))
+
+
 def _lock_key(name: str) -> int:
     return 7243150100 + zlib.crc32(name.encode())
 
@@ -87,7 +93,7 @@ class Runner:
         """Apply at most one batch; return how many events it folded."""
         with self.engine.begin() as conn:
             old = checkpoint(conn, self.projection.name)
-            events = store.read_all(conn, after=old, limit=self.batch_size)
+            events = _rows(conn, old, self.batch_size)
             if not events:
                 return 0
             self.projection.apply(conn, events)
@@ -145,7 +151,7 @@ def rebuild_current(engine: Engine, batch: int = 5000) -> int:
         conn.execute(sa.text("DELETE FROM objects"))
         after = 0
         while True:
-            events = store.read_all(conn, after=after, limit=batch)
+            events = _rows(conn, after, batch)
             if not events:
                 break
             project(conn, events)

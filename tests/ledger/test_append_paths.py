@@ -1,0 +1,112 @@
+"""The three append paths (one server call, unnest INSERT, binary COPY) store the same hash
+chain as ``canonical.event_hash``, and the pool recovers from a dead connection by itself."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from ledger import store
+from ledger.canonical import GENESIS, canonical, event_hash
+from ledger.errors import ConcurrencyError
+from ledger.store import COPY_THRESHOLD, NewEvent
+from ledger.verify import verify_chain
+
+# stream, type-free text and meta values JSON escapes differently than plain ASCII
+ODD = ['q"uote', "back\\slash", "tab\tnew\nline", "ctl\x01\x1f", "ünï€😀", "slash/</script>", "del\x7f"]
+
+
+def odd_event(i: int, eff: datetime | None = None) -> NewEvent:
+    s = ODD[i % len(ODD)]
+    return NewEvent(
+        f"odd/{s}/{i}",
+        "NoteRecorded",
+        {"text": s * (i % 3 + 1), "attributes": {s: i}},
+        meta={"why": s, "n": i} if i % 2 else {},
+        effective_at=eff,
+    )
+
+
+def python_chain(db_url: str) -> tuple[int, int]:
+    """Recompute every hash in Python from the stored columns; return (checked, mismatches)."""
+    import orjson
+
+    prev, bad, n = GENESIS, 0, 0
+    with psycopg.connect(db_url) as c:
+        for stream, version, typ, sv, eid, data, meta, eff, ph, h in c.execute(
+            "SELECT stream, version, type, schema_version, event_id, data::text, meta::text, effective_at, "
+            "prev_hash, hash FROM events ORDER BY position"
+        ):
+            expect = event_hash(
+                prev,
+                stream=stream,
+                version=version,
+                type=typ,
+                schema_version=sv,
+                event_id=eid,
+                data_bytes=canonical(orjson.loads(data)),
+                meta_bytes=canonical(orjson.loads(meta)),
+                effective_at=eff,
+            )
+            bad += (bytes(ph) != prev) + (bytes(h) != expect)
+            prev, n = bytes(h), n + 1
+    return n, bad
+
+
+def test_all_paths_chain_identically_with_awkward_text(engine, db_url):
+    eff = datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)  # before the PostgreSQL epoch
+    for i in range(len(ODD)):  # one server call each
+        store.append(engine, [odd_event(i, eff if i == 3 else None)])
+    with engine.begin() as conn:  # the server call inside a caller's transaction
+        store.append(conn, [odd_event(100)])
+    store.append(engine, [odd_event(200 + i) for i in range(5)])  # unnest INSERT
+    big = [odd_event(300 + i, eff if i % 5 == 0 else None) for i in range(COPY_THRESHOLD * 3)]
+    positions = store.append(engine, big)  # binary COPY
+    assert positions == list(range(positions[0], positions[0] + len(big)))
+    assert python_chain(db_url) == (len(ODD) + 1 + 5 + len(big), 0)
+    assert verify_chain(engine).ok
+    got = store.read_all(engine, after=positions[0] - 1, limit=len(big))
+    assert [(e.stream, e.data, e.meta) for e in got] == [(e.stream, e.data, e.meta) for e in big]
+    assert got[0].effective_at == eff
+
+
+def test_single_append_conflict_burns_nothing_and_resend_is_idempotent(engine):
+    store.append(engine, [NewEvent("a/1", "NoteRecorded", {"text": "x"})], {"a/1": 0})
+    with pytest.raises(ConcurrencyError) as exc:
+        store.append(engine, [NewEvent("a/1", "NoteRecorded", {"text": "y"})], {"a/1": 0})
+    assert (exc.value.expected, exc.value.actual) == (0, 1)
+    assert store.stream_version(engine, "a/1") == 1  # the bump was undone (autocommit call)
+    eid = uuid.uuid4()
+    ev = NewEvent("a/1", "NoteRecorded", {"text": "z"}, event_id=eid)
+    first = store.append(engine, [ev], {"a/1": 1})
+    assert store.append(engine, [ev], {"a/1": 1}) == first  # re-send: same position, no conflict
+    assert first == [2] and store.head(engine) == 2 and store.stream_version(engine, "a/1") == 2
+    with engine.begin() as conn:
+        stored, new = store.append_stored(conn, [ev])
+    assert not new and stored[0].position == 2 and stored[0].version == 2
+
+
+def test_pooled_connection_killed_by_the_server_is_replaced(engine, db_url):
+    store.append(engine, [NewEvent("k/1", "NoteRecorded", {"text": "x"})])
+    with engine.connect() as c:  # the pooled connection's backend
+        pid = c.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+    with psycopg.connect(db_url, autocommit=True) as su:
+        assert su.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        for _ in range(500):  # wait for the backend to be gone (bounded, no fixed sleep)
+            if not su.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                break
+    assert store.append(engine, [NewEvent("k/1", "NoteRecorded", {"text": "y"})]) == [2]
+    assert store.head(engine) == 2
+
+
+def test_batch_event_ids_are_fresh_version_4_uuids(engine):
+    store.append(
+        engine, [NewEvent(f"id/{i}", "NoteRecorded", {"text": "x"}) for i in range(COPY_THRESHOLD * 2)]
+    )
+    ids = [e.event_id for e in store.read_all(engine, limit=1000)]
+    assert len(set(ids)) == len(ids) == COPY_THRESHOLD * 2
+    assert all(i.version == 4 and i.variant == uuid.RFC_4122 for i in ids)

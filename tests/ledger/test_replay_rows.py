@@ -1,0 +1,64 @@
+"""Lean replay rows decode to exactly what ``read_all`` returns, page by page."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ledger import replay_rows, store
+from ledger.store import NewEvent
+
+
+def test_rows_match_stored_events_and_page(engine, db_url):
+    eff = datetime(1999, 12, 31, 23, 0, 0, 1, tzinfo=UTC)
+    evs = [
+        NewEvent(f"r/{i % 5}", "NoteRecorded", {"text": f"ü{i}", "attributes": {"i": i}}, meta={"m": i})
+        for i in range(150)
+    ]
+    evs.append(NewEvent("r/x", "NoteRecorded", {"text": "old"}, effective_at=eff))
+    store.append(engine, evs)
+    want = store.read_all(engine, limit=1000)
+    with replay_rows.connect(db_url) as raw:
+        got = list(replay_rows.iter_rows(raw, page=40))
+        assert [
+            (
+                r.position,
+                r.stream,
+                r.version,
+                r.type,
+                r.schema_version,
+                r.event_id,
+                r.data,
+                r.meta,
+                r.recorded_at,
+                r.effective_at,
+            )
+            for r in got
+        ] == [
+            (
+                e.position,
+                e.stream,
+                e.version,
+                e.type,
+                e.schema_version,
+                e.event_id,
+                e.data,
+                e.meta,
+                e.recorded_at,
+                e.effective_at,
+            )
+            for e in want
+        ]
+        assert got[-1].effective_at == eff and got[0].raw_data == want[0].data
+        page = replay_rows.read_rows(raw, after=10, limit=5)
+        assert [r.position for r in page] == [11, 12, 13, 14, 15]
+        assert [r.position for r in replay_rows.iter_rows(raw, after=140, upto=145, page=2)] == [
+            141,
+            142,
+            143,
+            144,
+            145,
+        ]
+        assert replay_rows.read_rows(raw, types=["PodBound"]) == []
+        assert len(replay_rows.read_rows(raw, types=["NoteRecorded"], limit=1000)) == 151
+        chain = replay_rows.read_chain(raw, after=0, limit=3)
+        assert chain[1].prev_hash == chain[0].hash and len(chain[2].hash) == 32
