@@ -1,0 +1,97 @@
+"""Binary COPY rows of the ``events`` table and their hash chain, encoded as bytes.
+
+The batched append (``ledger.store``) prepares everything of a row that does not depend on the
+stream version or the chain head while the server bumps the streams (``copy_parts``), then
+chains the hashes with one sha256 call per event and assembles the COPY buffer
+(``copy_chain``). The hash input is byte-identical to ``ledger.canonical.event_hash``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ledger.canonical import canonical, iso
+
+if TYPE_CHECKING:
+    from ledger.store import _Prepared
+
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" * 2
+_COPY_TRAILER = b"\xff\xff"
+_LEN4 = b"\x00\x00\x00\x04"
+_pack_row_head = struct.Struct(">hi").pack  # field count (10), length of the stream
+_pack_i = struct.Struct(">i").pack
+_pack_len_i2 = struct.Struct(">ih").pack
+_pack_len_i8 = struct.Struct(">iq").pack
+_pack_q = struct.Struct(">q").pack
+
+
+def _micros(ts: datetime) -> int:
+    d = ts - _PG_EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def copy_parts(
+    p: _Prepared, cache: dict[Any, tuple[bytes, bytes]]
+) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """Everything of a binary COPY row and its hash input that does not depend on the stream
+    version or the chain head (encoded while the server bumps the streams).
+
+    Returns (row head up to the version's length word, row middle from type to the prev_hash
+    length word, the hash header before and after the version, the hash tail over data and
+    meta). ``cache`` holds the encodings shared by a batch (type names, effective times).
+    """
+    stream_b = p.stream.encode()
+    typ = cache.get(p.type)
+    if typ is None:
+        type_b = p.type.encode()
+        # row bytes of the type column; the type as canonical JSON between commas (header)
+        typ = cache[p.type] = (_pack_i(len(type_b)) + type_b, b"," + canonical(p.type) + b",")
+    eff = p.effective_at
+    ts = cache.get(eff)
+    if ts is None:
+        ts = cache[eff] = (_pack_len_i8(8, _micros(eff)), iso(eff).encode())
+    data, meta = p.data, p.meta
+    id_b = p.event_id.int.to_bytes(16, "big")
+    h = id_b.hex().encode()
+    sv = p.schema_version
+    middle = b"%b%b\x00\x00\x00\x10%b%b\x01%b%b\x01%b%b\x00\x00\x00\x20" % (
+        typ[0],
+        _pack_len_i2(2, sv),
+        id_b,
+        _pack_i(len(data) + 1),  # jsonb: format version 1, then the JSON text
+        data,
+        _pack_i(len(meta) + 1),
+        meta,
+        ts[0],
+    )
+    # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)]),
+    # split around the version; a uuid and an ISO time need no JSON escaping
+    pre = b"[%b," % canonical(p.stream)
+    post = b'%b%d,"%b-%b-%b-%b-%b","%b"]' % (typ[1], sv, h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1])
+    tail = b"%b%b%b%b" % (_pack_q(len(data)), data, _pack_q(len(meta)), meta)
+    return _pack_row_head(10, len(stream_b)) + stream_b + _LEN4, middle, pre, post, tail
+
+
+def copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
+    """Chain the hashes (one sha256 call per event, same bytes as ``canonical.event_hash``) and
+    assemble the binary COPY buffer."""
+    sha256 = hashlib.sha256
+    pack_i, pack_q = _pack_i, _pack_q
+    out = [_COPY_HEADER]
+    add = out.append
+    for p, (head, middle, pre, post, tail) in zip(prepared, parts, strict=True):
+        header = b"%b%d%b" % (pre, p.version, post)
+        digest = sha256(b"%b%b%b%b" % (prev, pack_q(len(header)), header, tail)).digest()
+        p.prev_hash = prev
+        p.hash = digest
+        add(b"%b%b%b%b\x00\x00\x00\x20%b" % (head, pack_i(p.version), middle, prev, digest))
+        prev = digest
+    add(_COPY_TRAILER)
+    return b"".join(out)
+
+
