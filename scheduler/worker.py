@@ -240,7 +240,7 @@ def main(interval: float = 1.0, name: str | None = None) -> int:
     import os
     import socket
 
-    url = db.libpq_url(db.server_url())
-    engine = db.get_engine(url)
+    engine = db.get_engine()  # migrates as the owner; logs in as the application role
+    url = db.app_url()  # the leader lock and LISTEN sessions log in as the application role too
     worker = Worker(engine, url, interval=interval, name=name or f"{socket.gethostname()}:{os.getpid()}")
     return worker.run()
