@@ -140,7 +140,7 @@ def create_app(
     *,
     insecure_local: bool = False,
 ) -> FastAPI:
-    from api.routes import dashboard, events, health, jobs, objects
+    from api.routes import checkpoint, dashboard, events, health, jobs, objects
 
     table = tokens if isinstance(tokens, TokenTable) else (parse_tokens(tokens) if tokens is not None else tokens_from_env())
     app = FastAPI(
@@ -208,6 +208,7 @@ def create_app(
         return JSONResponse(error_body("internal", "internal error; see the server log"), status_code=500)
 
     app.include_router(health.router)
+    app.include_router(checkpoint.router)  # anchored history; before objects (/{kind})
     app.include_router(events.router)  # before objects: /api/v1/events and /state shadow /{kind}
     app.include_router(jobs.router)
     app.include_router(objects.router)

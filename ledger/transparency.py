@@ -411,3 +411,30 @@ def verify_event_proof(proof: Mapping[str, Any], verifier_key: str) -> Checkpoin
             f"the event at position {position} is not leaf {index} of the signed tree of size {cp.size}"
         )
     return cp
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m ledger.transparency PROOF.json VERIFIER_KEY``: check a proof from ``podledger prove``."""
+    import json
+    import sys
+
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m ledger.transparency PROOF.json VERIFIER_KEY\n")
+        return 2
+    try:
+        with open(argv[0], encoding="utf-8") as f:
+            proof = json.load(f)
+        cp = verify_event_proof(proof, argv[1])
+    except (OSError, ValueError, TransparencyError) as exc:
+        sys.stderr.write(f"proof rejected: {exc}\n")
+        return 1
+    sys.stdout.write(
+        f"ok: position {proof['position']} is in the tree of size {cp.size} signed for {cp.origin}\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
