@@ -16,3 +16,5 @@ $$;
 -- INSERT and SELECT on the log, nothing else: no UPDATE, DELETE, TRUNCATE, REFERENCES or TRIGGER.
 REVOKE ALL ON events FROM podledger_app, podledger_reporting, PUBLIC;
 GRANT SELECT, INSERT ON events TO podledger_app;
+-- /readyz compares the schema version with the code's; the application login reads it.
+GRANT SELECT ON alembic_version TO podledger_app;
