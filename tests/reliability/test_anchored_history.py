@@ -281,3 +281,36 @@ def test_server_and_worker_sessions_are_not_superuser(engine, db_url, procs, tmp
                 app.execute(sql)
     rc, out = _cli(db_url, "db", "roles")
     assert rc == 0 and "podledger_app" in out and "SELECT, INSERT" in out, out
+
+
+@pytest.mark.timeout(120)
+def test_migrations_run_as_a_non_superuser_owner(server_url):
+    """As in docker-compose: the owner login (no superuser) runs every migration and owns the
+    tables; the application login then appends, and cannot leave its privileges."""
+    owner = f"podledger_owner_t{os.getpid()}"
+    name = f"podledger_t{os.getpid()}_owner"
+    with psycopg.connect(_admin(server_url), autocommit=True) as su:
+        su.execute(f"CREATE ROLE {owner} LOGIN CREATEROLE NOSUPERUSER")
+        su.execute(f'CREATE DATABASE "{name}" OWNER {owner}')
+    url = db.with_login(db.with_database(db.libpq_url(server_url), name), owner, None)
+    try:
+        db.migrate(url)
+        engine = db.get_engine(url, migrate_on_start=False)
+        apply_text(engine, nodes_yaml(1) + "---\n" + pod_yaml("p0"))
+        with psycopg.connect(url) as c:
+            owners = c.execute(
+                "SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
+                "WHERE relname IN ('events', 'streams', 'objects', 'merkle_leaves', 'checkpoints')"
+            ).fetchall()
+            sessions = c.execute(
+                "SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a JOIN pg_roles r "
+                "ON r.oid = a.usesysid WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"
+            ).fetchall()
+        assert owners == [(owner,)]
+        assert sessions == [("podledger_app", False)], sessions
+        assert event_count(engine) == 2
+    finally:
+        db.dispose(url)
+        with psycopg.connect(_admin(server_url), autocommit=True) as su:
+            su.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            su.execute(f"DROP ROLE IF EXISTS {owner}")
