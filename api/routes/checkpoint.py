@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from api.app import ApiError, context
 from api.auth import Principal
@@ -40,9 +40,17 @@ def _checkpoint(request: Request) -> str:
 
 @router.get(
     "/checkpoint",
-    response_class=PlainTextResponse,
+    response_class=Response,
     summary="The newest signed checkpoint (tree size and Merkle root) of the log",
-    responses={**AUTH_ERRORS, 404: _err("No checkpoint yet"), 409: _err("The log does not match its hashes")},
+    responses={
+        200: {
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+            "description": "A C2SP signed note: origin, tree size, base64 root hash, signature line",
+        },
+        **AUTH_ERRORS,
+        404: _err("No checkpoint yet"),
+        409: _err("The log does not match its hashes"),
+    },
 )
 async def get_checkpoint(request: Request, _p: Annotated[Principal, Depends(reader)]) -> PlainTextResponse:
     note = await run_in_threadpool(_checkpoint, request)

@@ -241,7 +241,12 @@ def test_server_and_worker_sessions_are_not_superuser(engine, db_url, procs, tmp
         [PODLEDGER, "serve", "--port", str(port), "--log-level", "warning"], tmp_path / "api.log", env
     )
     wlog = tmp_path / "w.log"
-    start_worker(procs, "w", wlog, db_url, env={"PGAPPNAME": "podledger-worker-test"})
+    worker_env = {
+        "PGAPPNAME": "podledger-worker-test",
+        "PODLEDGER_CHECKPOINT_KEY": str(key),
+        "PODLEDGER_CHECKPOINT_INTERVAL": "0.5",
+    }
+    start_worker(procs, "w", wlog, db_url, env=worker_env)
     wait_until(lambda: log_count(wlog, "leader") >= 1, 30, "the worker to lead")
     apply_text(engine, nodes_yaml(1) + "---\n" + pod_yaml("p0"))
 
@@ -261,6 +266,17 @@ def test_server_and_worker_sessions_are_not_superuser(engine, db_url, procs, tmp
 
     cp = open_checkpoint(r.text, Verifier.parse(vkey.strip()))
     assert cp.size >= 3
+    # The worker signs on its schedule too, once the log has grown past the last checkpoint.
+    apply_text(engine, pod_yaml("p1"))
+    n = event_count(engine)
+
+    def signed_sizes() -> list[int]:
+        with psycopg.connect(db_url) as c:
+            notes = [r[0] for r in c.execute("SELECT note FROM checkpoints ORDER BY id").fetchall()]
+        return [open_checkpoint(x, Verifier.parse(vkey.strip())).size for x in notes]
+
+    wait_until(lambda: max(signed_sizes()) >= n, 30, "the worker's scheduled checkpoint")
+    assert log_count(wlog, "checkpoint") >= 1 and log_count(wlog, "checkpoint-error") == 0
     with psycopg.connect(db_url, autocommit=True) as su:
         sessions = su.execute(
             "SELECT a.application_name, a.usename, r.rolsuper FROM pg_stat_activity a "
