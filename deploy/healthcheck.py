@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     if mode == "api":
         problem = check_api(int(os.environ.get("PORT", "8080")))
     elif mode == "worker":
-        url = os.environ.get("PODLEDGER_DATABASE_URL", "")
+        url = os.environ.get("PODLEDGER_APP_DATABASE_URL") or os.environ.get("PODLEDGER_DATABASE_URL", "")
         problem = check_worker(url) if url else "PODLEDGER_DATABASE_URL is not set"
     else:
         print("usage: healthcheck.py api|worker", file=sys.stderr)

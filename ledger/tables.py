@@ -88,3 +88,33 @@ event_type_counts = sa.Table(
     sa.Column("count", sa.BigInteger, nullable=False),
     sa.Column("last_position", sa.BigInteger, nullable=False),
 )
+
+# Anchored history (migration 0007, ledger/anchor.py): the Merkle tree and signed checkpoints.
+merkle_leaves = sa.Table(
+    "merkle_leaves",
+    metadata,
+    sa.Column("idx", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("position", sa.BigInteger, nullable=False, unique=True),
+    sa.Column("hash", sa.LargeBinary, nullable=False),
+)
+
+merkle_nodes = sa.Table(
+    "merkle_nodes",
+    metadata,
+    sa.Column("level", sa.SmallInteger, primary_key=True, autoincrement=False),
+    sa.Column("idx", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("hash", sa.LargeBinary, nullable=False),
+)
+
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("origin", sa.Text, nullable=False),
+    sa.Column("tree_size", sa.BigInteger, nullable=False),
+    sa.Column("root", sa.LargeBinary, nullable=False),
+    sa.Column("key_name", sa.Text, nullable=False),
+    sa.Column("note", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()")),
+    sa.Index("checkpoints_size_idx", "tree_size", "id"),
+)

@@ -169,6 +169,27 @@ class Worker:
                    start_ms=round((time.perf_counter() - t0) * 1000, 1))
         return bridge
 
+    def _schedule_checkpoints(self) -> None:
+        """Sign a checkpoint every ``PODLEDGER_CHECKPOINT_INTERVAL`` seconds (default 60, 0: never)
+        while leading, when a signing key is configured (ledger/anchor.py, docs/transparency.md)."""
+        import os
+
+        from ledger import anchor
+
+        every = float(os.environ.get("PODLEDGER_CHECKPOINT_INTERVAL", "60") or 0)
+        if every <= 0 or not anchor.key_path().exists() or self._sched is None:
+            return
+
+        def job() -> None:
+            try:
+                signed = anchor.make_checkpoint(self.engine, anchor.load_signer())
+                if signed.new:
+                    _json_line(event="checkpoint", worker=self.name, size=signed.checkpoint.size)
+            except Exception as exc:  # the next run tries again; scheduling is unaffected
+                _json_line(event="checkpoint-error", worker=self.name, error=f"{type(exc).__name__}: {exc}")
+
+        self._sched.add_job(job, "interval", seconds=every, id="checkpoint", max_instances=1, coalesce=True)
+
     def lead(self) -> None:
         from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -196,6 +217,7 @@ class Worker:
             coalesce=True,
             next_run_time=datetime.now(UTC),
         )
+        self._schedule_checkpoints()
         done = threading.Event()  # ends this term's listener (one LISTEN connection per term)
         threading.Thread(target=self._listen, args=(done,), name="listen", daemon=True).start()
         try:
@@ -244,7 +266,7 @@ def main(interval: float = 1.0, name: str | None = None) -> int:
     import os
     import socket
 
-    url = db.libpq_url(db.server_url())
-    engine = db.get_engine(url)
+    engine = db.get_engine()  # migrates as the owner; logs in as the application role
+    url = db.app_url()  # the leader lock and LISTEN sessions log in as the application role too
     worker = Worker(engine, url, interval=interval, name=name or f"{socket.gethostname()}:{os.getpid()}")
     return worker.run()

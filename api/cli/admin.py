@@ -24,9 +24,26 @@ def db_upgrade() -> None:
 
 
 @app.command()
-def verify() -> None:
+def verify(
+    checkpoint: Annotated[
+        str | None, typer.Option(help="Also prove the log extends this signed checkpoint file.")
+    ] = None,
+    public_key: Annotated[
+        str | None, typer.Option(help="Verifier key (text or file) for --checkpoint.")
+    ] = None,
+    key: Annotated[
+        str | None, typer.Option(help="Signing key file whose public half checks --checkpoint.")
+    ] = None,
+) -> None:
     """Walk the hash chain of the log and name the first broken position."""
     from ledger.verify import verify_chain
+
+    if checkpoint is not None:  # api/cli/anchor.py: recomputes the chain and the Merkle tree
+        from pathlib import Path
+
+        from api.cli.anchor import verify_checkpoint
+
+        return verify_checkpoint(Path(checkpoint), public_key, key)
 
     res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"))
     if res.ok:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import api.cli.admin  # noqa: F401  (registers db upgrade, verify, projections rebuild, log)
+import api.cli.anchor  # noqa: F401  (registers checkpoint, prove, db roles)
 import api.cli.audit  # noqa: F401  (registers explain, history, replay)
 import api.cli.objects  # noqa: F401  (registers apply, get, delete)
 import api.cli.scheduling  # noqa: F401  (registers schedule, simulate, demo, worker)

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from api.http.auth import TokenTable, parse_tokens, tokens_from_env
 from api.http.context import AppContext, context
 from api.http.errors import install_handlers
-from api.http.routes import audit, dashboard, events, health, jobs, objects
+from api.http.routes import audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
 from api.k8s import routes as k8s_routes
@@ -97,6 +97,7 @@ def create_app(
     app.include_router(events.router)  # before objects: {PREFIX}/events shadows /{kind}
     app.include_router(audit.router)  # before objects: {PREFIX}/state shadows /{kind}
     app.include_router(jobs.router)
+    app.include_router(checkpoint.router)  # anchored history; before objects ({PREFIX}/{kind})
     app.include_router(objects.router)
     app.include_router(dashboard.router)
     app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)

@@ -200,13 +200,17 @@ def test_preemption_and_thrash_views(engine):
 
 def test_reporting_role_reads_views_only(story):
     engine, _ = story
-    with engine.connect() as c:
-        c.execute(sa.text("RESET ROLE"))
-        c.execute(sa.text("SET ROLE podledger_reporting"))
+    from ledger import db
+
+    # The reporting role logs in itself (the application login is no member of it).
+    url = db.with_login(engine.url.render_as_string(hide_password=False), "podledger_reporting", None)
+    reporting = sa.create_engine(db.sqlalchemy_url(url), poolclass=sa.pool.NullPool)
+    with reporting.connect() as c:
         assert c.execute(sa.text("SELECT count(*) FROM v_group_wait_times")).scalar_one() == 2
         with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
             c.execute(sa.text("SELECT count(*) FROM events"))
         c.rollback()
+    reporting.dispose()
 
 
 def test_replay_verify_has_no_mismatches(story):

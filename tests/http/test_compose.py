@@ -69,8 +69,18 @@ def test_mounted_files_exist(compose):
             src = volume.split(":")[0]
             if src.startswith("./"):
                 assert (ROOT / src).exists(), f"{name} mounts missing {src}"
-    init = ROOT / "deploy" / "postgres" / "10-reporting-role.sh"
-    assert init.stat().st_mode & 0o111 and "podledger_reporting LOGIN" in init.read_text()
+    init = ROOT / "deploy" / "postgres" / "10-roles.sh"
+    text = init.read_text()
+    assert init.stat().st_mode & 0o111 and "podledger_reporting LOGIN" in text
+    assert "CREATE ROLE podledger_app LOGIN NOSUPERUSER" in text and "OWNER podledger" in text
+
+
+def test_api_and_worker_log_in_as_the_application_role(compose):
+    services = compose["services"]
+    assert services["postgres"]["environment"]["POSTGRES_USER"] != "podledger"  # owner is no superuser
+    for name in ("api", "worker"):
+        url = services[name]["environment"]["PODLEDGER_APP_DATABASE_URL"]
+        assert url.startswith("postgresql://podledger_app:") and url.endswith("@postgres:5432/podledger")
 
 
 def test_dockerfile_builds_the_console_script():

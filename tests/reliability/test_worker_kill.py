@@ -1,25 +1,31 @@
-"""kill -9 the scheduler worker at random (seeded) points while pods keep arriving, restart it,
-and check the ledger afterwards: no pod bound twice, no decision without its cycle, the
-projection equals a full replay, the hash chain verifies and every run replays byte for byte.
+"""kill -9 the scheduler worker at seeded points while preemptions are being decided, restart
+it, and check the ledger afterwards: no pod bound twice, exactly one preemption per high-priority
+pod, no decision without its cycle, the projection equals a full replay, the hash chain verifies
+and every run replays byte for byte.
 
-Fault injection: a test-only trigger makes every statement that appends a cycle summary sleep
-100 ms, so a worker spends a good part of its life inside an open append transaction. Each
-kill is preceded by SIGSTOP and a look at ``pg_stat_activity`` (the worker's connections carry
-``application_name`` = its name), which tells whether the kill hit an open write transaction;
-the test keeps killing (bounded) until at least two kills did.
+The nodes are filled first (80 low-priority pods bound by a worker that is stopped cleanly), so
+every high-priority pod that arrives later needs a preemption. Each worker life then takes the
+lead, two high-priority pods are applied, and the life is killed: on even lives as soon as its
+append transaction is open (the preemption computed, not committed), on odd lives after a seeded
+random delay (often after the commit). Fault injection: a test-only trigger makes every statement
+that appends a cycle summary sleep 100 ms, so that transaction stays open long enough to be
+seen. Each kill is preceded by SIGSTOP and a look at ``pg_stat_activity`` (the worker's
+connections carry ``application_name`` = its name). The loop (bounded) goes on until at least two
+kills hit an open append, one life was killed after computing a preemption it had not committed,
+and one after committing a preemption.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import signal
-import threading
 import time
 
 import psycopg
 import pytest
+from api.audit_impl import verify_replay
 
-from api.services.replay import verify_replay
 from ledger.verify import verify_chain
 
 from .conftest import (
@@ -41,12 +47,10 @@ from .conftest import (
     wait_until,
 )
 
-LIVES = 8  # workers killed with SIGKILL (more, up to MAX_LIVES, until two kills hit an open append)
-PODS = 110  # 200m each; 4 nodes x 4 cpu hold 80 of them, the rest stay unschedulable
-CAPACITY = 80
-HIGH = PODS // 5  # every 5th pod; they preempt low-priority ones when the nodes are full on arrival
-LATE = 4  # high-priority pods applied once the nodes are full: each must preempt a bound low one
+LIVES = 8  # workers killed with SIGKILL (more, up to MAX_LIVES, until every case was hit)
 MAX_LIVES = 14
+CAPACITY = 80  # 4 nodes x 4 cpu hold 80 pods of 200m: the low-priority fill
+HIGH_PER_LIFE = 2  # high-priority pods applied in each life; each preempts one low-priority pod
 SLOW_DECISIONS = """
 CREATE FUNCTION test_slow_decisions() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -58,16 +62,7 @@ END $$;
 CREATE TRIGGER test_slow_decisions AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION test_slow_decisions();
 """
-
-
-def _feed(engine, stop: threading.Event, rng: random.Random, made: list[str]) -> None:
-    """Pods keep arriving (one request every 50-250 ms; every 5th one is high priority)."""
-    for i in range(PODS):
-        if stop.wait(rng.uniform(0.05, 0.25)):
-            return
-        name = f"p-{i}"
-        apply_text(engine, pod_yaml(name, "200m", "high" if i % 5 == 4 else "low"))
-        made.append(name)
+IN_TX = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL"
 
 
 def _bound(engine) -> tuple[int, int]:
@@ -90,89 +85,125 @@ def _per_node(engine) -> dict[str, int]:
     )
 
 
-def _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills: list[dict[str, object]]) -> None:
-    life = 0
-    while life < LIVES or (sum(1 for k in kills if k["in_tx"]) < 2 and life < MAX_LIVES):
+def _preemptions_computed(log) -> int:
+    """Cycles of this life that decided a preemption (logged before their append commits)."""
+    n = 0
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            rec.get("event") == "cycle"
+            and rec.get("result") == "waiting-on-preemption"
+            and rec.get("decisions")
+        ):
+            n += 1
+    return n
+
+
+def _fill(engine, procs, tmp_path, db_url) -> None:
+    """Bind CAPACITY low-priority pods with a worker that is then stopped cleanly."""
+    apply_text(engine, PRIORITY_CLASSES + "---\n" + nodes_yaml(4, "4"))
+    apply_text(engine, "---\n".join(pod_yaml(f"low-{i}", "200m", "low") for i in range(CAPACITY)))
+    log = tmp_path / "fill.log"
+    w = start_worker(procs, "fill", log, db_url)
+    wait_until(lambda: _bound(engine) == (CAPACITY, 0), 60, "the nodes to fill with low-priority pods")
+    w.send_signal(signal.SIGTERM)
+    assert w.wait(30) == 0
+
+
+def _done(kills: list[dict[str, object]]) -> bool:
+    return (
+        sum(1 for k in kills if k["in_tx"]) >= 2
+        and any(k["computed"] > k["committed"] for k in kills)  # killed before a preemption's commit
+        and any(k["committed"] for k in kills)  # killed after a preemption's commit
+    )
+
+
+def _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills: list[dict[str, object]]) -> int:
+    """Returns the number of high-priority pods applied."""
+    life = high = 0
+    while life < LIVES or (not _done(kills) and life < MAX_LIVES):
         name = f"w{life}"
         log = tmp_path / f"{name}.log"
         before = event_count(engine)
         w = start_worker(procs, name, log, db_url, env={"PGAPPNAME": name})
         wait_until(lambda log=log: log_count(log, "leader") >= 1, 30, f"worker {name} to lead")
-        # A random point after it took the lead: while it runs cycles, appends, or idles.
-        delay = rng.uniform(0.0, 1.0)
-        time.sleep(delay)
+        apply_text(
+            engine, "---\n".join(pod_yaml(f"high-{high + j}", "200m", "high") for j in range(HIGH_PER_LIFE))
+        )
+        high += HIGH_PER_LIFE
+        if life % 2 == 0:
+            # Kill inside the append: wait (bounded) until its write transaction is open.
+            mode = "in-append"
+            wait_until(
+                lambda name=name: su.execute(IN_TX, (name,)).fetchone()[0],
+                10,
+                f"worker {name}'s append transaction",
+                interval=0.005,
+            )
+        else:
+            mode = "random"
+            time.sleep(rng.uniform(0.0, 1.0))
         w.send_signal(signal.SIGSTOP)  # freeze it, look whether it is inside a write transaction
-        in_tx = su.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL",
-            (name,),
-        ).fetchone()[0]
+        in_tx = su.execute(IN_TX, (name,)).fetchone()[0]
         w.send_signal(signal.SIGKILL)
         assert w.wait(10) == -signal.SIGKILL
-        appended = event_count(engine) - before
-        kills.append({"life": life, "delay": round(delay, 2), "in_tx": bool(in_tx), "appended": appended})
+        committed = su.execute(
+            "SELECT count(*) FROM events WHERE type = 'PodPreempted' AND meta->>'actor' = %s", (name,)
+        ).fetchone()[0]
+        kills.append(
+            {
+                "life": life,
+                "mode": mode,
+                "in_tx": bool(in_tx),
+                "appended": event_count(engine) - before,
+                "computed": _preemptions_computed(log),
+                "committed": int(committed),
+            }
+        )
         life += 1
+    return high
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(200)
 def test_kill9_worker_at_random_points(engine, db_url, procs, tmp_path):
     rng = random.Random(SEED)
-    apply_text(engine, PRIORITY_CLASSES + "---\n" + nodes_yaml(4, "4"))
-    made: list[str] = []
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def feed() -> None:
-        try:
-            _feed(engine, stop, random.Random(SEED + 1), made)
-        except BaseException as exc:  # re-raised by the test thread
-            failure.append(exc)
-
-    feeder = threading.Thread(target=feed, name="feeder", daemon=True)
-    feeder.start()
+    _fill(engine, procs, tmp_path, db_url)
     kills: list[dict[str, object]] = []
-    try:
-        with psycopg.connect(db_url, autocommit=True) as su:  # superuser: fault injection, inspection
-            su.execute(SLOW_DECISIONS)
-            try:
-                _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills)
-            finally:
-                su.execute("DROP TRIGGER test_slow_decisions ON events")
-        feeder.join(60)
-        assert not feeder.is_alive() and not failure, failure
-        # The next worker must converge from whatever the killed ones left behind.
-        log = tmp_path / "final.log"
-        w = start_worker(procs, "final", log, db_url)
-        wait_until(lambda: log_count(log, "leader") >= 1, 30, "the final worker to lead")
-        wait_until(
-            lambda: _bound(engine) == (CAPACITY, HIGH), 30, "every high-priority pod bound, nodes full"
-        )
-        # Whether a high pod of the feed met full nodes depends on where the kills fell (a pod
-        # that arrives while no worker runs is queued by priority, ahead of the low ones), so the
-        # preemption path is exercised for sure by pods that arrive when the nodes are full.
-        apply_text(engine, "---\n".join(pod_yaml(f"late-{i}", "200m", "high") for i in range(LATE)))
-        wait_until(lambda: _bound(engine) == (CAPACITY, HIGH + LATE), 30, "the late high-priority pods bound")
-        w.send_signal(signal.SIGTERM)
-        assert w.wait(30) == 0
-        assert log_count(log, "stopped") == 1
-    finally:
-        stop.set()
-        feeder.join(30)
+    with psycopg.connect(db_url, autocommit=True) as su:  # superuser: fault injection, inspection
+        su.execute(SLOW_DECISIONS)
+        try:
+            high = _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills)
+        finally:
+            su.execute("DROP TRIGGER test_slow_decisions ON events")
+    # The next worker must converge from whatever the killed ones left behind.
+    log = tmp_path / "final.log"
+    w = start_worker(procs, "final", log, db_url)
+    wait_until(lambda: log_count(log, "leader") >= 1, 30, "the final worker to lead")
+    wait_until(lambda: _bound(engine) == (CAPACITY, high), 30, "every high-priority pod bound, nodes full")
+    w.send_signal(signal.SIGTERM)
+    assert w.wait(30) == 0
+    assert log_count(log, "stopped") == 1
 
-    info = f"seed={SEED} kills={kills}"
+    info = f"seed={SEED} high={high} kills={kills}"
     print(info)
-    assert sum(1 for k in kills if k["in_tx"]) >= 2, info
-    assert len(made) == PODS
-    assert sum(1 for k in kills if k["appended"]) >= LIVES // 2, info  # most lives did write
+    assert _done(kills), info
     assert double_binds(engine) == {}, info
     assert _per_node(engine) == {f"node-{i}": 20 for i in range(4)}, info  # 20 x 200m = 4 cpu each
-    preempted = int(
-        scalar(engine, "SELECT count(DISTINCT data->>'victim') FROM events WHERE type = 'PodPreempted'")
-    )
-    assert preempted >= LATE, info
+    # Exactly one preemption per high-priority pod: none lost with a killed life, none doubled
+    # by the life after it, and every victim a low-priority pod.
+    preempted = rows(
+        engine,
+        "SELECT count(*), count(DISTINCT data->>'victim'), "
+        "count(*) FILTER (WHERE data->>'victim' LIKE 'default/low-%%') FROM events WHERE type = 'PodPreempted'",
+    )[0]
+    assert tuple(preempted) == (high, high, high), (preempted, info)
     assert decisions_without_cycle(engine) == [], info
     assert interleaved_transactions(engine) == [], info
     assert stream_gaps(engine) == [], info
-    assert assert_projection_equals_replay(engine) == 2 + 4 + PODS + LATE
+    assert assert_projection_equals_replay(engine) == 2 + 4 + CAPACITY + high
     chain = verify_chain(engine)
     assert chain.ok and chain.checked == event_count(engine), (chain, info)
     rep = verify_replay(engine)

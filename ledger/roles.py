@@ -1,0 +1,114 @@
+"""The database roles of a ledger and what each may do (``podledger db roles``).
+
+- the *owner*: the login of ``PODLEDGER_DATABASE_URL``; runs the migrations and owns the tables
+  (and so their triggers). Only maintenance commands use it.
+- ``podledger_app``: the login of the API server and the worker. SELECT and INSERT on ``events``
+  and nothing else there (no UPDATE, DELETE, TRUNCATE, REFERENCES or TRIGGER); it is no superuser
+  and cannot create roles or databases, bypass row security or replicate.
+- ``podledger_reporting``: SELECT on the reporting views (and the published checkpoints) only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ledger.db import APP_ROLE, REPORTING_ROLE
+
+EVENT_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+
+
+@dataclass(frozen=True, slots=True)
+class RoleInfo:
+    name: str
+    purpose: str
+    exists: bool
+    login: bool = False
+    superuser: bool = False
+    createrole: bool = False
+    createdb: bool = False
+    bypassrls: bool = False
+    replication: bool = False
+    owns_events: bool = False
+    events: tuple[str, ...] = ()  # privileges on events
+    sessions: int = 0  # sessions in this database logged in as the role now
+
+
+def describe(engine: Engine) -> list[RoleInfo]:
+    """The owner (the table owner of ``events``), the application and the reporting role."""
+    with engine.connect() as conn:
+        owner = conn.execute(
+            sa.text("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'events'::regclass")
+        ).scalar_one()
+        out = []
+        for name, purpose in (
+            (owner, "owner: migrations, owns tables and triggers"),
+            (APP_ROLE, "application and worker login"),
+            (REPORTING_ROLE, "reporting views, read-only"),
+        ):
+            row = conn.execute(
+                sa.text(
+                    "SELECT rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls, rolreplication "
+                    "FROM pg_roles WHERE rolname = :n"
+                ),
+                {"n": name},
+            ).fetchone()
+            if row is None:
+                out.append(RoleInfo(name, purpose, False))
+                continue
+            privs = tuple(
+                p
+                for p in EVENT_PRIVILEGES
+                if conn.execute(
+                    sa.text("SELECT has_table_privilege(:n, 'events', :p)"), {"n": name, "p": p}
+                ).scalar_one()
+            )
+            sessions = conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE usename = :n AND datname = current_database()"
+                ),
+                {"n": name},
+            ).scalar_one()
+            login, superuser, createrole, createdb, bypassrls, replication = (bool(v) for v in row)
+            out.append(
+                RoleInfo(
+                    name,
+                    purpose,
+                    True,
+                    login=login,
+                    superuser=superuser,
+                    createrole=createrole,
+                    createdb=createdb,
+                    bypassrls=bypassrls,
+                    replication=replication,
+                    owns_events=name == owner,
+                    events=privs,
+                    sessions=int(sessions),
+                )
+            )
+        conn.rollback()
+    return out
+
+
+def problems(roles: list[RoleInfo]) -> list[str]:
+    """What breaks least privilege (empty when the roles are as they should be)."""
+    out: list[str] = []
+    for r in roles[1:]:
+        if not r.exists:
+            out.append(f"role {r.name} does not exist (run the migrations)")
+            continue
+        if not r.login:
+            out.append(f"role {r.name} cannot log in (ALTER ROLE {r.name} LOGIN)")
+        for flag in ("superuser", "createrole", "createdb", "bypassrls", "replication"):
+            if getattr(r, flag):
+                out.append(f"role {r.name} has {flag.upper()}")
+    app, reporting = roles[1], roles[2]
+    if app.exists and set(app.events) != {"SELECT", "INSERT"}:
+        out.append(
+            f"role {app.name} has {', '.join(app.events) or 'no privileges'} on events (want SELECT, INSERT)"
+        )
+    if reporting.exists and reporting.events:
+        out.append(f"role {reporting.name} has {', '.join(reporting.events)} on events (want none)")
+    return out
