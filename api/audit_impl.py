@@ -12,9 +12,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ledger import store
-from ledger.projections.current import project
+from ledger.projections.temporal import quota_used, shadow_objects
 from ledger.store import StoredEvent
-from scheduler.bridge import DECISION_TYPES, Bridge, config_from, pod_requests, ts
+from scheduler.bridge import DECISION_TYPES, Bridge, config_from, ts
 
 GROUP_DECISIONS = (
     "PodGroupUnschedulable",
@@ -61,23 +61,13 @@ def _resolve_at(conn: Connection, at: int | str | None) -> int:
 def objects_at(engine: Engine, position: int) -> Iterator[Connection]:
     """A connection on which ``objects`` is the projection as of ``position`` (rolled back after).
 
-    A temporary table named ``objects`` shadows the real one for this session only (pg_temp is
-    searched first), and the same fold that maintains the live projection fills it.
+    A temporary view named ``objects`` over the temporal projection shadows the real table for
+    this session only (pg_temp is searched first): no fold, whatever the position.
     """
     with engine.connect() as conn:
         trans = conn.begin()
         try:
-            conn.execute(
-                sa.text("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL) ON COMMIT DROP")
-            )
-            after = 0
-            while after < position:
-                batch = store.read_all(conn, after=after, limit=5000)
-                batch = [e for e in batch if e.position <= position]
-                if not batch:
-                    break
-                project(conn, batch)
-                after = batch[-1].position
+            shadow_objects(conn, position)
             yield conn
         finally:
             trans.rollback()
@@ -169,16 +159,7 @@ def explain(
             sa.text("SELECT name, object FROM objects WHERE kind = 'ElasticQuota' AND namespace = :n"),
             {"n": namespace},
         ).first()
-        used: dict[str, int] = {}
-        for r in conn.execute(
-            sa.text(
-                "SELECT object FROM objects WHERE kind = 'Pod' AND namespace = :n "
-                "AND status->>'phase' = 'Bound'"
-            ),
-            {"n": namespace},
-        ):
-            for k, v in pod_requests(r[0].get("spec") or {}).items():
-                used[k] = used.get(k, 0) + v
+        used = quota_used(conn, namespace, pos if pos < head else None) if quota is not None else {}
 
     with engine.connect() as conn:
         subject = f"{namespace}/{group}" if group else None
