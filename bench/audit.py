@@ -47,6 +47,7 @@ CHURN_PER_ROUND = 200
 KEEP_ROUNDS = 5  # churn pods live this many rounds
 KEEP_GROUPS = 50  # gangs of big live this many rounds
 ROUND_SECONDS = 10.0
+MIN_ROUNDS = 20  # even on a small log: gangs come and go, the stuck pods retry
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 
 
@@ -124,7 +125,7 @@ def build(engine: Any, target: int) -> dict[str, Any]:
     t_build = time.perf_counter()
     with engine.connect() as c:
         head = store.head(c)
-    while head < target:
+    while head < target or rounds < MIN_ROUNDS:
         rounds += 1
         t += ROUND_SECONDS
         r = rounds
@@ -192,7 +193,8 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
             groups[p] = row[0] if row else "huge-gang"
         live_group = c.execute(
             sa.text(
-                "SELECT name FROM objects WHERE kind = 'PodGroup' AND namespace = :n AND name LIKE 'g%' LIMIT 1"
+                "SELECT coalesce(max(name), 'huge-gang') FROM objects WHERE kind = 'PodGroup' "
+                "AND namespace = :n AND name LIKE 'g%'"
             ),
             {"n": BIG},
         ).scalar_one()
