@@ -7,7 +7,15 @@ import subprocess
 import sys
 import time
 
-MODULES = ["bench.append", "bench.core", "bench.endtoend", "bench.preemption", "bench.scale", "bench.trace"]
+MODULES = [
+    "bench.append",
+    "bench.audit",
+    "bench.core",
+    "bench.endtoend",
+    "bench.preemption",
+    "bench.scale",
+    "bench.trace",
+]
 
 
 def main() -> None:

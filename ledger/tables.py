@@ -21,6 +21,9 @@ class XID8(sa.types.UserDefinedType[int]):
 
 metadata = sa.MetaData()
 
+# a pod's group name, as PostgreSQL spells the expression back (so the comparison matches)
+POD_GROUP_EXPR = sa.text("(((object -> 'spec'::text) -> 'schedulingGroup'::text) ->> 'podGroupName'::text)")
+
 events = sa.Table(
     "events",
     metadata,
@@ -48,6 +51,10 @@ events = sa.Table(
     sa.Index("events_decision_group_idx", sa.text("(data->>'group')"), "position",
              postgresql_where=sa.text("type IN ('PodGroupUnschedulable', 'PodGroupScheduled', "
                                       "'PodGroupConditionChanged', 'PodGroupRetried')")),
+    sa.Index("events_preemptor_idx", sa.text("(data->>'preemptor')"), "position",
+             postgresql_where=sa.text("type = 'PodPreempted'")),
+    sa.Index("events_admission_rejected_idx", sa.text("(data->'rejected')"), postgresql_using="gin",
+             postgresql_where=sa.text("type = 'AdmissionRejected'")),
 )
 
 streams = sa.Table(
@@ -71,6 +78,37 @@ objects = sa.Table(
     sa.Column("updated_position", sa.BigInteger, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("objects_pod_group_idx", "namespace", POD_GROUP_EXPR,
+             postgresql_where=sa.text("kind = 'Pod'")),
+)
+
+object_versions = sa.Table(
+    "object_versions",
+    metadata,
+    sa.Column("kind", sa.Text, primary_key=True),
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("valid_from", sa.BigInteger, primary_key=True),
+    sa.Column("valid_to", sa.BigInteger, nullable=False, server_default="9223372036854775807"),
+    sa.Column("uid", sa.Text, nullable=False),
+    sa.Column("object", pg.JSONB, nullable=False),
+    sa.Column("status", pg.JSONB, nullable=False),
+    sa.Column("created_position", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.CheckConstraint("valid_from < valid_to"),
+    sa.Index("object_versions_open_idx", "kind", "namespace", "valid_to", "valid_from"),
+    sa.Index("object_versions_pod_group_idx", "namespace",
+             POD_GROUP_EXPR, "valid_from",
+             postgresql_where=sa.text("kind = 'Pod'")),
+)
+
+quota_usage = sa.Table(
+    "quota_usage",
+    metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("valid_from", sa.BigInteger, primary_key=True),
+    sa.Column("used", pg.JSONB, nullable=False),
 )
 
 projection_checkpoints = sa.Table(

@@ -9,10 +9,11 @@ from sqlalchemy.engine import Connection, Engine
 
 from api.services.errors import NotFound
 from api.services.history import canonical_kind
+from ledger.projections.temporal import quota_used
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at, objects_now
-from scheduler.bridge import Bridge, config_from, pod_requests
+from scheduler.bridge import Bridge, config_from
 
 GROUP_DECISIONS = (
     "PodGroupUnschedulable",
@@ -75,10 +76,8 @@ def explain(
             else:
                 pods = objects_q.composite_pods(conn, namespace, name)
         quota = objects_q.namespace_quota(conn, namespace)
-        used: dict[str, int] = {}
-        for _ns, _node, spec in objects_q.bound_pod_specs(conn, namespace):
-            for k, v in pod_requests(spec).items():
-                used[k] = used.get(k, 0) + v
+        # the usage projection, not a scan of every bound pod of the namespace
+        used = quota_used(conn, namespace, pos if pos < head else None) if quota is not None else {}
 
     with engine.connect() as conn:
         subject = f"{namespace}/{group}" if group else None

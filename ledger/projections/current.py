@@ -21,6 +21,7 @@ from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection
 
 from ledger.events import INPUT_KINDS
+from ledger.resources.models import pod_effective_requests
 from ledger.store import StoredEvent, _raw
 
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
@@ -198,11 +199,155 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
     dirty.add(key)
 
 
-def project(conn: Connection, events: Sequence[StoredEvent]) -> None:
+_VERSION_CLOSE = """
+UPDATE object_versions v SET valid_to = q.p
+FROM unnest(%b::text[], %b::text[], %b::text[], %b::bigint[]) AS q(kind, namespace, name, p)
+WHERE v.kind = q.kind AND v.namespace = q.namespace AND v.name = q.name AND v.valid_to = 9223372036854775807
+"""
+_VERSION_WRITE = """
+INSERT INTO object_versions (kind, namespace, name, valid_from, valid_to, uid, object, status, created_position,
+                             created_at, updated_at)
+SELECT k, n, m, vf, vt, u, o::jsonb, s::jsonb, cp, ca, ua
+FROM unnest(%b::text[], %b::text[], %b::text[], %b::bigint[], %b::bigint[], %b::text[], %b::text[], %b::text[],
+            %b::bigint[], %b::timestamptz[], %b::timestamptz[]) AS x(k, n, m, vf, vt, u, o, s, cp, ca, ua)
+"""
+_USAGE_READ = """
+SELECT DISTINCT ON (namespace) namespace, used FROM quota_usage
+WHERE namespace = ANY(%b::text[]) ORDER BY namespace, valid_from DESC
+"""
+_USAGE_WRITE = """
+INSERT INTO quota_usage (namespace, valid_from, used)
+SELECT n, p, u::jsonb FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS x(n, p, u)
+"""
+OPEN = 9223372036854775807  # valid_to of the current version of an object
+
+Usage = dict[str, list[int]]  # resource -> [total, number of bound pods requesting it]
+
+
+def _bound_requests(row: dict[str, Any] | None) -> dict[str, int]:
+    """What a pod row adds to its namespace's quota usage: its requests while Bound."""
+    if row is None or (row["status"] or {}).get("phase") != "Bound":
+        return {}
+    return pod_effective_requests({"spec": row["object"].get("spec") or {}})
+
+
+def _add_usage(usage: Usage, requests: dict[str, int], sign: int) -> None:
+    for res, v in requests.items():
+        slot = usage.setdefault(res, [0, 0])
+        slot[0] += sign * v
+        slot[1] += sign
+        if slot[1] == 0:
+            del usage[res]
+
+
+def usage_totals(used: Any) -> dict[str, int]:
+    """The ``used`` column of quota_usage as {resource: total} (the order resources appeared in)."""
+    return {res: int(total) for res, total, _n in used or []}
+
+
+class _Temporal:
+    """Versions and usage changes recorded event by event while a batch is folded."""
+
+    def __init__(self, usage: dict[str, Usage]) -> None:
+        self.usage = usage
+        self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
+        self.usage_rows: list[tuple[str, int, str]] = []
+
+    def step(self, rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
+        key = next(iter(_touch(ev)), None)
+        if key is None:
+            return
+        prev = rows.get(key)
+        prev_req = _bound_requests(prev) if key[0] == "Pod" else None
+        prev_obj, prev_status = (prev["object"], prev["status"]) if prev is not None else (None, None)
+        _apply(rows, ev, dirty)
+        row = rows.get(key)
+        if row is None:
+            if prev is None:
+                return
+            self.versions.append((key, ev.position, None))
+        elif row["updated_position"] == ev.position:
+            self.versions.append((key, ev.position, dict(row)))
+        else:
+            return
+        if prev_req is None:
+            return
+        if (
+            row is not None
+            and row["object"] is prev_obj
+            and row["status"].get("phase") == (prev_status or {}).get("phase")
+        ):
+            return  # same spec, same phase: same contribution
+        new_req = _bound_requests(row)
+        if new_req == prev_req:
+            return
+        usage = self.usage.setdefault(key[1], {})
+        _add_usage(usage, prev_req, -1)
+        _add_usage(usage, new_req, 1)
+        self.usage_rows.append(
+            (key[1], ev.position, orjson.dumps([[r, t, n] for r, (t, n) in usage.items()]).decode())
+        )
+
+    def write(self, cur: Any, existed: set[Key]) -> None:
+        if self.versions:
+            first: dict[Key, int] = {}
+            for key, pos, _row in self.versions:
+                first.setdefault(key, pos)
+            close = sorted(k for k in first if k in existed)
+            if close:
+                cur.execute(
+                    _VERSION_CLOSE,
+                    (
+                        [k[0] for k in close],
+                        [k[1] for k in close],
+                        [k[2] for k in close],
+                        [first[k] for k in close],
+                    ),
+                )
+            ends: dict[Key, int] = {}
+            out: list[tuple[Key, int, int, dict[str, Any]]] = []
+            for key, pos, row in reversed(self.versions):
+                if row is not None:
+                    out.append((key, pos, ends.get(key, OPEN), row))
+                ends[key] = pos
+            if out:
+                cur.execute(
+                    _VERSION_WRITE,
+                    (
+                        [o[0][0] for o in out],
+                        [o[0][1] for o in out],
+                        [o[0][2] for o in out],
+                        [o[1] for o in out],
+                        [o[2] for o in out],
+                        [o[3]["uid"] for o in out],
+                        [orjson.dumps(o[3]["object"]).decode() for o in out],
+                        [orjson.dumps(o[3]["status"]).decode() for o in out],
+                        [o[3]["created_position"] for o in out],
+                        [o[3]["created_at"] for o in out],
+                        [o[3]["updated_at"] for o in out],
+                    ),
+                )
+        if self.usage_rows:
+            cur.execute(
+                _USAGE_WRITE,
+                (
+                    [u[0] for u in self.usage_rows],
+                    [u[1] for u in self.usage_rows],
+                    [u[2] for u in self.usage_rows],
+                ),
+            )
+
+
+def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True) -> None:
     """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction.
 
     The rows the batch touches are read once, folded in Python, and written back with one
     set-based upsert and one delete: a constant number of round trips per batch.
+
+    With ``temporal`` (always, except for a fold into a scratch table) the same fold records
+    every version it produces in ``object_versions`` (closing the previous one) and every change
+    of a namespace's bound-pod requests in ``quota_usage``, event by event, so the state at any
+    position can be read back without folding (ledger/projections/temporal.py).
     """
     keys: set[Key] = set()
     for ev in events:
@@ -227,8 +372,20 @@ def project(conn: Connection, events: Sequence[StoredEvent]) -> None:
             }
         existed = set(rows)
         dirty: set[Key] = set()
-        for ev in events:
-            _apply(rows, ev, dirty)
+        if temporal:
+            namespaces = sorted({k[1] for k in ordered if k[0] == "Pod"})
+            usage: dict[str, Usage] = {}
+            if namespaces:
+                cur.execute(_USAGE_READ, (namespaces,))
+                for ns, used in cur.fetchall():
+                    usage[ns] = {res: [int(t), int(n)] for res, t, n in used}
+            tracker = _Temporal(usage)
+            for ev in events:
+                tracker.step(rows, ev, dirty)
+            tracker.write(cur, existed)
+        else:
+            for ev in events:
+                _apply(rows, ev, dirty)
         gone = sorted(k for k in dirty if rows.get(k) is None and k in existed)
         live = sorted(k for k in dirty if rows.get(k) is not None)
         if gone:

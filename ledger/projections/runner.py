@@ -142,19 +142,26 @@ def rebuild_async(engine: Engine, projection: AsyncProjection) -> int:
     return Runner(engine, projection, batch_size=5000).catch_up()
 
 
-def rebuild_current(engine: Engine, batch: int = 5000) -> int:
-    """Re-fold the inline ``objects`` projection from position 0, in one transaction."""
+def refold_current(conn: Connection, batch: int = 5000) -> int:
+    """Re-fold the inline projections (``objects``, ``object_versions``, ``quota_usage``) from
+    position 0 in the caller's transaction; returns the number of events folded."""
     from ledger.projections.current import project
 
+    for table in ("objects", "object_versions", "quota_usage"):  # DELETE: the app role may not TRUNCATE
+        conn.execute(sa.text(f"DELETE FROM {table}"))
     total = 0
-    with engine.begin() as conn:
-        conn.execute(sa.text("DELETE FROM objects"))
-        after = 0
-        while True:
-            events = _rows(conn, after, batch)
-            if not events:
-                break
-            project(conn, events)
-            total += len(events)
-            after = events[-1].position
+    after = 0
+    while True:
+        events = _rows(conn, after, batch)
+        if not events:
+            break
+        project(conn, events)
+        total += len(events)
+        after = events[-1].position
     return total
+
+
+def rebuild_current(engine: Engine, batch: int = 5000) -> int:
+    """Re-fold the inline projections from position 0, in one transaction."""
+    with engine.begin() as conn:
+        return refold_current(conn, batch)

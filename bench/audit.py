@@ -1,0 +1,333 @@
+"""Audit at scale (``python -m bench.audit [--events N]``): explain, history and state at a past
+position on a long log built through the real write path (issue 14).
+
+The log: a private database; nodes, an ElasticQuota and 10,000 bound pods in namespace ``big``;
+then rounds of 10 virtual seconds, each applying a gang PodGroup with 4 pods in ``big`` and a
+batch of plain pods in ``churn``, deleting the group and pods of earlier rounds, and running the
+scheduler (``Bridge.run_until_idle``: catch up, cycles, every decision appended). Two pods and a
+gang in ``big`` never fit, so every round past their backoff retries them. Every object goes
+through ``services.load_documents``, admission and the append, as ``podledger apply`` would.
+Rounds stop once the log holds ``--events`` events (default 1,000,000; ``--events 20000`` for a
+quick run, with ``--big-pods 2000``; also ``PODLEDGER_AUDIT_EVENTS``).
+
+Measured on it (issue 14's goals beside each):
+- ``explain`` live p99 for a pod group and a pod of ``big`` (goal <= 5 ms);
+- ``explain --at`` p99 at 10 positions spread over the log, for a group alive at that position
+  and one of the 10,000 pods (goal <= 50 ms);
+- ``get pods --at`` (every pod of ``big`` as of the position) p99 at the same positions (goal <= 200 ms);
+- ``history`` p99 of a pod and a group;
+- ``replay --verify`` throughput over the whole log (goal >= 50,000 events/s);
+- baseline, same run: the full fold from position 0 that ``--at`` did before, at the first of
+  the 10 positions (the others cost proportionally more).
+Writes bench/results/audit.json (or audit-<events>-<big pods>.json for another size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from bench.append import drop_database, fresh_database
+from bench.common import Metric, print_table, write
+from ledger import db
+from ledger.resources.parse import Document
+
+DEFAULT_EVENTS = 1_000_000
+BIG = "big"
+BIG_PODS = 10_000
+N_NODES = 300
+CHURN_PER_ROUND = 200
+KEEP_ROUNDS = 5  # churn pods live this many rounds
+KEEP_GROUPS = 50  # gangs of big live this many rounds
+ROUND_SECONDS = 10.0
+MIN_ROUNDS = 20  # even on a small log: gangs come and go, the stuck pods retry
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+
+
+def _node(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{i:04d}", "labels": {"rack": f"rack-{i // 20:02d}"}},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "250"}},
+    }
+
+
+def _pod(ns: str, name: str, cpu: str, mem: str, group: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]
+    }
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def _group(name: str, min_count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": BIG},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+
+
+def _gang(name: str, size: int, cpu: str) -> list[dict[str, Any]]:
+    return [_group(name, size)] + [_pod(BIG, f"{name}-{i}", cpu, "1Gi", name) for i in range(size)]
+
+
+def _objects(raws: list[dict[str, Any]]) -> list[Any]:
+    from api.services.objects import load_documents
+
+    objs, errors = load_documents(Document(index=i + 1, source="bench", raw=r) for i, r in enumerate(raws))
+    assert not errors, errors[:3]
+    return objs
+
+
+def _at(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=UTC)
+
+
+def build(engine: Any, target: int) -> dict[str, Any]:
+    """Append inputs and scheduling rounds until the log holds ``target`` events."""
+    from api.services.objects import apply_objects, delete_objects
+    from ledger import store
+    from scheduler.bridge import Bridge
+
+    t = EPOCH
+    setup = [_node(i) for i in range(N_NODES)]
+    setup.append(
+        {
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+            "kind": "ElasticQuota",
+            "metadata": {"name": "quota-big", "namespace": BIG},
+            "spec": {"min": {"cpu": "4000"}, "max": {"cpu": "8000"}},
+        }
+    )
+    apply_objects(engine, _objects(setup), actor="bench", effective_at=_at(t))
+    for start in range(0, BIG_PODS, 2_500):
+        raws = [
+            _pod(BIG, f"pod-{i:05d}", "100m", "128Mi") for i in range(start, min(BIG_PODS, start + 2_500))
+        ]
+        apply_objects(engine, _objects(raws), actor="bench", effective_at=_at(t))
+    # never fit: plain pods and a gang asking for more than a node has (retried every backoff)
+    stuck = [_pod(BIG, f"huge-{i}", "100", "1Gi") for i in range(2)] + _gang("huge-gang", 2, "100")
+    apply_objects(engine, _objects(stuck), actor="bench", effective_at=_at(t))
+    bridge = Bridge(engine, actor="bench")
+    bridge.run_until_idle(t)
+    rounds = 0
+    t_build = time.perf_counter()
+    with engine.connect() as c:
+        head = store.head(c)
+    while head < target or rounds < MIN_ROUNDS:
+        rounds += 1
+        t += ROUND_SECONDS
+        r = rounds
+        gone: list[tuple[str, str | None, str]] = []
+        if r > KEEP_ROUNDS:
+            gone += [("Pod", "churn", f"c{r - KEEP_ROUNDS}-{i}") for i in range(CHURN_PER_ROUND)]
+        if r > KEEP_GROUPS:
+            old = f"g{r - KEEP_GROUPS}"
+            gone += [("Pod", BIG, f"{old}-{i}") for i in range(4)] + [("PodGroup", BIG, old)]
+        if gone:
+            delete_objects(engine, gone, actor="bench", effective_at=_at(t))
+        raws = _gang(f"g{r}", 4, "500m") + [
+            _pod("churn", f"c{r}-{i}", ("250m", "500m", "1")[i % 3], "1Gi") for i in range(CHURN_PER_ROUND)
+        ]
+        apply_objects(engine, _objects(raws), actor="bench", effective_at=_at(t))
+        bridge.run_until_idle(t)
+        with engine.connect() as c:
+            head = store.head(c)
+        if rounds % 100 == 0:
+            rate = head / (time.perf_counter() - t_build)
+            print(f"  round {rounds}: {head:,} events ({rate:,.0f} events/s)", file=sys.stderr, flush=True)
+    return {"rounds": rounds, "events": head, "build_s": time.perf_counter() - t_build}
+
+
+def _p99(samples: list[float]) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(round(0.99 * (len(s) - 1))))] * 1000
+
+
+def _time(fn: Callable[[], Any], reps: int) -> list[float]:
+    fn()  # warm
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -> list[Metric]:
+    from api.services import explain as explain_service
+    from api.services import history as history_service
+    from api.services import replay as replay_service
+    from api.services import state as state_service
+    from ledger import store
+    from ledger.projections import temporal
+
+    with engine.connect() as c:
+        head = store.head(c)
+        first_bound = int(
+            c.execute(
+                sa.text("SELECT min(position) FROM events WHERE type = 'PodBound' AND data->>'pod' = :p"),
+                {"p": f"{BIG}/pod-{BIG_PODS - 1:05d}"},
+            ).scalar_one()
+        )
+    # 10 positions spread from after the 10k pods are bound to just before the head
+    positions = [first_bound + (head - 1 - first_bound) * k // 9 for k in range(10)]
+    groups: dict[int, str] = {}
+    with engine.connect() as c:
+        for p in positions:
+            row = c.execute(
+                sa.text(
+                    "SELECT name FROM object_versions WHERE kind = 'PodGroup' AND namespace = :n "
+                    "AND valid_from <= :p AND valid_to > :p AND name LIKE 'g%' ORDER BY valid_from DESC LIMIT 1"
+                ),
+                {"n": BIG, "p": p},
+            ).first()
+            groups[p] = row[0] if row else "huge-gang"
+        live_group = c.execute(
+            sa.text(
+                "SELECT coalesce(max(name), 'huge-gang') FROM objects WHERE kind = 'PodGroup' "
+                "AND namespace = :n AND name LIKE 'g%'"
+            ),
+            {"n": BIG},
+        ).scalar_one()
+    pod = f"pod-{BIG_PODS // 2:05d}"
+
+    live_g = _time(lambda: explain_service.explain(engine, "PodGroup", BIG, live_group), reps)
+    live_p = _time(lambda: explain_service.explain(engine, "Pod", BIG, pod), reps)
+    at_g: list[float] = []
+    at_p: list[float] = []
+    get_at: list[float] = []
+    per = max(3, reps // 10)
+    for p in positions:
+        at_g += _time(lambda p=p: explain_service.explain(engine, "PodGroup", BIG, groups[p], at=p), per)
+        at_p += _time(lambda p=p: explain_service.explain(engine, "Pod", BIG, pod, at=p), per)
+
+        def get_pods(p: int = p) -> int:
+            with engine.connect() as c:
+                return len(temporal.objects_at_position(c, p, kind="Pod", namespace=BIG))
+
+        get_at += _time(get_pods, 3)
+    hist_p = _time(lambda: history_service.history(engine, "Pod", BIG, pod), reps)
+    hist_g = _time(lambda: history_service.history(engine, "PodGroup", BIG, live_group), reps)
+    state_s = _time(lambda: state_service.state_at(engine, positions[len(positions) // 2]), 1)
+
+    t0 = time.perf_counter()
+    with engine.connect() as c:
+        c.begin()
+        temporal.fold_objects_at(c, positions[0])
+        c.rollback()
+    fold_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    rep = replay_service.verify_replay(engine) if verify else replay_service.VerifyReport()
+    verify_s = time.perf_counter() - t0
+    assert rep.ok, rep.mismatches[:3]
+    with engine.connect() as c:
+        size = c.execute(sa.text("SELECT pg_database_size(current_database())")).scalar_one()
+        versions = c.execute(sa.text("SELECT count(*) FROM object_versions")).scalar_one()
+
+    def ms(name: str, samples: list[float], goal: float, base: float | None = None) -> Metric:
+        v = _p99(samples)
+        return Metric(
+            name,
+            v,
+            "ms p99",
+            "full fold from 0 (before)" if base is not None else None,
+            base,
+            v / base if base else None,
+            f"value <= {goal:g} ms",
+            v <= goal,
+        )
+
+    fold_ms = fold_s * 1000
+    return [
+        Metric(
+            "log built (real path: inputs + scheduling)",
+            head,
+            "events",
+            None,
+            None,
+            None,
+            f"{info['rounds']} rounds, {info['events'] / max(info['build_s'], 1e-9):,.0f} events/s, "
+            f"{size / 2**30:.2f} GiB, {versions:,} object versions",
+            True,
+        ),
+        ms("explain live: pod group in a 10k-pod namespace", live_g, 5),
+        ms("explain live: pod in a 10k-pod namespace", live_p, 5),
+        ms("explain --at (10 positions): pod group", at_g, 50, fold_ms),
+        ms("explain --at (10 positions): pod", at_p, 50, fold_ms),
+        ms(f"get pods --at (10 positions, {BIG_PODS:,} pods of big)", get_at, 200, fold_ms),
+        ms("history: pod", hist_p, 50),
+        ms("history: pod group", hist_g, 50),
+        Metric(
+            "state at a position (every object)",
+            state_s[0] * 1000,
+            "ms",
+            None,
+            None,
+            None,
+            "(reported)",
+            True,
+        ),
+        Metric(
+            "replay --verify" + ("" if verify else " (skipped: --no-verify)"),
+            head / verify_s if verify else float("nan"),
+            "events/s",
+            None,
+            None,
+            None,
+            f"value >= 50,000 ({rep.cycles / verify_s:,.0f} cycles/s)" if verify else "value >= 50,000",
+            verify and head / verify_s >= 50_000,
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    global BIG_PODS
+    ap = argparse.ArgumentParser(prog="python -m bench.audit", description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--events", type=int, default=int(os.environ.get("PODLEDGER_AUDIT_EVENTS", DEFAULT_EVENTS))
+    )
+    ap.add_argument("--big-pods", type=int, default=10_000, help="bound pods in namespace big")
+    ap.add_argument("--reps", type=int, default=200, help="samples per live measurement")
+    ap.add_argument(
+        "--no-verify", action="store_true", help="skip replay --verify (slow on a loaded machine)"
+    )
+    ap.add_argument("--keep", action="store_true", help="keep the database and print its URL")
+    ap.add_argument("--reuse", metavar="URL", help="measure a database kept by --keep (no build)")
+    args = ap.parse_args(argv)
+    BIG_PODS = args.big_pods
+    url = args.reuse or fresh_database()
+    try:
+        engine = db.get_engine(url, migrate_on_start=False)
+        if args.reuse:
+            with engine.connect() as c:
+                n = int(c.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one())
+            info = {"rounds": 0, "events": n, "build_s": float("nan")}
+        else:
+            print(f"building a log of >= {args.events:,} events ...", file=sys.stderr, flush=True)
+            info = build(engine, args.events)
+        metrics = measure(engine, info, args.reps, verify=not args.no_verify)
+    finally:
+        if args.keep or args.reuse:
+            print(f"database kept: {url}", file=sys.stderr)
+        else:
+            drop_database(url)
+    name = "audit" if args.events == DEFAULT_EVENTS else f"audit-{args.events}-{BIG_PODS}"
+    print_table(f"audit at scale (bench/results/{name}.json)", metrics)
+    write(name, metrics)
+
+
+if __name__ == "__main__":
+    main()
