@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 
 from scheduler.framework import fit_error_message
 from scheduler.model import PODS, Node, Pod, SchedulerConfig
-from scheduler.plugins import node_affinity, node_resources_fit, node_unschedulable, taint_toleration
+from scheduler.plugins import (
+    node_affinity,
+    node_name,
+    node_resources_fit,
+    node_unschedulable,
+    taint_toleration,
+)
 from scheduler.snapshot import DEFAULT_MAX_PODS, Demand, make_demand
 
 
@@ -41,6 +47,9 @@ def filter_node(pod: Pod, d: Demand, rn: RefNode) -> tuple[str, list[str]] | Non
     r = node_unschedulable.filter_node(pod.tolerations, nd.unschedulable)
     if r:
         return node_unschedulable.NAME, r
+    r = node_name.filter_node(pod.spec_node_name, nd.name)
+    if r:
+        return node_name.NAME, r
     r = taint_toleration.filter_node(pod.tolerations, nd.taints)
     if r:
         return taint_toleration.NAME, r

@@ -51,12 +51,16 @@ class LeafAlgorithm:
     def _infos(self, pods: Sequence[Pod]) -> list[PodInfo]:
         return [self.ps.info(p) for p in pods]
 
-    @staticmethod
-    def _homogeneous(infos: Sequence[PodInfo]) -> bool:
+    def _homogeneous(self, infos: Sequence[PodInfo]) -> bool:
+        """Interchangeable pods (same filter signature and demand) that no pod-aware plugin
+        concerns: their outcome per placement is predicted from per-node capacities."""
         if not infos:
             return True
         k = infos[0].fit_key
-        return all(pi.fit_key == k for pi in infos[1:])
+        if not all(pi.fit_key == k for pi in infos[1:]):
+            return False
+        ps = self.ps
+        return not ((ps.pod_filters or ps.pod_scores) and any(ps.pod_aware(pi) for pi in infos))
 
     # ------------------------------------------------------- §5.2 default
     def default_algorithm(self, pg: PodGroup, pods: Sequence[Pod], subset: BOOL | None) -> LeafOutcome:
@@ -79,7 +83,8 @@ class LeafAlgorithm:
         for pod in pods:
             pi = ps.info(pod)
             node = -1
-            if pi.fit_key not in failed:
+            ikey = ps.interchange_key(pi) if ps.pod_filters else pi.fit_key
+            if ikey not in failed:
                 node = ps.best_node(pi, subset) if snap.n else -1
             if node >= 0:
                 snap.assume(pod.key, node, pi.demand, pg.key)
@@ -87,10 +92,10 @@ class LeafAlgorithm:
                 s += 1
                 failed.clear()
             else:
-                diag = failed.get(pi.fit_key)
+                diag = failed.get(ikey)
                 if diag is None:
                     diag = ps.diagnose(pi, subset)
-                    failed[pi.fit_key] = diag
+                    failed[ikey] = diag
                 out.pod_status[pod.key] = pod_failure(diag)
                 if out.diag is None:
                     out.diag = diag
