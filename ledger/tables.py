@@ -43,21 +43,11 @@ events = sa.Table(
     sa.UniqueConstraint("event_id", name="events_event_id_key"),
     sa.CheckConstraint("version > 0", name="events_version_positive"),
     sa.Index("events_type_position_idx", "type", "position"),
-    sa.Index(
-        "events_decision_pod_idx",
-        sa.text("(data->>'pod')"),
-        "position",
-        postgresql_where=sa.text("type = 'PodBound'"),
-    ),
-    sa.Index(
-        "events_decision_group_idx",
-        sa.text("(data->>'group')"),
-        "position",
-        postgresql_where=sa.text(
-            "type IN ('PodGroupUnschedulable', 'PodGroupScheduled', "
-            "'PodGroupConditionChanged', 'PodGroupRetried')"
-        ),
-    ),
+    sa.Index("events_decision_pod_idx", sa.text("(data->>'pod')"), "position",
+             postgresql_where=sa.text("type = 'PodBound'")),
+    sa.Index("events_decision_group_idx", sa.text("(data->>'group')"), "position",
+             postgresql_where=sa.text("type IN ('PodGroupUnschedulable', 'PodGroupScheduled', "
+                                      "'PodGroupConditionChanged', 'PodGroupRetried')")),
 )
 
 streams = sa.Table(

@@ -74,9 +74,7 @@ def verify_chain(engine: Engine, progress: Callable[[int], None] | None = None) 
         if cut is not None:
             stream, expected, found, last = cut
             return VerifyResult(
-                False,
-                checked,
-                int(last) + 1,
+                False, checked, int(last) + 1,
                 f"stream {stream} counts {expected} events but the log holds {found} (events missing)",
             )
     return VerifyResult(True, checked)

@@ -104,9 +104,7 @@ def iter_path(path: str | Path) -> Iterator[Document]:
         return
     p = Path(path)
     files = (
-        sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES)
-        if p.is_dir()
-        else [p]
+        sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES) if p.is_dir() else [p]
     )
     for file in files:
         with file.open(encoding="utf-8") as fh:
