@@ -462,3 +462,61 @@ def test_vectorized_pod_plugins_equal_reference(seed: int) -> None:
             placed.append((p, ref[node].node.name))
         else:
             assert diagnose(results, None).num_nodes == len(ref)
+
+
+# ------------------------------------------------------------------ inside the PodGroup cycle
+def _ring_pod(name: str, group: str | None = "ring", key: str = HOST) -> Pod:
+    from tests.scheduler.sched_helpers import pod
+
+    return pod(name, 1, group, labels={"app": "ring"}, anti_affinity_required=(term(key, app="ring"),))
+
+
+def test_gang_members_see_each_other_as_assumed_pods() -> None:
+    from tests.scheduler.sched_helpers import Sim, node, pg
+
+    sim = Sim()
+    sim.apply(*(node(f"n{i}", cpu=16, labels={HOST: f"n{i}"}) for i in range(3)), run=False)
+    sim.apply(pg("ring", 3), *(_ring_pod(f"r{i}") for i in range(3)))
+    assert sorted(sim.node_of(f"r{i}") for i in range(3)) == ["n0", "n1", "n2"]
+
+
+def test_gang_needing_more_distinct_nodes_than_exist_stays_unbound_with_the_plugin_message() -> None:
+    from scheduler.decisions import GroupUnschedulable
+    from tests.scheduler.sched_helpers import Sim, node, pg
+
+    sim = Sim()
+    sim.apply(*(node(f"n{i}", cpu=16, labels={HOST: f"n{i}"}) for i in range(2)), run=False)
+    sim.apply(pg("ring", 3), *(_ring_pod(f"r{i}") for i in range(3)))
+    assert all(sim.node_of(f"r{i}") is None for i in range(3))
+    diags = [d for r in sim.results for d in r.decisions if isinstance(d, GroupUnschedulable)]
+    assert diags
+    assert diags[-1].diagnosis["reasons"] == [["node(s) didn't match pod anti-affinity rules", 2]]
+    assert diags[-1].diagnosis["rejected"] == {"InterPodAffinity": 2}
+
+
+def test_topology_gang_with_anti_affinity_is_exact_per_placement() -> None:
+    """Interchangeable pods with anti-affinity are not predicted from capacities: rack r0 has
+    room for four pods on one node, r1 has two nodes; hostname anti-affinity needs r1."""
+    from tests.scheduler.sched_helpers import Sim, node, pg
+
+    sim = Sim()
+    sim.apply(
+        node("a", cpu=16, labels={HOST: "a", "rack": "r0"}),
+        node("b", cpu=2, labels={HOST: "b", "rack": "r1"}),
+        node("c", cpu=2, labels={HOST: "c", "rack": "r1"}),
+        run=False,
+    )
+    sim.apply(pg("ring", 2, key="rack"), *(_ring_pod(f"r{i}") for i in range(2)))
+    assert sorted(sim.node_of(f"r{i}") for i in range(2)) == ["b", "c"]
+
+
+def test_percentage_of_nodes_to_score_limits_the_scored_nodes() -> None:
+    """150 nodes, 50%: only the first 100 feasible nodes (node order) are scored; the emptiest
+    node is the last one, so scoring all of them picks it, the limited search does not."""
+    from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pod
+
+    for pct, want in ((100, "n149"), (50, "n000")):
+        sim = Sim(replace(ZERO_BACKOFF, percentage_of_nodes_to_score=pct))
+        sim.apply(*(node(f"n{i:03d}", cpu=8 if i == 149 else 4) for i in range(150)), run=False)
+        sim.apply(pod("p"))
+        assert sim.node_of("p") == want, pct
