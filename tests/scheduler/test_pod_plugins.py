@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -520,3 +521,51 @@ def test_percentage_of_nodes_to_score_limits_the_scored_nodes() -> None:
         sim.apply(*(node(f"n{i:03d}", cpu=8 if i == 149 else 4) for i in range(150)), run=False)
         sim.apply(pod("p"))
         assert sim.node_of("p") == want, pct
+
+
+@pytest.mark.parametrize("anti_key", [HOST, ZONE])
+def test_one_pod_per_domain_prediction_equals_exact_evaluation(
+    anti_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gangs with self anti-affinity are predicted per placement (one pod per anti-affinity
+    domain with room); the bindings equal those of the exact evaluation of every placement."""
+    from scheduler.cycle import placement as cycle_mod
+    from tests.scheduler.sched_helpers import Sim, node, pg, pod
+
+    def run(vectorized: bool) -> dict[str, str | None]:
+        cycle_mod.VECTORIZED_PLACEMENTS = vectorized
+        try:
+            rng = random.Random(7)
+            sim = Sim()
+            nodes = []
+            for i in range(24):
+                labels = {HOST: f"n{i:02d}", "rack": f"r{i // 6}", ZONE: f"z{i // 3}"}
+                nodes.append(node(f"n{i:02d}", cpu=rng.choice([2, 4, 8]), labels=labels))
+            sim.apply(*nodes, run=False)
+            keys = []
+            for g in range(12):
+                size = rng.choice([1, 2, 3, 5, 7])
+                t = PodAffinityTerm(anti_key, sel(gang=f"g{g}"))
+                members = [
+                    pod(f"g{g}-{j}", 2, f"g{g}", labels={"gang": f"g{g}"}, anti_affinity_required=(t,))
+                    for j in range(size)
+                ]
+                keys += [p.name for p in members]
+                sim.apply(pg(f"g{g}", size, key="rack"), *members)
+            return {k: sim.node_of(k) for k in keys}
+        finally:
+            cycle_mod.VECTORIZED_PLACEMENTS = True
+
+    calls: list[int] = []
+    orig = cycle_mod.LeafAlgorithm._one_per_domain
+
+    def counted(self: Any, *a: Any) -> Any:
+        calls.append(1)
+        return orig(self, *a)
+
+    monkeypatch.setattr(cycle_mod.LeafAlgorithm, "_one_per_domain", counted)
+    fast = run(True)
+    assert calls, "the prediction was not used"
+    exact = run(False)
+    assert fast == exact
+    assert any(v is None for v in fast.values()) and any(v is not None for v in fast.values())
