@@ -569,3 +569,33 @@ def test_one_pod_per_domain_prediction_equals_exact_evaluation(
     exact = run(False)
     assert fast == exact
     assert any(v is None for v in fast.values()) and any(v is not None for v in fast.values())
+
+
+def test_preemption_removes_the_anti_affine_pod_not_a_resource_victim() -> None:
+    """Upstream SelectVictimsOnNode: with the lower-priority pods removed the preemptor passes
+    InterPodAffinity; adding back the pod its anti-affinity matches fails, so only that pod is
+    a victim (resources fit without any preemption)."""
+    from scheduler.decisions import PodNominated, PodPreempted
+    from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pod
+
+    sim = Sim(replace(ZERO_BACKOFF, preemption_algorithm="Default"))
+    sim.apply(node("n1", cpu=8, labels={HOST: "n1"}), run=False)
+    sim.apply(pod("low", 1, prio=1, labels={"app": "x"}), pod("other", 1, prio=1, labels={"app": "z"}))
+    res = sim.apply(pod("high", 1, prio=1000, anti_affinity_required=(term(app="x"),)))
+    decisions = [d for r in res for d in r.decisions]
+    assert [d.victim for d in decisions if isinstance(d, PodPreempted)] == ["default/low"]
+    assert [d.node for d in decisions if isinstance(d, PodNominated)] == ["n1"]
+    assert sim.node_of("other") == "n1"
+
+
+def test_preemption_cannot_help_a_pod_whose_affinity_is_unresolvable() -> None:
+    from scheduler.decisions import PodNominated, PodPreempted
+    from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pod
+
+    sim = Sim(replace(ZERO_BACKOFF, preemption_algorithm="Default"))
+    sim.apply(node("n1", cpu=8, labels={HOST: "n1"}), run=False)
+    sim.apply(pod("low", 1, prio=1))
+    res = sim.apply(pod("high", 1, prio=1000, affinity_required=(term(app="db"),)))
+    decisions = [d for r in res for d in r.decisions]
+    assert not [d for d in decisions if isinstance(d, PodPreempted | PodNominated)]
+    assert sim.node_of("low") == "n1"
