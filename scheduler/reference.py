@@ -164,22 +164,54 @@ def node_verdicts(nodes: Sequence[Node], pods: Sequence[Pod], pod_keys: Sequence
     ``pods``, against the bound pods' usage (nominations are not reserved)."""
     refs = {r.node.name: r for r in ref_nodes(nodes)}
     by_key = {p.key: p for p in pods}
+    placed: list[tuple[Pod, str]] = []
     for p in pods:
         if p.node_name and p.node_name in refs:
             refs[p.node_name].add(make_demand(p.requests))
+            placed.append((p, p.node_name))
+    ordered = list(refs.values())
     out: list[NodeVerdict] = []
     for key in pod_keys:
         pod = by_key.get(key)
         if pod is None:
             continue
         demand = make_demand(pod.requests)
-        for rn in refs.values():
-            res = filter_node(pod, demand, rn)
+        spread = spread_filter(pod, ordered, placed) if pod.spread_constraints else [None] * len(ordered)
+        inter = inter_pod_filter(pod, ordered, placed)
+        for j, rn in enumerate(ordered):
+            res = filter_node_all(pod, demand, rn, placed, spread[j], inter[j])
             if res is None:
                 out.append(NodeVerdict(key, rn.node.name, True))
             else:
                 out.append(NodeVerdict(key, rn.node.name, False, res[0], tuple(res[1])))
     return out
+
+
+def filter_node_all(
+    pod: Pod,
+    d: Demand,
+    rn: RefNode,
+    placed: Placed,
+    spread: tuple[str, bool] | None,
+    inter: tuple[str, bool] | None,
+) -> tuple[str, list[str]] | None:
+    """``filter_node`` with the pod-aware filters in upstream's order: NodePorts before
+    NodeResourcesFit, PodTopologySpread and InterPodAffinity after it (``spread``/``inter``:
+    this node's verdicts from ``spread_filter``/``inter_pod_filter``)."""
+    res = filter_node(pod, d, rn)
+    if res is not None and res[0] != node_resources_fit.NAME:
+        return res
+    if pod.host_ports:
+        r = node_ports_reasons(pod, rn.node.name, placed)
+        if r:
+            return node_ports.NAME, r
+    if res is not None:
+        return res
+    if spread is not None:
+        return pod_topology_spread.NAME, [spread[0]]
+    if inter is not None:
+        return inter_pod_affinity.NAME, [inter[0]]
+    return None
 
 
 # ------------------------------------------------------------------ pod-aware plugins

@@ -599,3 +599,38 @@ def test_preemption_cannot_help_a_pod_whose_affinity_is_unresolvable() -> None:
     decisions = [d for r in res for d in r.decisions]
     assert not [d for d in decisions if isinstance(d, PodPreempted | PodNominated)]
     assert sim.node_of("low") == "n1"
+
+
+def test_node_verdicts_list_the_pod_aware_plugins() -> None:
+    """``explain --nodes``: per node the first rejecting plugin, the pod-aware ones included,
+    equal to the vectorized filters."""
+    from tests.scheduler.sched_helpers import Sim, node, pod
+
+    sim = Sim()
+    sim.apply(
+        *(node(f"n{i}", cpu=4, labels={HOST: f"n{i}", ZONE: f"z{i // 2}"}) for i in range(4)), run=False
+    )
+    sim.apply(
+        pod("web", 1, labels={"app": "web"}, node_name="n0"),
+        pod("port", 1, node_name="n1", host_ports=(HostPort(80),)),
+        pod(
+            "p",
+            1,
+            labels={"app": "web"},
+            host_ports=(HostPort(80),),
+            anti_affinity_required=(term(app="web"),),
+        ),
+        run=False,
+    )
+    got = sim.s.node_verdicts(["default/p"])
+    assert [(v.node, v.plugin, list(v.reasons)) for v in got] == [
+        ("n0", "InterPodAffinity", [ANTI]),
+        ("n1", "NodePorts", ["node(s) didn't have free ports for the requested pod ports"]),
+        ("n2", "", []),
+        ("n3", "", []),
+    ]
+    ps = sim.s.state.podsched
+    results = ps.filter_results(ps.info(sim.s.pod("default/p")))  # type: ignore[arg-type]
+    for i, v in enumerate(got):
+        first = next((r for r in results if not r.ok[i]), None)
+        assert v.plugin == (first.plugin if first is not None else "")
