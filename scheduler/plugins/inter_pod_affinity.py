@@ -57,6 +57,15 @@ def ns_filter(term: PodAffinityTerm, owner_ns: str) -> Callable[[str], bool]:
     return lambda ns: term_namespace_ok(term, owner_ns, ns)
 
 
+def term_pods(ix: PodIndex, term: PodAffinityTerm, owner_ns: str) -> list[tuple[str, Pod]]:
+    """(node, pod) of the scheduled pods ``term`` (of a pod in ``owner_ns``) matches."""
+    return ix.matching(
+        term.selector,
+        ns_filter(term, owner_ns),
+        (term.selector, term.namespaces, term.namespace_selector, owner_ns),
+    )
+
+
 def _value_mask(snap: Snapshot, key: str, values: Iterable[str]) -> BOOL:
     """Nodes whose ``key`` label is one of ``values``."""
     col = snap.label(key)
@@ -89,7 +98,7 @@ def affinity_mask(pod: Pod, snap: Snapshot, ix: PodIndex) -> BOOL:
     first = terms[0]
     nodes = [
         node
-        for node, p in ix.matching(first.selector, ns_filter(first, pod.namespace))
+        for node, p in term_pods(ix, first, pod.namespace)
         if all(term_matches(t, pod.namespace, p) for t in terms[1:])
     ]
     has_keys: BOOL = np.ones(n, dtype=np.bool_)
@@ -110,7 +119,7 @@ def affinity_mask(pod: Pod, snap: Snapshot, ix: PodIndex) -> BOOL:
 def anti_affinity_bad(pod: Pod, snap: Snapshot, ix: PodIndex) -> BOOL:
     bad: BOOL = np.zeros(snap.n, dtype=np.bool_)
     for t in pod.anti_affinity_required:
-        nodes = [node for node, _ in ix.matching(t.selector, ns_filter(t, pod.namespace))]
+        nodes = [node for node, _ in term_pods(ix, t, pod.namespace)]
         vals = _values_at(snap, t.topology_key, nodes)
         if vals:
             bad |= _value_mask(snap, t.topology_key, vals)
@@ -161,7 +170,7 @@ def pair_scores(pod: Pod, snap: Snapshot, ix: PodIndex) -> dict[tuple[str, str],
 
     for sign, wterms in ((1, pod.affinity_preferred), (-1, pod.anti_affinity_preferred)):
         for wt in wterms:
-            for node, _ in ix.matching(wt.term.selector, ns_filter(wt.term, pod.namespace)):
+            for node, _ in term_pods(ix, wt.term, pod.namespace):
                 add(wt.term.topology_key, node, sign * wt.weight)
     for node, _, _, t in ix.terms_matching(AFF_REQ, pod):
         add(t.topology_key, node, HARD_POD_AFFINITY_WEIGHT)
@@ -186,8 +195,17 @@ def normalize(raw: I64) -> I64:
 def score_raw(pod: Pod, snap: Snapshot, idx: npt.NDArray[np.intp]) -> I64:
     pairs = pair_scores(pod, snap, index_of(snap))
     raw: I64 = np.zeros(len(idx), dtype=np.int64)
+    per_key: dict[str, list[tuple[str, int]]] = {}
     for (key, v), w in sorted(pairs.items()):
-        raw += np.where(_value_mask(snap, key, (v,))[idx], w, 0)
+        per_key.setdefault(key, []).append((v, w))
+    for key, items in per_key.items():
+        col = snap.label(key)
+        lut = np.zeros(len(col.values) + 1, dtype=np.int64)
+        for v, w in items:
+            vid = col.value_of.get(v)
+            if vid is not None:
+                lut[vid + 1] += w
+        raw += lut[col.ids[idx] + 1]
     return raw
 
 

@@ -17,6 +17,7 @@ from scheduler.snapshot import Snapshot
 
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+ANY_IP = "0.0.0.0"
 
 
 def filter_node(pod: Pod, used: list[HostPort]) -> list[str]:
@@ -34,12 +35,13 @@ def filter_pod(pod: Pod, snap: Snapshot) -> FilterResult:
         per = ix.ports.get((want.protocol, want.port))
         if not per:
             continue
-        for node, ips in per.items():
-            i = idx.get(node)
-            if i is None or bad[i]:
-                continue
-            if any(ports_conflict(want, HostPort(want.port, want.protocol, ip)) for ip in ips):
-                bad[i] = True
+        hits = [
+            i
+            for node, ips in per.items()
+            if (i := idx.get(node)) is not None
+            and (want.host_ip == ANY_IP or want.host_ip in ips or ANY_IP in ips)
+        ]
+        bad[hits] = True
     return FilterResult(NAME, ~bad, [(ERR_REASON, bad)] if bad.any() else [], Code.UNSCHEDULABLE)
 
 

@@ -95,7 +95,18 @@ def ports_conflict(a: HostPort, b: HostPort) -> bool:
 
 
 class PodIndex:
-    __slots__ = ("epoch", "pos", "node_of", "pod_of", "by_label", "ports", "terms", "n_terms")
+    __slots__ = (
+        "epoch",
+        "pos",
+        "node_of",
+        "pod_of",
+        "by_label",
+        "ports",
+        "terms",
+        "n_terms",
+        "version",
+        "memo",
+    )
 
     def __init__(self) -> None:
         self.epoch = -1
@@ -109,6 +120,8 @@ class PodIndex:
             k: {} for k in (ANTI_REQ, AFF_REQ, AFF_PREF, ANTI_PREF)
         }
         self.n_terms: dict[str, int] = dict.fromkeys((ANTI_REQ, AFF_REQ, AFF_PREF, ANTI_PREF), 0)
+        self.version = 0  # bumped by every change; ``memo`` holds query results of one version
+        self.memo: dict[object, object] = {}
 
     # ------------------------------------------------------------ upkeep
     def sync(self, snap: Snapshot) -> PodIndex:
@@ -135,6 +148,11 @@ class PodIndex:
         key = pod.key
         if key in self.node_of:
             self._remove(self.pod_of[key])
+        self.version += 1
+        for entry in self.memo.values():
+            entry.update(1, node, pod)  # type: ignore[attr-defined]
+        if key in self.node_of:
+            self._remove(self.pod_of[key])
         self.node_of[key] = node
         self.pod_of[key] = pod
         for kv in pod.labels.items():
@@ -153,6 +171,9 @@ class PodIndex:
         node = self.node_of.pop(key, None)
         if node is None:
             return
+        self.version += 1
+        for entry in self.memo.values():
+            entry.update(-1, node, self.pod_of[key])  # type: ignore[attr-defined]
         old = self.pod_of.pop(key)
         for kv in old.labels.items():
             s = self.by_label.get(kv)
@@ -201,14 +222,39 @@ class PodIndex:
             return sorted(self.node_of)
         return sorted(self.by_label.get(a, ()))
 
-    def matching(self, sel: LabelSelector | None, ok_ns: object) -> list[tuple[str, Pod]]:
-        """(node, pod) of the scheduled pods matching ``sel`` whose namespace passes ``ok_ns``."""
+    def matching(
+        self, sel: LabelSelector | None, ok_ns: object, memo_key: object = None
+    ) -> list[tuple[str, Pod]]:
+        """(node, pod) of the scheduled pods matching ``sel`` whose namespace passes ``ok_ns``
+        (remembered under ``memo_key``, when given, until the index changes)."""
+        if memo_key is not None:
+            hit = self.memo.get(("m", memo_key))
+            if isinstance(hit, _Matches):
+                return list(hit.found.values())
         out = []
         for k in self.candidates(sel):
             p = self.pod_of[k]
             if ok_ns(p.namespace) and selector_matches(sel, p.labels):  # type: ignore[operator]
                 out.append((self.node_of[k], p))
+        if memo_key is not None:
+            self._remember(("m", memo_key), _Matches(sel, ok_ns, {p.key: (nd, p) for nd, p in out}))
         return out
+
+    def counts(self, snap: Snapshot, sel: LabelSelector | None, ns: str) -> I64:
+        """Per node index: scheduled pods of namespace ``ns`` matching ``sel`` (kept up to date
+        incrementally once asked for)."""
+        key = ("c", sel, ns, snap.generation)
+        hit = self.memo.get(key)
+        if not isinstance(hit, _Counts):
+            arr = self.node_counts(snap, (nd for nd, _ in self.matching(sel, lambda x: x == ns)))
+            hit = _Counts(sel, ns, snap.index, arr)
+            self._remember(key, hit)
+        return hit.arr
+
+    def _remember(self, key: object, entry: object) -> None:
+        if len(self.memo) >= MEMO_SIZE:
+            self.memo.clear()
+        self.memo[key] = entry
 
     def terms_matching(self, kind: str, pod: Pod) -> list[tuple[str, Pod, int, PodAffinityTerm]]:
         """(node, owner, weight, term) of scheduled pods' ``kind`` terms that match ``pod``."""
@@ -237,6 +283,40 @@ class PodIndex:
             if i is not None:
                 out[i] += 1
         return out
+
+
+MEMO_SIZE = 256
+
+
+class _Matches:
+    """A memoized ``matching`` result, updated as pods come and go."""
+
+    __slots__ = ("sel", "ok_ns", "found")
+
+    def __init__(self, sel: LabelSelector | None, ok_ns: object, found: dict[str, tuple[str, Pod]]) -> None:
+        self.sel, self.ok_ns, self.found = sel, ok_ns, found
+
+    def update(self, sign: int, node: str, pod: Pod) -> None:
+        if sign < 0:
+            self.found.pop(pod.key, None)
+        elif self.ok_ns(pod.namespace) and selector_matches(self.sel, pod.labels):  # type: ignore[operator]
+            self.found[pod.key] = (node, pod)
+
+
+class _Counts:
+    """Memoized per-node counts of the pods of one namespace matching one selector."""
+
+    __slots__ = ("sel", "ns", "index", "arr")
+
+    def __init__(self, sel: LabelSelector | None, ns: str, index: dict[str, int], arr: I64) -> None:
+        self.sel, self.ns, self.index, self.arr = sel, ns, index, arr
+
+    def update(self, sign: int, node: str, pod: Pod) -> None:
+        if pod.namespace != self.ns or not selector_matches(self.sel, pod.labels):
+            return
+        i = self.index.get(node)
+        if i is not None:
+            self.arr[i] += sign
 
 
 def index_of(snap: Snapshot) -> PodIndex:

@@ -65,9 +65,7 @@ def inclusion(pod: Pod, snap: Snapshot, c: TopologySpreadConstraint) -> BOOL:
 
 def pod_counts(pod: Pod, snap: Snapshot, c: TopologySpreadConstraint) -> I64:
     """Per node: scheduled pods of the pod's namespace matching the constraint's selector."""
-    ix = index_of(snap)
-    ns = pod.namespace
-    return ix.node_counts(snap, (node for node, _ in ix.matching(c.selector, lambda x: x == ns)))
+    return index_of(snap).counts(snap, c.selector, pod.namespace)
 
 
 def filter_pod(pod: Pod, snap: Snapshot) -> FilterResult:
