@@ -285,7 +285,7 @@ class PodIndex:
         return out
 
 
-MEMO_SIZE = 256
+MEMO_SIZE = 32
 
 
 class _Matches:
