@@ -181,6 +181,10 @@ class Snapshot:
         self.resolve: Callable[[str], Pod | None] = _no_pod
         self.objs: dict[str, Pod] = {}
         self.pod_log: list[tuple[int, str, Pod]] = []  # (+1 | -1, node name, pod)
+        # scheduled pods with required anti-affinity / any pod (anti-)affinity term: lets the
+        # plugins say "nothing to do" without reading the pod log
+        self.n_anti_required = 0
+        self.n_pod_affinity = 0
 
     # ------------------------------------------------------------------ nodes
     def upsert_node(self, node: Node) -> None:
@@ -294,6 +298,10 @@ class Snapshot:
             self.pod_log.clear()
 
     def _log_pod(self, sign: int, node_name: str, obj: Pod) -> None:
+        if obj.anti_affinity_required:
+            self.n_anti_required += sign
+        if obj.has_pod_affinity:
+            self.n_pod_affinity += sign
         pl = self.pod_log
         pl.append((sign, node_name, obj))
         if len(pl) > 4 * len(self.names) + 4096:

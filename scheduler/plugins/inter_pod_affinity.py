@@ -215,14 +215,17 @@ class InterPodAffinity:
     default_weight = 2
 
     def active(self, pod: Pod, snap: Snapshot) -> bool:
-        ix = index_of(snap)
-        return bool(pod.affinity_required or pod.anti_affinity_required) or ix.n_terms[ANTI_REQ] > 0
+        if pod.affinity_required or pod.anti_affinity_required:
+            return True
+        return snap.n_anti_required > 0 and index_of(snap).n_terms[ANTI_REQ] > 0
 
     def score_active(self, pod: Pod, snap: Snapshot, config: SchedulerConfig) -> bool:
+        if pod.affinity_preferred or pod.anti_affinity_preferred:
+            return True
+        if snap.n_pod_affinity <= 0:
+            return False
         ix = index_of(snap)
-        return bool(pod.affinity_preferred or pod.anti_affinity_preferred) or any(
-            ix.n_terms[k] for k in (AFF_REQ, AFF_PREF, ANTI_PREF)
-        )
+        return any(ix.n_terms[k] for k in (AFF_REQ, AFF_PREF, ANTI_PREF))
 
     def filter_pod(self, pod: Pod, snap: Snapshot) -> FilterResult:
         return filter_pod(pod, snap)
