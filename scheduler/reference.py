@@ -399,13 +399,13 @@ def spread_scores(pod: Pod, nodes: Sequence[RefNode], placed: Placed, feasible: 
             continue
         score = 0.0
         for k, c in enumerate(cons):
-            v = nodes[i].node.labels.get(c.topology_key)
-            if v is None:
+            val = nodes[i].node.labels.get(c.topology_key)
+            if val is None:
                 continue
             if c.topology_key == pod_topology_spread.HOSTNAME:
                 cnt = _count_on(pod, c, nodes[i].node.name, placed)
             else:
-                cnt = counts[k][v]
+                cnt = counts[k][val]
             score += float(cnt) * weights[k] + float(c.max_skew - 1)
         raw.append(math.floor(score + 0.5))
     live = [s for i, s in zip(feasible, raw, strict=True) if i not in ignored]

@@ -169,11 +169,12 @@ class ClassicPreemption(WorkloadPreemption):
         pi = ps.info(pod)
         victims = found[0]
         assert victims is not None
-        lower = [
-            u
-            for u in sorted({units.of(k) for k in snap.node_pods.get(name, ())} - {None}, key=Unit.importance)  # type: ignore[arg-type]
-            if u.priority < pod.priority
-        ]
+        here: dict[str, Unit] = {}
+        for k in snap.node_pods.get(name, ()):
+            u0 = units.of(k)
+            if u0 is not None and u0.priority < pod.priority:
+                here[u0.key] = u0
+        lower = sorted(here.values(), key=Unit.importance)
         removed = {k for u in lower for k in u.pods if snap.pod_node(k) == name}
         keep = {u.key for u in victims}
         mark = snap.backup()

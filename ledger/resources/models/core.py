@@ -460,8 +460,8 @@ class Pod(Resource):
             ):
                 if aff is not None:
                     problems += aff.check(f"spec.affinity.{field}")
-        for i, c in enumerate(spec.topology_spread_constraints):
-            problems += c.check(f"spec.topologySpreadConstraints[{i}]")
+        for i, tsc in enumerate(spec.topology_spread_constraints):
+            problems += tsc.check(f"spec.topologySpreadConstraints[{i}]")
         for field, items in (("containers", spec.containers), ("initContainers", spec.init_containers)):
             for i, c in enumerate(items):
                 for j, port in enumerate(c.ports):
