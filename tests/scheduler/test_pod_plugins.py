@@ -634,3 +634,17 @@ def test_node_verdicts_list_the_pod_aware_plugins() -> None:
     for i, v in enumerate(got):
         first = next((r for r in results if not r.ok[i]), None)
         assert v.plugin == (first.plugin if first is not None else "")
+
+
+def test_balanced_allocation_decides_only_when_weighted() -> None:
+    """Weight 0 by default (decisions as before); with ``pluginWeights`` it prefers the node
+    whose cpu and memory fractions stay closer."""
+    from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pod
+
+    for weights, want in (({}, "a"), ({"NodeResourcesBalancedAllocation": 5}, "b")):
+        cfg = replace(ZERO_BACKOFF, plugin_weights={**ZERO_BACKOFF.plugin_weights, **weights})
+        sim = Sim(cfg)
+        # a: 8 CPU / 64 GiB, b: 4 CPU / 8 GiB; the pod asks 2 CPU and 4 GiB
+        sim.apply(node("a", cpu=8, mem_gi=64), node("b", cpu=4, mem_gi=8), run=False)
+        sim.apply(pod("p", 2, mem_gi=4))
+        assert sim.node_of("p") == want, weights
