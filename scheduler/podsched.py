@@ -272,7 +272,7 @@ class PodScheduler:
         )
         self.pod_filters: tuple[PodFilterPlugin, ...] = ()
         self.pod_scores: tuple[PodScorePlugin, ...] = ()
-        self._pod_cache: tuple[object, list[FilterResult]] | None = None
+        self._pod_cache: tuple[Pod, object, list[FilterResult]] | None = None
 
     def set_plugins(
         self,
@@ -390,12 +390,12 @@ class PodScheduler:
         snap = self.snap
         snap.refresh()
         pod = pi.pod
-        key = (pod.key, id(pod), snap.epoch, snap.generation, len(snap.pod_log))
+        key = (snap.epoch, snap.generation, len(snap.pod_log))
         c = self._pod_cache
-        if c is not None and c[0] == key:
-            return c[1]
+        if c is not None and c[0] is pod and c[1] == key:
+            return c[2]
         out = [f.filter_pod(pod, snap) for f in self.pod_filters if f.active(pod, snap)]
-        self._pod_cache = (key, out)
+        self._pod_cache = (pod, key, out)
         return out
 
     # ------------------------------------------------------------- filtering
