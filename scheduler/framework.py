@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from scheduler.decisions import Decision
-    from scheduler.model import NodeSelectorTerm, Pod, PreferredTerm, Toleration
+    from scheduler.model import NodeSelectorTerm, Pod, PreferredTerm, SchedulerConfig, Toleration
     from scheduler.plugins.placement_scoring import Candidates
     from scheduler.plugins.topology_placement import Placement
     from scheduler.snapshot import Snapshot
@@ -100,6 +100,7 @@ class FilterSignature:
     node_selector: tuple[tuple[str, str], ...]
     required: tuple[NodeSelectorTerm, ...]
     preferred: tuple[PreferredTerm, ...]
+    node_name: str | None = None  # spec.nodeName as requested (NodeName)
 
 
 def signature_of(pod: Pod) -> FilterSignature:
@@ -108,6 +109,7 @@ def signature_of(pod: Pod) -> FilterSignature:
         tuple(sorted(pod.node_selector.items())),
         tuple(pod.required_terms),
         tuple(pod.preferred_terms),
+        pod.spec_node_name,
     )
 
 
@@ -128,6 +130,8 @@ class FilterResult:
     ok: BOOL
     reasons: list[tuple[str, BOOL]] = field(default_factory=list)
     code: Code = Code.UNSCHEDULABLE
+    # nodes rejected UnschedulableAndUnresolvable when the plugin mixes codes (else ``code``)
+    unresolvable: BOOL | None = None
 
     def node_reasons(self, i: int) -> list[str]:
         if self.ok[i]:
@@ -197,7 +201,9 @@ def diagnose(results: Sequence[FilterResult], subset: BOOL | None) -> Diagnosis:
         cnt = int(np.count_nonzero(rej))
         if cnt:
             plugin_counts[fr.plugin] = plugin_counts.get(fr.plugin, 0) + cnt
-            if fr.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            if fr.unresolvable is not None:
+                uu += int(np.count_nonzero(rej & fr.unresolvable))
+            elif fr.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 uu += cnt
             for reason, m in fr.reasons:
                 c = int(np.count_nonzero(m & rej))
@@ -289,6 +295,36 @@ class ScorePlugin(Protocol):
     def score_raw(self, sig: FilterSignature, snap: Snapshot) -> npt.NDArray[np.int64] | None: ...
 
 
+class PodFilterPlugin(Protocol):
+    """A pod-aware filter, vectorized over all nodes: it reads the whole pod and the scheduled
+    (assigned + assumed) pods through the snapshot, so it sees the pods a PodGroup cycle has
+    already assumed. ``active`` False means the pod passes every node (nothing to compute; pods
+    without the plugin's fields decide exactly as without the plugin). ``before_fit``: runs
+    before NodeResourcesFit in the filter order (NodePorts), else after it."""
+
+    name: str
+    before_fit: bool
+
+    def active(self, pod: Pod, snap: Snapshot) -> bool: ...
+
+    def filter_pod(self, pod: Pod, snap: Snapshot) -> FilterResult: ...
+
+
+class PodScorePlugin(Protocol):
+    """A pod-aware scorer: normalized scores (0..100) of the nodes ``idx`` (the feasible ones),
+    weighted by ``config.plugin_weights[name]`` (``default_weight`` when absent); None when it
+    has nothing to say for the pod (upstream's PreScore Skip)."""
+
+    name: str
+    default_weight: int
+
+    def score_active(self, pod: Pod, snap: Snapshot, config: SchedulerConfig) -> bool: ...
+
+    def score_pod(
+        self, pod: Pod, snap: Snapshot, idx: npt.NDArray[np.intp], config: SchedulerConfig
+    ) -> npt.NDArray[np.int64] | None: ...
+
+
 class PlacementGeneratePlugin(Protocol):
     """Candidate placements of a group with a topology constraint (§6.2)."""
 
@@ -326,6 +362,8 @@ class Profile:
     pre_filter: tuple[PreFilterPlugin, ...] = ()
     filter: tuple[FilterPlugin, ...] = ()
     score: tuple[ScorePlugin, ...] = ()
+    pod_filter: tuple[PodFilterPlugin, ...] = ()
+    pod_score: tuple[PodScorePlugin, ...] = ()
     placement_generate: PlacementGeneratePlugin | None = None
     placement_score: tuple[PlacementScorePlugin, ...] = ()
     post_filter: tuple[PostFilterPlugin, ...] = ()

@@ -61,6 +61,58 @@ class PreferredTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """metav1.LabelSelector: ``match_labels`` and ``match_expressions`` ANDed (In, NotIn,
+    Exists, DoesNotExist); an empty selector matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """One pod (anti-)affinity term. ``selector`` None matches no pod; ``namespaces`` empty and
+    ``namespace_selector`` None means the namespace of the pod that carries the term;
+    ``namespace_selector`` empty means every namespace. ``matchLabelKeys``/``mismatchLabelKeys``
+    are merged into ``selector`` when the pod is translated (as the API server does)."""
+
+    topology_key: str
+    selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    """One ``topologySpreadConstraints`` entry (``matchLabelKeys`` merged into ``selector``)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str = "DoNotSchedule"  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"  # Honor | Ignore
+    node_taints_policy: str = "Ignore"  # Honor | Ignore
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     allocatable: Mapping[str, int]
@@ -92,10 +144,32 @@ class Pod:
     seq: int = 0
     created_at: float = 0.0
     start_time: float | None = None  # when it was bound; victims' tie-break
+    # inter-pod fields (NodeName, NodePorts, InterPodAffinity, PodTopologySpread)
+    spec_node_name: str | None = None  # spec.nodeName as requested (NodeName filter)
+    host_ports: tuple[HostPort, ...] = ()
+    affinity_required: tuple[PodAffinityTerm, ...] = ()
+    affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        return bool(
+            self.affinity_required
+            or self.affinity_preferred
+            or self.anti_affinity_required
+            or self.anti_affinity_preferred
+        )
+
+    @property
+    def inter_pod(self) -> bool:
+        """Does a pod-aware plugin (NodePorts, InterPodAffinity, PodTopologySpread) read this pod?"""
+        return bool(self.host_ports or self.spread_constraints) or self.has_pod_affinity
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +271,9 @@ class SchedulerConfig:
     backoff_initial_seconds: float = 1.0
     backoff_max_seconds: float = 10.0
     unschedulable_flush_seconds: float = 300.0
+    # percentageOfNodesToScore: 100 = score every feasible node (podledger's default); 0 = the
+    # upstream adaptive formula; 1..99 = that percentage (at least 100 nodes)
+    percentage_of_nodes_to_score: int = 100
     feature_gates: Mapping[str, bool] = field(
         default_factory=lambda: {
             "GenericWorkload": True,

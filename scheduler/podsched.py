@@ -4,8 +4,13 @@ Filters: the profile's node-static filters (default: NodeUnschedulable, TaintTol
 NodeAffinity; cached per pod filter signature until the node set changes), then NodeResourcesFit
 (dynamic, built in: an incremental per-node cache). Scores: NodeResourcesFit (not normalized)
 plus the profile's node-static scorers (default: TaintToleration reverse-normalized, NodeAffinity
-normalized), weighted by ``config.plugin_weights``. All feasible nodes are scored
-(``percentageOfNodesToScore = 100``).
+normalized), weighted by ``config.plugin_weights``. Pod-aware filters and scorers (NodePorts
+before NodeResourcesFit; PodTopologySpread, InterPodAffinity after it; their scores) read the
+scheduled pods and are evaluated per pod, only when ``active`` for it: a pod none of them
+concerns decides exactly as without them. All feasible nodes are scored unless
+``config.percentage_of_nodes_to_score`` is below 100: then only the first
+``num_feasible_nodes_to_find`` feasible nodes in node order (upstream rotates the start node
+between cycles; podledger always starts at the first node: deterministic).
 
 Deterministic tie-break: among nodes with the highest total score, the lowest node index
 (= first node in ``(seq, name)`` order) wins; upstream picks one at random.
@@ -26,6 +31,8 @@ from scheduler.framework import (
     FilterPlugin,
     FilterResult,
     FilterSignature,
+    PodFilterPlugin,
+    PodScorePlugin,
     ScorePlugin,
     diagnose,
     signature_of,
@@ -39,6 +46,20 @@ BOOL = npt.NDArray[np.bool_]
 IDX = npt.NDArray[np.intp]
 
 MAX_SCORE = 100
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """kube-scheduler's numFeasibleNodesToFind (percentage 0 = the adaptive default)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    if percentage <= 0:
+        percentage = 50 - num_all_nodes // 125
+        if percentage < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            percentage = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * percentage // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 @dataclass(slots=True)
@@ -249,10 +270,21 @@ class PodScheduler:
             taint_toleration.TaintToleration(),
             node_affinity.NodeAffinity(),
         )
+        self.pod_filters: tuple[PodFilterPlugin, ...] = ()
+        self.pod_scores: tuple[PodScorePlugin, ...] = ()
+        self._pod_cache: tuple[Pod, object, list[FilterResult]] | None = None
 
-    def set_plugins(self, filters: tuple[FilterPlugin, ...], scores: tuple[ScorePlugin, ...]) -> None:
-        """The profile's node-static filters and scorers (drops every cached result)."""
+    def set_plugins(
+        self,
+        filters: tuple[FilterPlugin, ...],
+        scores: tuple[ScorePlugin, ...],
+        pod_filters: tuple[PodFilterPlugin, ...] = (),
+        pod_scores: tuple[PodScorePlugin, ...] = (),
+    ) -> None:
+        """The profile's filters and scorers (drops every cached result)."""
         self.filters, self.scores = filters, scores
+        self.pod_filters, self.pod_scores = pod_filters, pod_scores
+        self._pod_cache = None
         self._static.clear()
         self._info.clear()
         self._gen = -1
@@ -327,6 +359,45 @@ class PodScheduler:
             pi.dyn_gen = self._dyn_gen
         return c
 
+    # ------------------------------------------------------------- pod-aware plugins
+    def _active_scores(self, pod: Pod) -> list[PodScorePlugin]:
+        if not self.pod_scores:
+            return []
+        w = self.config.plugin_weights
+        return [
+            sc
+            for sc in self.pod_scores
+            if int(w.get(sc.name, sc.default_weight)) > 0 and sc.score_active(pod, self.snap, self.config)
+        ]
+
+    def pod_aware(self, pi: PodInfo) -> bool:
+        """Does a pod-aware filter or scorer concern this pod now?"""
+        pod, snap = pi.pod, self.snap
+        return any(f.active(pod, snap) for f in self.pod_filters) or bool(self._active_scores(pod))
+
+    def interchange_key(self, pi: PodInfo) -> object:
+        """Pods with equal keys get the same filter verdicts in the same cluster state."""
+        return pi.fit_key if not self.pod_aware(pi) else (pi.fit_key, pi.pod.key)
+
+    def _limited(self, n: int) -> bool:
+        pct = self.config.percentage_of_nodes_to_score
+        return pct < 100 and num_feasible_nodes_to_find(pct, n) < n
+
+    def pod_results(self, pi: PodInfo) -> list[FilterResult]:
+        """Results of the pod-aware filters active for the pod (in profile order)."""
+        if not self.pod_filters:
+            return []
+        snap = self.snap
+        snap.refresh()
+        pod = pi.pod
+        key = (snap.epoch, snap.generation, len(snap.pod_log))
+        c = self._pod_cache
+        if c is not None and c[0] is pod and c[1] == key:
+            return c[2]
+        out = [f.filter_pod(pod, snap) for f in self.pod_filters if f.active(pod, snap)]
+        self._pod_cache = (pod, key, out)
+        return out
+
     # ------------------------------------------------------------- filtering
     # ------------------------------------------------- nominated pods (upstream addNominatedPods)
     def set_nominated(self, pod_key: str, node: str | None, priority: int, d: Demand | None) -> None:
@@ -382,6 +453,8 @@ class PodScheduler:
         ok: BOOL = self.dynamic(pi).fit & st.ok
         if subset is not None:
             ok &= subset
+        for r in self.pod_results(pi):
+            ok &= r.ok
         for i, extra in self._reserved(pi).items():
             if ok[i] and self._fit_reasons_with(pi, i, extra):
                 ok[i] = False
@@ -407,7 +480,15 @@ class PodScheduler:
                 for r in reasons:
                     masks.setdefault(r, np.zeros(self.snap.n, dtype=np.bool_))[i] = True
             fit.reasons = sorted(masks.items())
-        return [*st.results, fit]
+        pod_res = self.pod_results(pi)
+        if not pod_res:
+            return [*st.results, fit]
+        before = [r for r, f in zip(pod_res, self._active_filters(pi), strict=True) if f.before_fit]
+        after = [r for r in pod_res if all(r is not b for b in before)]
+        return [*st.results, *before, fit, *after]
+
+    def _active_filters(self, pi: PodInfo) -> list[PodFilterPlugin]:
+        return [f for f in self.pod_filters if f.active(pi.pod, self.snap)]
 
     # --------------------------------------------------------------- scoring
     def score(self, pi: PodInfo, idx: IDX) -> I64:
@@ -419,6 +500,10 @@ class PodScheduler:
             wt = int(w.get(sc.name, sc.default_weight))
             if raw is not None and wt:
                 total += default_normalize(raw[idx], reverse=sc.reverse) * wt
+        for psc in self._active_scores(pi.pod):
+            got = psc.score_pod(pi.pod, self.snap, idx, cfg)
+            if got is not None:
+                total += got * int(w.get(psc.name, psc.default_weight))
         return total
 
     def select(self, pi: PodInfo, ok: BOOL) -> int:
@@ -429,7 +514,11 @@ class PodScheduler:
             if i is not None and ok[i]:
                 return i
         st = self.static(pi)
-        if not st.ranks:
+        if self._limited(self.snap.n):
+            cnt = np.cumsum(ok)
+            k = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, self.snap.n)
+            ok = ok & (cnt <= k)
+        if not st.ranks and not self._active_scores(pi.pod):
             # only NodeResourcesFit ranks: argmax over the cached per-node scores
             if int(self.config.plugin_weights.get(node_resources_fit.NAME, 1)) > 0:
                 masked = np.where(ok, self.dynamic(pi).mscore, -1)
@@ -448,7 +537,13 @@ class PodScheduler:
     def best_node(self, pi: PodInfo, subset: BOOL | None) -> int:
         """Filter + score + select host for one pod (-1 if no node fits)."""
         st = self.static(pi)
-        if st.ranks or pi.pod.nominated_node is not None or self.nominated:
+        if (
+            st.ranks
+            or pi.pod.nominated_node is not None
+            or self.nominated
+            or ((self.pod_filters or self.pod_scores) and self.pod_aware(pi))
+            or self._limited(self.snap.n)
+        ):
             return self.select(pi, self.feasible(pi, subset))
         w_fit = int(self.config.plugin_weights.get(node_resources_fit.NAME, 1))
         mask: BOOL | None = None

@@ -86,7 +86,7 @@ class Scheduler:
     def _set_profile(self, profile: Profile) -> None:
         self.profile = profile
         self.cycle.profile = profile
-        self.state.podsched.set_plugins(profile.filter, profile.score)
+        self.state.podsched.set_plugins(profile.filter, profile.score, profile.pod_filter, profile.pod_score)
         checks = [getattr(p, "passes_plain", None) for p in profile.pre_enqueue]
         # the queue's fast path for plain pods, valid only when every PreEnqueue plugin offers it
         self._plain_checks = tuple(c for c in checks if c is not None) if all(checks) else None

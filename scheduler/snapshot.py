@@ -23,7 +23,7 @@ are rebuilt (O(nodes + assigned pods)) on the next access, which is rare.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,6 +175,16 @@ class Snapshot:
         # scheduled pods per node / per group (assigned + assumed), on known nodes or not
         self.node_pods: dict[str, set[str]] = {}
         self.group_pods: dict[str, dict[str, str]] = {}
+        # pod-aware plugins: the Pod object of every scheduled pod (through ``resolve``, set by
+        # the owner: the scheduler's pod table) and ``pod_log``, (+1 | -1, pod) per change in
+        # order, which their incremental caches fold in (reset with ``epoch``)
+        self.resolve: Callable[[str], Pod | None] = _no_pod
+        self.objs: dict[str, Pod] = {}
+        self.pod_log: list[tuple[int, str, Pod]] = []  # (+1 | -1, node name, pod)
+        # scheduled pods with required anti-affinity / any pod (anti-)affinity term: lets the
+        # plugins say "nothing to do" without reading the pod log
+        self.n_anti_required = 0
+        self.n_pod_affinity = 0
 
     # ------------------------------------------------------------------ nodes
     def upsert_node(self, node: Node) -> None:
@@ -244,6 +254,7 @@ class Snapshot:
         self.generation += 1
         self.epoch += 1
         self.log = []
+        self.pod_log = []
         self._stale = False
 
     # -------------------------------------------------------------- resources
@@ -284,6 +295,19 @@ class Snapshot:
         if len(log) > 4 * len(self.names) + 4096:
             self.epoch += 1
             log.clear()
+            self.pod_log.clear()
+
+    def _log_pod(self, sign: int, node_name: str, obj: Pod) -> None:
+        if obj.anti_affinity_required:
+            self.n_anti_required += sign
+        if obj.has_pod_affinity:
+            self.n_pod_affinity += sign
+        pl = self.pod_log
+        pl.append((sign, node_name, obj))
+        if len(pl) > 4 * len(self.names) + 4096:
+            self.epoch += 1
+            pl.clear()
+            self.log.clear()
 
     def add_pod(self, key: str, node_name: str, d: Demand, group: str | None) -> None:
         """Account an assigned or assumed pod (journaled while a backup is active)."""
@@ -291,6 +315,10 @@ class Snapshot:
             self.remove_pod(key)
         self.ensure_resources(d.names)
         self._pods[key] = (node_name, d, group)
+        obj = self.resolve(key)
+        if obj is not None:
+            self.objs[key] = obj
+            self._log_pod(1, node_name, obj)
         self.node_pods.setdefault(node_name, set()).add(key)
         if group is not None:
             self.group_pods.setdefault(group, {})[key] = node_name
@@ -306,6 +334,9 @@ class Snapshot:
         if entry is None:
             return
         node_name, d, group = entry
+        obj = self.objs.pop(key, None)
+        if obj is not None:
+            self._log_pod(-1, node_name, obj)
         s = self.node_pods.get(node_name)
         if s is not None:
             s.discard(key)
@@ -401,6 +432,11 @@ class Snapshot:
             }
             out.append((nm, alloc, req))
         return out
+
+
+def _no_pod(key: str) -> Pod | None:
+    del key
+    return None
 
 
 def pod_demand(pod: Pod) -> Demand:

@@ -59,6 +59,7 @@ class State:
         self.snap = Snapshot()
         self.podsched = PodScheduler(self.snap, config)
         self.pods: dict[str, Pod] = {}
+        self.snap.resolve = self.pods.get  # pod-aware plugins read scheduled pods' objects
         self.pod_groups: dict[str, PodGroup] = {}
         self.composites: dict[str, CompositePodGroup] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}

@@ -36,6 +36,89 @@ def _requirements(exprs: Iterable[Mapping[str, Any]] | None) -> tuple[m.Requirem
     )
 
 
+def _selector(sel: Mapping[str, Any] | None) -> m.LabelSelector | None:
+    if sel is None:
+        return None
+    return m.LabelSelector(
+        tuple(sorted((str(k), str(v)) for k, v in (sel.get("matchLabels") or {}).items())),
+        _requirements(sel.get("matchExpressions")),
+    )
+
+
+def _merge_label_keys(
+    sel: m.LabelSelector | None, labels: Mapping[str, str], match: Iterable[str], mismatch: Iterable[str]
+) -> m.LabelSelector | None:
+    """``matchLabelKeys`` (key In (pod's value)) / ``mismatchLabelKeys`` (key NotIn (pod's
+    value)) merged into the selector for the keys the pod carries, as the API server does."""
+    extra = [m.Requirement(k, "In", (labels[k],)) for k in match if k in labels]
+    extra += [m.Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
+    if not extra or sel is None:
+        return sel
+    return m.LabelSelector(sel.match_labels, (*sel.match_expressions, *extra))
+
+
+def _affinity_term(t: Mapping[str, Any], labels: Mapping[str, str]) -> m.PodAffinityTerm:
+    sel = _merge_label_keys(
+        _selector(t.get("labelSelector")),
+        labels,
+        t.get("matchLabelKeys") or (),
+        t.get("mismatchLabelKeys") or (),
+    )
+    return m.PodAffinityTerm(
+        str(t.get("topologyKey") or ""),
+        sel,
+        tuple(str(x) for x in t.get("namespaces") or ()),
+        _selector(t.get("namespaceSelector")),
+    )
+
+
+def _pod_affinity(
+    spec: Mapping[str, Any], kind: str, labels: Mapping[str, str]
+) -> tuple[tuple[m.PodAffinityTerm, ...], tuple[m.WeightedPodAffinityTerm, ...]]:
+    aff = (spec.get("affinity") or {}).get(kind) or {}
+    req = tuple(
+        _affinity_term(t, labels) for t in aff.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+    )
+    pref = tuple(
+        m.WeightedPodAffinityTerm(
+            int(w.get("weight", 1)), _affinity_term(w.get("podAffinityTerm") or {}, labels)
+        )
+        for w in aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+    )
+    return req, pref
+
+
+def _spread(spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[m.TopologySpreadConstraint, ...]:
+    out = []
+    for c in spec.get("topologySpreadConstraints") or ():
+        md = c.get("minDomains")
+        out.append(
+            m.TopologySpreadConstraint(
+                int(c.get("maxSkew") or 1),
+                str(c.get("topologyKey") or ""),
+                c.get("whenUnsatisfiable") or "DoNotSchedule",
+                _merge_label_keys(
+                    _selector(c.get("labelSelector")), labels, c.get("matchLabelKeys") or (), ()
+                ),
+                int(md) if md is not None else None,
+                c.get("nodeAffinityPolicy") or "Honor",
+                c.get("nodeTaintsPolicy") or "Ignore",
+            )
+        )
+    return tuple(out)
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[m.HostPort, ...]:
+    """Host ports of containers and init containers (kube-scheduler's ``GetContainerPorts``)."""
+    out = []
+    for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        for p in c.get("ports") or ():
+            hp = int(p.get("hostPort") or 0)
+            if hp > 0:
+                out.append(m.HostPort(hp, p.get("protocol") or "TCP", p.get("hostIP") or "0.0.0.0"))
+    return tuple(out)
+
+
 def _policy_min(spec: Mapping[str, Any], field_name: str) -> int | None:
     pol = spec.get("schedulingPolicy") or {}
     gang = pol.get("gang")
@@ -89,6 +172,9 @@ def pod_from(
     pref = aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     status = status or {}
     node = status.get("nodeName") or spec.get("nodeName")
+    labels = dict(meta.get("labels") or {})
+    aff_req, aff_pref = _pod_affinity(spec, "podAffinity", labels)
+    anti_req, anti_pref = _pod_affinity(spec, "podAntiAffinity", labels)
     return m.Pod(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -121,6 +207,13 @@ def pod_from(
         seq=seq,
         created_at=created_at,
         start_time=created_at if node else None,
+        spec_node_name=spec.get("nodeName") or None,
+        host_ports=_host_ports(spec),
+        affinity_required=aff_req,
+        affinity_preferred=aff_pref,
+        anti_affinity_required=anti_req,
+        anti_affinity_preferred=anti_pref,
+        spread_constraints=_spread(spec, labels),
     )
 
 
@@ -191,12 +284,24 @@ def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
         unschedulable_flush_seconds=float(
             spec.get("podMaxInUnschedulablePodsDuration", base.unschedulable_flush_seconds)
         ),
+        percentage_of_nodes_to_score=int(
+            spec.get("percentageOfNodesToScore", base.percentage_of_nodes_to_score)
+        ),
         feature_gates=gates,
     )
 
 
+# fields added after the hash was defined: left out at their default so that existing
+# configurations keep their hash
+_HASH_DEFAULTS = {"percentage_of_nodes_to_score": 100}
+
+
 def config_hash(config: m.SchedulerConfig) -> str:
-    return hashlib.sha256(orjson.dumps(asdict(config), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    d = asdict(config)
+    for k, v in _HASH_DEFAULTS.items():
+        if d.get(k) == v:
+            d.pop(k, None)
+    return hashlib.sha256(orjson.dumps(d, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def quota_from(kind: str, obj: Mapping[str, Any]) -> tuple[str, list[m.QuotaNode]]:

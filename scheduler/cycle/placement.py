@@ -19,6 +19,7 @@ from scheduler.framework import SUCCESS, Code, Diagnosis, Profile, Status, unsch
 from scheduler.model import Pod, PodGroup
 from scheduler.plugins import gang_scheduling, node_resources_fit, placement_scoring, topology_placement
 from scheduler.plugins.placement_scoring import Candidates
+from scheduler.plugins.pod_index import term_matches
 from scheduler.plugins.topology_placement import Placement
 from scheduler.podsched import PodInfo
 from scheduler.snapshot import Demand
@@ -51,12 +52,40 @@ class LeafAlgorithm:
     def _infos(self, pods: Sequence[Pod]) -> list[PodInfo]:
         return [self.ps.info(p) for p in pods]
 
-    @staticmethod
-    def _homogeneous(infos: Sequence[PodInfo]) -> bool:
+    def _homogeneous(self, infos: Sequence[PodInfo]) -> bool:
+        """Interchangeable pods (same filter signature and demand) that no pod-aware plugin
+        concerns: their outcome per placement is predicted from per-node capacities."""
         if not infos:
             return True
         k = infos[0].fit_key
-        return all(pi.fit_key == k for pi in infos[1:])
+        if not all(pi.fit_key == k for pi in infos[1:]):
+            return False
+        ps = self.ps
+        return not ((ps.pod_filters or ps.pod_scores) and any(ps.pod_aware(pi) for pi in infos))
+
+    def _self_anti_key(self, infos: Sequence[PodInfo]) -> str | None:
+        """The topology key K when the pods are interchangeable except for one required
+        anti-affinity term (key K) that matches the pods themselves, and no other pod-aware rule
+        concerns them: then the §5.2 loop places one pod per K-domain that has room (each
+        placed pod blocks its K-domain for the next, by its own term and by symmetry), which
+        ``_predict`` counts exactly. None otherwise."""
+        if not infos:
+            return None
+        first = infos[0].pod
+        terms = first.anti_affinity_required
+        if (
+            len(terms) != 1
+            or first.affinity_required
+            or first.host_ports
+            or first.spread_constraints
+            or not term_matches(terms[0], first.namespace, first)
+        ):
+            return None
+        k = infos[0].fit_key
+        sig = _inter_pod_sig(first)
+        if not all(pi.fit_key == k and _inter_pod_sig(pi.pod) == sig for pi in infos[1:]):
+            return None
+        return terms[0].topology_key
 
     # ------------------------------------------------------- §5.2 default
     def default_algorithm(self, pg: PodGroup, pods: Sequence[Pod], subset: BOOL | None) -> LeafOutcome:
@@ -79,7 +108,8 @@ class LeafAlgorithm:
         for pod in pods:
             pi = ps.info(pod)
             node = -1
-            if pi.fit_key not in failed:
+            ikey = ps.interchange_key(pi) if ps.pod_filters else pi.fit_key
+            if ikey not in failed:
                 node = ps.best_node(pi, subset) if snap.n else -1
             if node >= 0:
                 snap.assume(pod.key, node, pi.demand, pg.key)
@@ -87,10 +117,10 @@ class LeafAlgorithm:
                 s += 1
                 failed.clear()
             else:
-                diag = failed.get(pi.fit_key)
+                diag = failed.get(ikey)
                 if diag is None:
                     diag = ps.diagnose(pi, subset)
-                    failed[pi.fit_key] = diag
+                    failed[ikey] = diag
                 out.pod_status[pod.key] = pod_failure(diag)
                 if out.diag is None:
                     out.diag = diag
@@ -147,7 +177,15 @@ class LeafAlgorithm:
         """Vectorized outcome of the default algorithm in every placement (interchangeable pods)."""
         snap, ps = self.snap, self.ps
         m, s0, n = pg.minimum, self.state.scheduled_count(pg.key), len(infos)
-        if n:
+        anti_key = self._self_anti_key(infos) if n else None
+        if n and anti_key is not None:
+            pi = infos[0]
+            ok = ps.static(pi).ok & parent
+            for r in ps.pod_results(pi):
+                ok = ok & r.ok
+            fc = np.where(ok, node_resources_fit.fit_count(snap, pi.rows, pi.demand.amounts), 0)
+            caps = self._one_per_domain(key, anti_key, fc)
+        elif n:
             pi = infos[0]
             st = ps.static(pi)
             fc = node_resources_fit.fit_count(snap, pi.rows, pi.demand.amounts)
@@ -168,6 +206,22 @@ class LeafAlgorithm:
             out.append(PlacementEval(p, status, placed, any_sched, None, [], added, s0))
             self.c.predicted += 1
         return out
+
+    def _one_per_domain(self, key: str, anti_key: str, fc: I64) -> I64:
+        """Per placement domain (``key``): the number of ``anti_key`` domains with room (one
+        pod each) plus the room on nodes without the ``anti_key`` label (not limited)."""
+        snap = self.snap
+        outer = snap.domains(key)
+        inner = snap.label(anti_key).ids
+        nd = len(outer.values)
+        free_nodes = (fc > 0) & (outer.ids >= 0)
+        unlabeled = np.where(free_nodes & (inner < 0), fc, 0)
+        caps: I64 = outer.sums(unlabeled) if nd else np.zeros(0, dtype=np.int64)
+        sel = free_nodes & (inner >= 0)
+        if sel.any():
+            pairs = np.unique(outer.ids[sel].astype(np.int64) * (len(inner) + 1) + inner[sel])
+            caps = caps + np.bincount(pairs // (len(inner) + 1), minlength=nd).astype(np.int64)
+        return caps
 
     def _placement_loop(
         self, pg: PodGroup, pods: Sequence[Pod], parent: BOOL | None, key: str, standalone: bool
@@ -215,7 +269,7 @@ class LeafAlgorithm:
         evals: list[PlacementEval] = []
         if not successful:
             others = [p for p in placements if p is not nominated]
-            if VECTORIZED_PLACEMENTS and self._homogeneous(infos):
+            if VECTORIZED_PLACEMENTS and (self._homogeneous(infos) or self._self_anti_key(infos) is not None):
                 evals = self._predict(pg, infos, others, parent_mask, key)
             else:
                 for p in others:
@@ -280,6 +334,19 @@ class LeafAlgorithm:
         every candidate is a predicted single domain (per-domain sums)."""
         c = Candidates(evals, self.snap, self.state.config, key, parent)
         return placement_scoring.best(c, self.profile.placement_score)
+
+
+def _inter_pod_sig(pod: Pod) -> tuple[object, ...]:
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        pod.host_ports,
+        pod.affinity_required,
+        pod.affinity_preferred,
+        pod.anti_affinity_required,
+        pod.anti_affinity_preferred,
+        pod.spread_constraints,
+    )
 
 
 def gang_outcome(m: int, s0: int, n: int, placed: int) -> tuple[Status, bool]:

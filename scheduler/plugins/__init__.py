@@ -6,9 +6,15 @@ point(s) (``scheduler.framework``); ``scheduler.profile`` lists them in call ord
 * PreEnqueue: ``scheduling_gates`` (SchedulingGates), ``gang_scheduling`` (GangScheduling:
   minCount, CompositePodGroup tree quorum; also PlacementFeasible, used by the §5.2 algorithm);
 * PreFilter: ``elastic_quota`` (ElasticQuota);
-* Filter (node-static, vectorized over all nodes): ``node_unschedulable``, ``taint_toleration``,
-  ``node_affinity``; ``node_resources_fit`` is the built-in dynamic filter and node scorer;
+* Filter (node-static, vectorized over all nodes): ``node_unschedulable``, ``node_name``,
+  ``taint_toleration``, ``node_affinity``; ``node_resources_fit`` is the built-in dynamic filter
+  and node scorer;
 * Score: ``taint_toleration``, ``node_affinity`` (plus NodeResourcesFit);
+* pod-aware Filter / Score (read the scheduled pods through ``pod_index``, vectorized over all
+  nodes, evaluated per pod only when active for it): ``node_ports`` (before NodeResourcesFit),
+  ``pod_topology_spread``, ``inter_pod_affinity``; scores ``balanced_allocation`` (weight 0
+  unless configured), ``inter_pod_affinity``, ``pod_topology_spread``; percentageOfNodesToScore
+  is in ``scheduler.podsched``;
 * PlacementGenerate: ``topology_placement``; PlacementScore: ``placement_scoring``;
 * PostFilter: preemption (``scheduler.preemption``).
 

@@ -86,6 +86,17 @@ class ClassicPreemption(WorkloadPreemption):
         n = snap.n
         pi = ps.info(pod)
         static_ok = ps.static(pi).ok
+        # pod-aware filters (InterPodAffinity, PodTopologySpread, NodePorts) depend on the pods
+        # of the node (and of its domain): such a preemptor is dry-run with the victims removed
+        # from the snapshot, without the per-node cache; nodes they reject as unresolvable
+        # cannot be helped
+        pod_aware = bool(ps.pod_filters) and any(f.active(pod, snap) for f in ps.pod_filters)
+        if pod_aware:
+            for r in ps.pod_results(pi):
+                if r.unresolvable is not None:
+                    static_ok = static_ok & ~r.unresolvable
+                elif r.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    static_ok = static_ok & r.ok
         rows = [*snap.resource_rows(pi.demand), R_PODS]
         need = [*pi.demand.amounts, 1]
         nrows = len(rows)
@@ -96,7 +107,7 @@ class ClassicPreemption(WorkloadPreemption):
         not_helpful = no_victims = 0
         res_names = [snap.res_names[r] for r in rows[:-1]]
         versions = self._node_versions()
-        cache = self._node_cache if budgets is None else None
+        cache = self._node_cache if budgets is None and not pod_aware else None
         question = (snap.generation, st.workloads_on, req.priority, tuple(rows), tuple(need))
 
         def on_node(u: Unit, node: str) -> list[int]:
@@ -123,6 +134,8 @@ class ClassicPreemption(WorkloadPreemption):
                 victims_c = hit[1]
             else:
                 victims_c = self._eval_node(req, i, name, res_here, units, rows, need, on_node, budgets)
+                if pod_aware and victims_c[0] is not None:
+                    victims_c = self._pod_aware_victims(pod, i, name, victims_c, units)
                 if cache is not None and victims_c[1]:
                     cache[i] = (key, victims_c)
                 elif cache is not None:
@@ -145,6 +158,53 @@ class ClassicPreemption(WorkloadPreemption):
         _, best, (victims, _, violating, _) = min(found, key=lambda t: t[0])
         assert victims is not None
         return Choice(list(victims), set(violating), {pod.key: snap.names[best]}, best)
+
+    def _pod_aware_victims(self, pod: Pod, i: int, name: str, found: NodeResult, units: Units) -> NodeResult:
+        """Upstream's SelectVictimsOnNode for the pod-aware filters: with every lower-priority
+        pod of the node removed the preemptor must pass them (else the node cannot help); then
+        the resource victims are added back one by one in reprieve order and kept as victims
+        only when the preemptor would fail without their removal."""
+        st, snap = self.state, self.state.snap
+        ps = st.podsched
+        pi = ps.info(pod)
+        victims = found[0]
+        assert victims is not None
+        here: dict[str, Unit] = {}
+        for k in snap.node_pods.get(name, ()):
+            u0 = units.of(k)
+            if u0 is not None and u0.priority < pod.priority:
+                here[u0.key] = u0
+        lower = sorted(here.values(), key=Unit.importance)
+        removed = {k for u in lower for k in u.pods if snap.pod_node(k) == name}
+        keep = {u.key for u in victims}
+        mark = snap.backup()
+        try:
+            saved = {
+                k: (snap.pod_node(k), ps.info(st.pods[k]).demand, self._group_of(st.pods[k])) for k in removed
+            }
+            for k in sorted(removed):
+                snap.remove_pod(k)
+            if not all(bool(r.ok[i]) for r in ps.pod_results(pi)):
+                return (None, False, frozenset(), NO_COST)
+            chosen: list[Unit] = []
+            for u in lower:
+                back = [k for k in u.pods if k in saved]
+                for k in back:
+                    node_name, d, g = saved[k]
+                    assert node_name is not None
+                    snap.add_pod(k, node_name, d, g)
+                still = all(bool(r.ok[i]) for r in ps.pod_results(pi))
+                if u.key in keep or not still:
+                    for k in back:
+                        snap.remove_pod(k)
+                    chosen.append(u)
+        finally:
+            snap.restore(mark)
+        if not chosen:
+            return (None, False, frozenset(), NO_COST)
+        prios = [u.priority for u in chosen for _ in u.pods]
+        bad = frozenset(found[2] & {u.key for u in chosen})
+        return (tuple(chosen), False, bad, (len(bad), max(prios, default=-(2**63)), sum(prios), len(prios)))
 
     def _eval_node(
         self,

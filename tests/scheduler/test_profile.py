@@ -86,8 +86,15 @@ def test_default_profile_lists_the_plugins_in_upstream_order() -> None:
     p = default_profile(sim.s.elastic_quota, sim.s.preemption)
     assert [x.name for x in p.pre_enqueue] == ["SchedulingGates", "GangScheduling"]
     assert [x.name for x in p.pre_filter] == ["ElasticQuota"]
-    assert [x.name for x in p.filter] == ["NodeUnschedulable", "TaintToleration", "NodeAffinity"]
+    assert [x.name for x in p.filter] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"]
     assert [x.name for x in p.score] == ["TaintToleration", "NodeAffinity"]
+    assert [x.name for x in p.pod_filter] == ["NodePorts", "PodTopologySpread", "InterPodAffinity"]
+    assert [(x.name, x.before_fit) for x in p.pod_filter][0] == ("NodePorts", True)
+    assert [x.name for x in p.pod_score] == [
+        "NodeResourcesBalancedAllocation",
+        "InterPodAffinity",
+        "PodTopologySpread",
+    ]
     assert p.placement_generate is not None and p.placement_generate.name == "TopologyPlacement"
     assert [x.name for x in p.placement_score] == ["NodeResourcesFit", "PodGroupPodsCount"]
     assert [x.name for x in p.post_filter] == ["DefaultPreemption"]

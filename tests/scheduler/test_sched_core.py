@@ -115,7 +115,7 @@ def test_vectorized_filters_equal_reference(seed: int) -> None:
         p = random_pod(rng, i)
         pi = ps.info(p)
         results = ps.filter_results(pi)
-        ok = results[0].ok & results[1].ok & results[2].ok & results[3].ok
+        ok = np.logical_and.reduce([r.ok for r in results])
         d = make_demand(p.requests)
         for j, rn in enumerate(ref):
             assert snap.names[j] == rn.node.name

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
-from ledger.resources.models.meta import K8sModel, Resource, requirement_problems
+from ledger.resources.models.meta import K8sModel, LabelSelector, Resource, requirement_problems
 from ledger.resources.models.values import (
     PREEMPT_LOWER_PRIORITY,
     PreemptionPolicy,
@@ -140,8 +140,108 @@ class NodeAffinity(K8sModel):
     )
 
 
+class PodAffinityTerm(K8sModel):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+    mismatch_label_keys: list[str] = Field(default_factory=list)
+
+    def check(self, path: str) -> Problems:
+        problems: Problems = []
+        if not self.topology_key:
+            problems.append((f"{path}.topologyKey", "can not be empty"))
+        else:
+            problem = qualified_name_problem(self.topology_key)
+            if problem:
+                problems.append((f"{path}.topologyKey", problem))
+        problems += selector_problems(f"{path}.labelSelector", self.label_selector)
+        problems += selector_problems(f"{path}.namespaceSelector", self.namespace_selector)
+        for field, keys in (
+            ("matchLabelKeys", self.match_label_keys),
+            ("mismatchLabelKeys", self.mismatch_label_keys),
+        ):
+            for i, key in enumerate(keys):
+                problem = qualified_name_problem(key)
+                if problem:
+                    problems.append((f"{path}.{field}[{i}]", problem))
+        return problems
+
+
+class WeightedPodAffinityTerm(K8sModel):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(K8sModel):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
+
+    def check(self, path: str) -> Problems:
+        problems: Problems = []
+        for i, t in enumerate(self.required_during_scheduling_ignored_during_execution):
+            problems += t.check(f"{path}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")
+        for i, w in enumerate(self.preferred_during_scheduling_ignored_during_execution):
+            wpath = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            if not 1 <= w.weight <= 100:
+                problems.append((f"{wpath}.weight", "must be in the range 1-100"))
+            problems += w.pod_affinity_term.check(f"{wpath}.podAffinityTerm")
+        return problems
+
+
 class Affinity(K8sModel):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(K8sModel):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+
+    def check(self, path: str) -> Problems:
+        """Upstream's validation messages for the fields podledger models."""
+        problems: Problems = []
+        if self.max_skew <= 0:
+            problems.append((f"{path}.maxSkew", "must be greater than zero"))
+        if not self.topology_key:
+            problems.append((f"{path}.topologyKey", "can not be empty"))
+        else:
+            problem = qualified_name_problem(self.topology_key)
+            if problem:
+                problems.append((f"{path}.topologyKey", problem))
+        if self.min_domains is not None:
+            if self.min_domains <= 0:
+                problems.append((f"{path}.minDomains", "must be greater than zero"))
+            elif self.when_unsatisfiable != "DoNotSchedule":
+                problems.append(
+                    (f"{path}.minDomains", "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
+                )
+        problems += selector_problems(f"{path}.labelSelector", self.label_selector)
+        for i, key in enumerate(self.match_label_keys):
+            problem = qualified_name_problem(key)
+            if problem:
+                problems.append((f"{path}.matchLabelKeys[{i}]", problem))
+        return problems
+
+
+def selector_problems(path: str, sel: LabelSelector | None) -> Problems:
+    problems: Problems = []
+    if sel is None:
+        return problems
+    check_labels(f"{path}.matchLabels", sel.match_labels, problems)
+    for i, r in enumerate(sel.match_expressions):
+        problems += requirement_problems(f"{path}.matchExpressions[{i}]", r.key, r.operator, r.values)
+    return problems
 
 
 # --------------------------------------------------------------------------- Pod
@@ -159,9 +259,18 @@ class ResourceRequirements(K8sModel):
         return self
 
 
+class ContainerPort(K8sModel):
+    container_port: int
+    host_port: int | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] | None = None
+    host_ip: str | None = None
+    name: str | None = None
+
+
 class Container(K8sModel):
     name: str
     image: str | None = None
+    ports: list[ContainerPort] = Field(default_factory=list)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restart_policy: Literal["Always"] | None = None  # init containers only: a sidecar
 
@@ -196,6 +305,7 @@ class PodSpec(K8sModel):
     scheduling_gates: list[SchedulingGate] = Field(default_factory=list)
     node_name: str | None = None
     scheduling_group: SchedulingGroup | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _canonical(self) -> Self:
@@ -343,6 +453,23 @@ class Pod(Resource):
                 if not 1 <= pref.weight <= 100:
                     problems.append((f"{ppath}.weight", "must be in the range 1-100"))
                 problems += pref.preference.check(f"{ppath}.preference")
+        if spec.affinity is not None:
+            for field, aff in (
+                ("podAffinity", spec.affinity.pod_affinity),
+                ("podAntiAffinity", spec.affinity.pod_anti_affinity),
+            ):
+                if aff is not None:
+                    problems += aff.check(f"spec.affinity.{field}")
+        for i, tsc in enumerate(spec.topology_spread_constraints):
+            problems += tsc.check(f"spec.topologySpreadConstraints[{i}]")
+        for field, items in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+            for i, c in enumerate(items):
+                for j, port in enumerate(c.ports):
+                    ppath = f"spec.{field}[{i}].ports[{j}]"
+                    if not 1 <= port.container_port <= 65535:
+                        problems.append((f"{ppath}.containerPort", "must be between 1 and 65535, inclusive"))
+                    if port.host_port is not None and not 0 <= port.host_port <= 65535:
+                        problems.append((f"{ppath}.hostPort", "must be between 1 and 65535, inclusive"))
         check_int32("spec.priority", spec.priority, problems)
         check_name("spec.priorityClassName", spec.priority_class_name, problems)
         check_name("spec.nodeName", spec.node_name, problems)

@@ -47,6 +47,8 @@ class SchedulerConfigSpec(K8sModel):
     backoff: Backoff | None = None
     pod_max_in_unschedulable_pods_duration: Seconds | None = None
     feature_gates: dict[str, bool] | None = None  # merged over every gate on
+    # left out when unset (100: score every feasible node; 0: upstream's adaptive formula)
+    percentage_of_nodes_to_score: int | None = None
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:
@@ -92,6 +94,9 @@ class SchedulerConfigSpec(K8sModel):
                 problems.append((f"{path}.backoff.initialSeconds", "must be >= 0"))
             if b.max_seconds < b.initial_seconds:
                 problems.append((f"{path}.backoff.maxSeconds", "must be >= backoff.initialSeconds"))
+        pct = self.percentage_of_nodes_to_score
+        if pct is not None and not 0 <= pct <= 100:
+            problems.append((f"{path}.percentageOfNodesToScore", "must be in the range 0-100"))
         flush = self.pod_max_in_unschedulable_pods_duration
         if flush is not None and flush < 0:
             problems.append((f"{path}.podMaxInUnschedulablePodsDuration", "must be >= 0"))
