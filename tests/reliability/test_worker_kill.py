@@ -24,7 +24,7 @@ import time
 
 import psycopg
 import pytest
-from api.audit_impl import verify_replay
+from api.services.replay import verify_replay
 
 from ledger.verify import verify_chain
 
