@@ -24,8 +24,8 @@ import time
 
 import psycopg
 import pytest
-from api.services.replay import verify_replay
 
+from api.services.replay import verify_replay
 from ledger.verify import verify_chain
 
 from .conftest import (
