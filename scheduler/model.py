@@ -71,6 +71,19 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuShare:
+    """A device-level GPU request (Aliyun GPU-share convention, ``scheduler.gpushare``):
+    ``count`` devices with ``milli`` (1..1000) each; ``count == 1 and milli < 1000`` shares one
+    GPU. ``models`` are the allowed GPU models (empty: any); ``index`` the devices held once
+    bound (empty while pending)."""
+
+    milli: int
+    count: int = 1
+    models: tuple[str, ...] = ()
+    index: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
     name: str
@@ -92,6 +105,7 @@ class Pod:
     seq: int = 0
     created_at: float = 0.0
     start_time: float | None = None  # when it was bound; victims' tie-break
+    gpu: GpuShare | None = None  # device-level GPU request (alibabacloud.com/gpu-milli annotations)
 
     @property
     def key(self) -> str:

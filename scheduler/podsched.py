@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from scheduler import gpushare
 from scheduler.framework import (
     Diagnosis,
     FilterPlugin,
@@ -31,7 +32,7 @@ from scheduler.framework import (
     signature_of,
 )
 from scheduler.model import Pod, SchedulerConfig
-from scheduler.plugins import node_affinity, node_resources_fit, node_unschedulable, taint_toleration
+from scheduler.plugins import gpu, node_affinity, node_resources_fit, node_unschedulable, taint_toleration
 from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot, make_demand
 
 I64 = npt.NDArray[np.int64]
@@ -249,6 +250,10 @@ class PodScheduler:
             taint_toleration.TaintToleration(),
             node_affinity.NodeAffinity(),
         )
+        # device-level GPU sharing (scheduler.gpushare): FGD's target workload, and the devices
+        # chosen for a pod by the last ``schedule`` that placed it
+        self.workload = gpushare.Workload()
+        self.gpu_choice: dict[str, tuple[int, ...]] = {}
 
     def set_plugins(self, filters: tuple[FilterPlugin, ...], scores: tuple[ScorePlugin, ...]) -> None:
         """The profile's node-static filters and scorers (drops every cached result)."""
@@ -407,7 +412,16 @@ class PodScheduler:
                 for r in reasons:
                     masks.setdefault(r, np.zeros(self.snap.n, dtype=np.bool_))[i] = True
             fit.reasons = sorted(masks.items())
-        return [*st.results, fit]
+        out = [*st.results, fit]
+        g = pi.pod.gpu
+        if g is not None and g.count > 0 and g.milli > 0:
+            v = gpushare.view_of(self.snap, np.arange(self.snap.n, dtype=np.intp))
+            dev_ok = gpushare.fits(v, g) & gpushare.model_ok(g.models, v.models)
+            bad: list[tuple[str, BOOL]] = []
+            if not dev_ok.all():
+                bad.append((gpushare.INSUFFICIENT_DEVICES, ~dev_ok))
+            out.append(FilterResult(gpushare.NAME, dev_ok, bad))
+        return out
 
     # --------------------------------------------------------------- scoring
     def score(self, pi: PodInfo, idx: IDX) -> I64:
@@ -469,4 +483,28 @@ class PodScheduler:
         pi = self.info(pod)
         if self.snap.n == 0:
             return -1, pi
+        policy = gpu.active(self.config.plugin_weights)
+        g = pod.gpu
+        if policy is not None or (g is not None and g.count > 0 and g.milli > 0):
+            return self._gpu_node(pi, subset, policy), pi
         return self.best_node(pi, subset), pi
+
+    def _gpu_node(self, pi: PodInfo, subset: BOOL | None, policy: object) -> int:
+        """Device-aware placement (``scheduler.gpushare``): the nodes passing every filter whose
+        devices hold the pod, ranked by the GPU policy (NodeResourcesFit & co. without one)."""
+        ok = self.feasible(pi, subset)
+        if not ok.any():
+            return -1
+        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok)
+        if len(v.idx) == 0:
+            return -1
+        if policy is None:
+            node = self.select(pi, ok)
+            if node < 0:
+                return -1
+            row = int(np.flatnonzero(v.idx == node)[0])
+            devs = gpu.choose_devices("best", v.free[row], gpushare.request_of(pi.pod), pi.pod.key, None, row)
+        else:
+            node, devs = gpu.place(policy, v, pi.pod, self.workload)  # type: ignore[arg-type]
+        self.gpu_choice[pi.pod.key] = devs
+        return node
