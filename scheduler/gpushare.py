@@ -140,7 +140,13 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
         row = ri.get(device_resource(i))
         used = snap.free[row][idx] if row is not None else 0
         free[:, i] = np.where(cnt > i, MILLI + used, -1)
-    models = [snap.nodes[int(i)].labels.get(GPU_MODEL, "") for i in idx]
+    all_models = snap.mask_cache.get(("gpushare", "models"))
+    if all_models is None:
+        all_models = snap.mask_cache[("gpushare", "models")] = [
+            nd.labels.get(GPU_MODEL, "") for nd in snap.nodes
+        ]
+    assert isinstance(all_models, list)
+    models = [all_models[int(i)] for i in idx]
     tags: dict[str, I64] = {}
     if with_tags:
         for name, row in ri.items():
@@ -253,25 +259,57 @@ class Workload:
         return out
 
 
+def unique_rows(rows: I64) -> tuple[I64, IDX]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` through one lexsort (much faster)."""
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.intp)
+    order = np.lexsort(rows.T[::-1])
+    srt = rows[order]
+    new = np.ones(len(rows), dtype=np.bool_)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    inv = np.empty(len(rows), dtype=np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
 def fragmentation(
     free: I64, cpu: I64, node_models: list[str], typical: tuple[tuple[PodType, float], ...]
 ) -> F64:
     """FGD's node fragmentation (the simulator's NodeGpuShareFragAmountScore) of each row:
     sum over typical pods t of p_t * (the free milli of the devices smaller than t's share when
-    t fits the node (class Q3), else all free milli of the node)."""
-    total = np.maximum(free, 0).sum(axis=-1).astype(np.float64)
-    out = np.zeros(total.shape, dtype=np.float64)
-    access: dict[tuple[str, ...], BOOL] = {}
+    t fits the node (class Q3), else all free milli of the node).
+
+    ``free`` is (..., devices) with ``cpu`` of shape (...) and one model per row of the first
+    axis. Equal node states (devices as a multiset, which typical CPU requests fit, model) are
+    computed once."""
+    shape = free.shape[:-1]
+    g = free.shape[-1]
+    thr = sorted({t.cpu for t, _ in typical if t.milli > 0 and t.count > 0})
+    bucket = np.searchsorted(np.array(thr, dtype=np.int64), cpu, side="right")
+    ids: dict[str, int] = {}
+    mid = np.array([ids.setdefault(m, len(ids)) for m in node_models], dtype=np.int64)
+    mid = mid.reshape(mid.shape + (1,) * (len(shape) - 1))
+    rows = np.concatenate(
+        [
+            np.sort(free, axis=-1).reshape(-1, g),
+            np.broadcast_to(bucket, shape).reshape(-1, 1),
+            np.broadcast_to(mid, shape).reshape(-1, 1),
+        ],
+        axis=1,
+    )
+    uniq, inv = unique_rows(rows)
+    uf, ub, um = uniq[:, :g], uniq[:, g], uniq[:, g + 1]
+    names = list(ids)
+    total = np.maximum(uf, 0).sum(axis=1).astype(np.float64)
+    out = np.zeros(len(uniq), dtype=np.float64)
     for t, p in typical:
         if t.milli <= 0 or t.count <= 0:
             out += p * total
             continue
-        acc = access.get(t.models)
-        if acc is None:
-            acc = access[t.models] = model_ok(t.models, node_models)
-        ok_dev = free >= t.milli
-        q3 = (ok_dev.sum(axis=-1) >= t.count) & (cpu >= t.cpu)
-        q3 &= acc if free.ndim == 2 else acc[:, None]
-        small = np.where(~ok_dev & (free > 0), free, 0).sum(axis=-1)
+        acc = model_ok(t.models, names)[um]
+        ok_dev = uf >= t.milli
+        q3 = (ok_dev.sum(axis=1) >= t.count) & (ub > thr.index(t.cpu)) & acc
+        small = np.where(~ok_dev & (uf > 0), uf, 0).sum(axis=1)
         out += p * np.where(q3, small, total)
-    return out
+    res: F64 = out[inv.reshape(-1)].reshape(shape)
+    return res

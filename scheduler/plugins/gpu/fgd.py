@@ -41,9 +41,8 @@ def score(ctx: Ctx) -> tuple[I64, I64 | None]:
         dev = np.argmax(s, axis=1)
         out: I64 = s[np.arange(m), dev]
         return out, dev.astype(np.int64)
-    after_free = v.free.copy()
-    if g.count > 0 and g.milli > 0:
-        for r in range(len(v.idx)):
-            for i in gs.exclusive_devices(v.free[r], g.count):
-                after_free[r, i] = 0
+    after_free = v.free
+    if g.count > 0 and g.milli > 0:  # the first ``count`` fully free devices (the filter ensured them)
+        full = v.free == gs.MILLI
+        after_free = np.where(full & (np.cumsum(full, axis=1) <= g.count), 0, v.free)
     return _score(before, gs.fragmentation(after_free, cpu_after, v.models, typ)), None
