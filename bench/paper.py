@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import statistics
 import sys
@@ -89,11 +90,18 @@ class Run:
     alloc: list[float] = field(default_factory=list)  # % at X = 0..130
     frag: dict[int, tuple[float, float]] = field(default_factory=dict)  # X -> (GPUs, ratio %)
     verified: str = ""
+    placements: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)  # not written
 
 
 def trace_dir() -> Path:
-    env = __import__("os").environ.get("PODLEDGER_TRACE_DIR")
-    return Path(env) if env else DEFAULT_TRACE_DIR
+    """``PODLEDGER_TRACE_DIR``, else ``../shared/data/openb`` (``../../`` from a worktree)."""
+    env = os.environ.get("PODLEDGER_TRACE_DIR")
+    if env:
+        return Path(env)
+    for cand in (DEFAULT_TRACE_DIR, ROOT.parent.parent / "shared" / "data" / "openb"):
+        if (cand / NODE_FILE).is_file():
+            return cand
+    return DEFAULT_TRACE_DIR
 
 
 def read_nodes(folder: Path) -> list[dict[str, Any]]:
@@ -226,6 +234,7 @@ def run_one(
                     placed[dec.pod] = (dec.node, dec.gpus or ())
         out.wall_s = time.perf_counter() - t0
         out.bound = len(placed)
+        out.placements = placed
         typical = bridge.scheduler.state.podsched.workload.typical()
         if verify:
             from api.audit_impl import verify_replay
@@ -353,7 +362,8 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps([r.__dict__ for r in runs], indent=1))
+        rows = [{k: v for k, v in r.__dict__.items() if k != "placements"} for r in runs]
+        Path(args.out).write_text(json.dumps(rows, indent=1))
     if args.limit is None:
         write("paper", summarize(runs))
         plot(runs, ROOT / "docs" / "paper-alloc.png")
