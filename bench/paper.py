@@ -335,7 +335,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--limit", type=int, default=None, help="first N pods of each workload (smoke)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "paper-runs.json"))
+    ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
     args = ap.parse_args(argv)
+    if args.merge:
+        runs = [
+            Run(
+                **{k: v for k, v in row.items() if k != "frag"},
+                frag={int(x): tuple(f) for x, f in row["frag"].items()},
+            )
+            for f in args.merge.split(",")
+            for row in json.loads(Path(f).read_text())
+        ]
+        write("paper", summarize(runs))
+        plot(runs, ROOT / "docs" / "paper-alloc.png")
+        for m in summarize(runs):
+            print(f"{m.name}: {m.value} (published {m.baseline_value}, met {m.met})")
+        return
     folder = trace_dir()
     if not (folder / NODE_FILE).is_file():
         print(f"paper: no trace at {folder}; skipped")
