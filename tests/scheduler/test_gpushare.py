@@ -171,3 +171,20 @@ def test_policy_is_selected_by_plugin_weight_and_changes_placement() -> None:
 
 def test_config_default_is_unchanged() -> None:
     assert gpu.active(SchedulerConfig().plugin_weights) is None
+
+
+def test_annotations_translate_to_a_gpu_share_request() -> None:
+    from scheduler.translate import gpu_share_from, pod_from
+
+    ann = {gs.GPU_MILLI: "460", gs.GPU_COUNT: "1", gs.GPU_MODEL: "T4|P100"}
+    assert gpu_share_from(ann, False) == GpuShare(460, 1, ("T4", "P100"))
+    assert gpu_share_from({gs.GPU_MILLI: "1000", gs.GPU_COUNT: "4"}, False) == GpuShare(1000, 4)
+    # a share is always one device; the index counts only for a pod created already bound
+    assert gpu_share_from({gs.GPU_MILLI: "500", gs.GPU_COUNT: "3", gs.GPU_INDEX: "2"}, True) == GpuShare(
+        500, 1, (), (2,)
+    )
+    assert gpu_share_from({gs.GPU_MILLI: "x"}, False) is None and gpu_share_from({}, False) is None
+    obj = {"metadata": {"name": "p", "annotations": {gs.GPU_MILLI: "250", gs.GPU_INDEX: "1"}}, "spec": {}}
+    bound = pod_from(obj, 1, 0.0, {"nodeName": "n1"})
+    assert bound.gpu == GpuShare(250, 1, (), (1,))
+    assert gs.bound_demand(bound).as_dict()[gs.device_resource(1)] == 250
