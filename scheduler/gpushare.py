@@ -18,8 +18,8 @@ milli free.
 Placement: when a policy of ``POLICIES`` has a plugin weight > 0 (one at a time, like the
 paper), every pod is placed by it among the nodes passing the profile's filters and
 NodeResourcesFit; without a policy a share pod takes the NodeResourcesFit best node among the
-nodes its devices fit. Ties between equal scores are broken by a hash of the pod key (the
-simulator's kube-scheduler picks at random among equal scores); Random draws from the same hash.
+nodes its devices fit. Equal scores go to the lowest node index, as everywhere in the core
+(kube-scheduler draws among them); Random draws its node and device from a hash of the pod key.
 """
 
 from __future__ import annotations
