@@ -218,6 +218,14 @@ def run_one(
     t0 = time.perf_counter()
     now = 1767225600.0  # 2026-01-01T00:00:00Z
     with private_ledger() as engine:
+        # one flush appends ~30k decision events: on a loaded 2-core machine preparing its
+        # projection can exceed the ledger's 5 s idle-in-transaction limit (migration 0004)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET podledger.ledger_idle_timeout = %L',"
+                " current_database(), '300s'); END $$"
+            )
+        engine.dispose()
         manifests = [config_manifest(policy)] + [node_manifest(r) for r in nodes]
         manifests += [pod_manifest(t) for t in tasks]
         objects = load(manifests, f"paper {trace} {policy} seed {seed}")
