@@ -220,12 +220,15 @@ def run_one(
     with private_ledger() as engine:
         # one flush appends ~30k decision events: on a loaded 2-core machine preparing its
         # projection can exceed the ledger's 5 s idle-in-transaction limit (migration 0004)
-        with engine.begin() as conn:
-            conn.exec_driver_sql(
-                "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET podledger.ledger_idle_timeout = %L',"
-                " current_database(), '300s'); END $$"
-            )
+        import sqlalchemy as sa
+
+        def _idle_limit(dbapi_conn: Any, _record: Any) -> None:
+            with dbapi_conn.cursor() as cur:
+                cur.execute("SET podledger.ledger_idle_timeout = '300s'")
+            dbapi_conn.commit()
+
         engine.dispose()
+        sa.event.listen(engine, "connect", _idle_limit)
         manifests = [config_manifest(policy)] + [node_manifest(r) for r in nodes]
         manifests += [pod_manifest(t) for t in tasks]
         objects = load(manifests, f"paper {trace} {policy} seed {seed}")
