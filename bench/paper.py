@@ -62,6 +62,18 @@ PUBLISHED: dict[tuple[str, str, int], tuple[float, float]] = {
     ("default", "GpuPacking", 130): (92.00, 0.54),
     ("default", "BestFit", 130): (93.08, 0.13),
     ("default", "FGD", 130): (95.39, 0.09),
+    ("gpuspec33", "Random", 130): (86.46, 0.13),
+    ("gpuspec33", "DotProduct", 130): (89.14, 0.38),
+    ("gpuspec33", "GpuClustering", 130): (92.12, 0.68),
+    ("gpuspec33", "GpuPacking", 130): (93.22, 0.63),
+    ("gpuspec33", "BestFit", 130): (93.09, 0.15),
+    ("gpuspec33", "FGD", 130): (94.56, 0.13),
+    ("multigpu50", "Random", 130): (90.27, 0.44),
+    ("multigpu50", "DotProduct", 130): (94.85, 0.21),
+    ("multigpu50", "GpuClustering", 130): (95.81, 0.29),
+    ("multigpu50", "GpuPacking", 130): (96.18, 0.31),
+    ("multigpu50", "BestFit", 130): (95.74, 0.19),
+    ("multigpu50", "FGD", 130): (97.17, 0.10),
 }
 
 
