@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench lint clean-db
+.PHONY: demo test bench paper lint clean-db
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.report --write
+
+# The FGD paper's experiment (docs/paper.md): 3 pod lists x 6 policies x SEEDS seeds.
+SEEDS ?= 10
+paper: $(STAMP)
+	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[paper]'
+	$(BIN)/python -m bench.paper --seeds $(SEEDS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic_core import PydanticSerializationError
 
 from ledger.errors import EventValidationError, UnknownEventType
@@ -199,6 +199,14 @@ class PodBound(Payload):
     node: str
     group: str | None = None
     requests: dict[str, int] | None = None  # the bound pod's effective requests (for reports)
+    gpus: list[int] | None = None  # devices of a GPU-share pod (scheduler.gpushare); absent if None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_gpus(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("gpus") is None:
+            data.pop("gpus", None)  # payloads of pods without GPU devices stay as they were
+        return data
 
 
 @upcaster("PodBound", 1)

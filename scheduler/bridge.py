@@ -138,6 +138,11 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):
         data["pods"] = list(dec.pods)
+    elif isinstance(dec, d.PodBound):
+        if dec.gpus is None:
+            data.pop("gpus")  # payloads of pods without GPU devices stay as they were
+        else:
+            data["gpus"] = list(dec.gpus)
     return stream_name, typ, data
 
 
@@ -204,7 +209,11 @@ class Bridge:
         if typ == "PodBound":
             pod = sch.pod(data["pod"])
             if pod is not None and pod.node_name != data["node"]:
-                sch.upsert_pod(replace(pod, node_name=data["node"], nominated_node=None, start_time=now), now)
+                gpu = pod.gpu
+                if gpu is not None and data.get("gpus"):
+                    gpu = replace(gpu, index=tuple(data["gpus"]))
+                bound = replace(pod, node_name=data["node"], nominated_node=None, start_time=now, gpu=gpu)
+                sch.upsert_pod(bound, now)
         elif typ == "PodNominated":
             pod = sch.pod(data["pod"])
             if pod is not None:

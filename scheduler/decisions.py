@@ -21,6 +21,7 @@ class PodBound(Decision):
     pod: str  # "ns/name"
     node: str
     group: str | None = None  # "ns/name" of its PodGroup
+    gpus: tuple[int, ...] | None = None  # devices of a GPU-share pod (payload field only when set)
 
 
 @dataclass(frozen=True, slots=True)

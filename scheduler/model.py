@@ -123,6 +123,19 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuShare:
+    """A device-level GPU request (Aliyun GPU-share convention, ``scheduler.gpushare``):
+    ``count`` devices with ``milli`` (1..1000) each; ``count == 1 and milli < 1000`` shares one
+    GPU. ``models`` are the allowed GPU models (empty: any); ``index`` the devices held once
+    bound (empty while pending)."""
+
+    milli: int
+    count: int = 1
+    models: tuple[str, ...] = ()
+    index: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
     name: str
@@ -152,6 +165,7 @@ class Pod:
     anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
     spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    gpu: GpuShare | None = None  # device-level GPU request (alibabacloud.com/gpu-milli annotations)
 
     @property
     def key(self) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from scheduler import gpushare
 from scheduler.framework import (
     Diagnosis,
     FilterPlugin,
@@ -38,7 +39,7 @@ from scheduler.framework import (
     signature_of,
 )
 from scheduler.model import Pod, SchedulerConfig
-from scheduler.plugins import node_affinity, node_resources_fit, node_unschedulable, taint_toleration
+from scheduler.plugins import gpu, node_affinity, node_resources_fit, node_unschedulable, taint_toleration
 from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot, make_demand
 
 I64 = npt.NDArray[np.int64]
@@ -273,6 +274,10 @@ class PodScheduler:
         self.pod_filters: tuple[PodFilterPlugin, ...] = ()
         self.pod_scores: tuple[PodScorePlugin, ...] = ()
         self._pod_cache: tuple[Pod, object, list[FilterResult]] | None = None
+        # device-level GPU sharing (scheduler.gpushare): FGD's target workload, and the devices
+        # chosen for a pod by the last ``schedule`` that placed it
+        self.workload = gpushare.Workload()
+        self.gpu_choice: dict[str, tuple[int, ...]] = {}
 
     def set_plugins(
         self,
@@ -481,11 +486,14 @@ class PodScheduler:
                     masks.setdefault(r, np.zeros(self.snap.n, dtype=np.bool_))[i] = True
             fit.reasons = sorted(masks.items())
         pod_res = self.pod_results(pi)
-        if not pod_res:
-            return [*st.results, fit]
-        before = [r for r, f in zip(pod_res, self._active_filters(pi), strict=True) if f.before_fit]
-        after = [r for r in pod_res if all(r is not b for b in before)]
-        return [*st.results, *before, fit, *after]
+        if pod_res:
+            before = [r for r, f in zip(pod_res, self._active_filters(pi), strict=True) if f.before_fit]
+            after = [r for r in pod_res if all(r is not b for b in before)]
+            out = [*st.results, *before, fit, *after]
+        else:
+            out = [*st.results, fit]
+        device = gpushare.device_filter(self.snap, pi.pod.gpu)
+        return out if device is None else [*out, device]
 
     def _active_filters(self, pi: PodInfo) -> list[PodFilterPlugin]:
         return [f for f in self.pod_filters if f.active(pi.pod, self.snap)]
@@ -564,4 +572,27 @@ class PodScheduler:
         pi = self.info(pod)
         if self.snap.n == 0:
             return -1, pi
+        policy = gpu.active(self.config.plugin_weights)
+        if policy is not None or gpushare.shares(pod.gpu):
+            return self._gpu_node(pi, subset, policy), pi
         return self.best_node(pi, subset), pi
+
+    def _gpu_node(self, pi: PodInfo, subset: BOOL | None, policy: object) -> int:
+        """Device-aware placement (``scheduler.gpushare``): the nodes passing every filter whose
+        devices hold the pod, ranked by the GPU policy (NodeResourcesFit & co. without one)."""
+        ok = self.feasible(pi, subset)
+        if not ok.any():
+            return -1
+        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok)
+        if len(v.idx) == 0:
+            return -1
+        if policy is None:
+            node = self.select(pi, ok)
+            if node < 0:
+                return -1
+            row = int(np.flatnonzero(v.idx == node)[0])
+            devs = gpu.choose_devices("best", v.free[row], gpushare.request_of(pi.pod), pi.pod.key, None, row)
+        else:
+            node, devs = gpu.place(policy, v, pi.pod, self.workload)  # type: ignore[arg-type]
+        self.gpu_choice[pi.pod.key] = devs
+        return node

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from scheduler import gpushare
 from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
 from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, reason_of
 from scheduler.decisions import (
@@ -115,7 +116,9 @@ class Scheduler:
                 st.pods[pod.key] = pod  # e.g. the echo of our own binding
                 return
             self._unindex_pod(old, now)
+            st.podsched.workload.remove(old)
         st.pods[pod.key] = pod
+        st.podsched.workload.add(pod)
         st.podsched.forget(pod.key)
         self._sync_nomination(pod)
         # group membership is indexed whatever the feature gates say (gates are read at use)
@@ -124,7 +127,7 @@ class Scheduler:
             gk = st.group_key_of(pod)
             st.members.setdefault(gk, set()).add(pod.key)
         if pod.node_name is not None:
-            st.snap.add_pod(pod.key, pod.node_name, make_demand(pod.requests), gk)
+            st.snap.add_pod(pod.key, pod.node_name, gpushare.bound_demand(pod), gk)
             self.queue.cluster_changed()
             self.queue.pending_reason.pop(pod.key, None)
             if gk is not None and st.is_member(pod):
@@ -141,6 +144,7 @@ class Scheduler:
             return
         self._unindex_pod(old, now)
         del self.state.pods[key]
+        self.state.podsched.workload.remove(old)
         self.state.podsched.forget(key)
         self.state.podsched.set_nominated(key, None, 0, None)
         self.state.added_at.pop(key, None)
@@ -447,9 +451,13 @@ class Scheduler:
         node, st, _diag, post = self.cycle.run_pod(pod, now)
         if node >= 0:
             name = self.state.snap.names[node]
+            devs = self.state.podsched.gpu_choice.pop(pod.key, None)
+            if pod.gpu is not None and devs:
+                pod = copy_pod(pod, gpu=replace(pod.gpu, index=devs))
             self._bind(pod, name, now)
             self.queue.drop(e.key)
-            return self._result(e.key, now, "scheduled", [PodBound(pod.key, name, None)])
+            gpus = devs if devs else None
+            return self._result(e.key, now, "scheduled", [PodBound(pod.key, name, None, gpus)])
         decisions: list[Decision] = [PodUnschedulable(pod.key, reason_of(st), st.message)]
         waiting = self._apply_post(post, now, decisions)
         self.queue.pending_reason[pod.key] = (st.plugin, st.message)

@@ -214,7 +214,26 @@ def pod_from(
         anti_affinity_required=anti_req,
         anti_affinity_preferred=anti_pref,
         spread_constraints=_spread(spec, labels),
+        gpu=gpu_share_from(meta.get("annotations") or {}, bool(node)),
     )
+
+
+def gpu_share_from(annotations: Mapping[str, Any], bound: bool) -> m.GpuShare | None:
+    """The pod's device-level GPU request from the GPU-share annotations (``scheduler.gpushare``);
+    None when ``alibabacloud.com/gpu-milli`` is absent or not a positive integer."""
+    from scheduler import gpushare as gs
+
+    raw = str(annotations.get(gs.GPU_MILLI, "")).strip()
+    if not raw.isdigit() or int(raw) <= 0:
+        return None
+    milli = min(int(raw), gs.MILLI)
+    count_raw = str(annotations.get(gs.GPU_COUNT, "1")).strip()
+    count = int(count_raw) if count_raw.isdigit() else 1
+    if milli < gs.MILLI:
+        count = 1
+    models = tuple(x.strip() for x in str(annotations.get(gs.GPU_MODEL, "")).split("|") if x.strip())
+    index = gs.parse_index(str(annotations.get(gs.GPU_INDEX, ""))) if bound else ()
+    return m.GpuShare(milli, count, models, index)
 
 
 def _group_fields(obj: Mapping[str, Any], seq: int, created_at: float) -> dict[str, Any]:

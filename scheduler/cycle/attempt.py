@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from scheduler import gpushare
 from scheduler.cycle.composite import Algorithm, complete_results, results_ok
 from scheduler.cycle.diagnosis import pod_failure
 from scheduler.cycle.results import MSG_NO_PODS_SCHEDULABLE, Counters, GroupAttempt
@@ -66,7 +67,9 @@ class Cycle:
         else:
             node, pi = state.podsched.schedule(pod)
             if node >= 0:
-                state.snap.assume(key, node, pi.demand, None)
+                devs = state.podsched.gpu_choice.get(key)
+                demand = pi.demand if not devs else gpushare.demand_with(pod, devs)
+                state.snap.assume(key, node, demand, None)
                 return node, SUCCESS, None, None
             diag = state.podsched.diagnose(pi, None)
             st = pod_failure(diag)

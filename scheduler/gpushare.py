@@ -1,0 +1,331 @@
+"""Device-level GPU sharing: which GPU of a node has how many milli-GPUs free.
+
+Convention (Aliyun GPU share, as used by the FGD paper's simulator; see docs/paper.md): a pod
+carries the annotations ``alibabacloud.com/gpu-milli`` (milli-GPU per device, 1..1000) and
+``alibabacloud.com/gpu-count`` (devices, default 1); ``alibabacloud.com/gpu-card-model`` lists
+the allowed GPU models (``A|B``; empty: any) and, as a node label, names the node's model. A node's
+devices are ``0..n-1`` for its ``nvidia.com/gpu`` allocatable ``n``, 1000 milli each. The devices
+a pod holds are the decision's ``PodBound.gpus`` (the annotation ``alibabacloud.com/gpu-index``,
+``"0-1"``, on a pod created already bound). Pods requesting ``nvidia.com/gpu`` keep the plain
+count model; do not mix both conventions on one node.
+
+State lives in the snapshot as synthetic extended resources the nodes do not list (allocatable
+0): a bound share pod requests ``alibabacloud.com/gpu-milli-<i>`` on each device it holds and one
+``podledger.io/gpu-affinity-<tag>`` (GpuClustering's per-node tag counts), so assume/forget,
+journals and rebuilds need no new code: device ``i`` of node ``n`` has ``1000 + free[row_i, n]``
+milli free.
+
+Placement: when a policy of ``POLICIES`` has a plugin weight > 0 (one at a time, like the
+paper), every pod is placed by it among the nodes passing the profile's filters and
+NodeResourcesFit; without a policy a share pod takes the NodeResourcesFit best node among the
+nodes its devices fit. Equal scores go to the lowest node index, as everywhere in the core
+(kube-scheduler draws among them); Random draws its node and device from a hash of the pod key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework import FilterResult
+from scheduler.model import GpuShare, Pod
+from scheduler.snapshot import R_CPU, Demand, Snapshot, make_demand
+
+GPU_MILLI = "alibabacloud.com/gpu-milli"
+GPU_COUNT = "alibabacloud.com/gpu-count"
+GPU_INDEX = "alibabacloud.com/gpu-index"
+GPU_MODEL = "alibabacloud.com/gpu-card-model"
+NVIDIA_GPU = "nvidia.com/gpu"
+DEVICE_PREFIX = GPU_MILLI + "-"
+AFFINITY_PREFIX = "podledger.io/gpu-affinity-"
+MILLI = 1000
+MAX_SPEC_CPU = 128000  # the simulator's normalisers (MaxSpecCpu, MaxSpecGpu)
+MAX_SPEC_GPU = 8000
+MAX_NODE_SCORE = 100
+TYPICAL_THRESHOLD = 95  # % of pods the typical pods cover (podPopularityThreshold)
+NO_GPU = GpuShare(0, 0)
+NAME = "GpuShare"  # the device filter's name in diagnoses
+INSUFFICIENT_DEVICES = f"Insufficient {GPU_MILLI}"
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+BOOL = npt.NDArray[np.bool_]
+IDX = npt.NDArray[np.intp]
+
+
+def device_resource(i: int) -> str:
+    return f"{DEVICE_PREFIX}{i}"
+
+
+def request_of(pod: Pod) -> GpuShare:
+    return pod.gpu if pod.gpu is not None else NO_GPU
+
+
+def affinity_tag(g: GpuShare) -> str | None:
+    """GpuClustering's tag: ``share-gpu``, ``<k>-gpu`` or None (no GPU)."""
+    if g.count <= 0 or g.milli <= 0:
+        return None
+    return "share-gpu" if g.count == 1 and g.milli < MILLI else f"{g.count}-gpu"
+
+
+def parse_index(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("-") if x.strip() != "")
+
+
+def format_index(index: Iterable[int]) -> str:
+    return "-".join(str(i) for i in index)
+
+
+def device_requests(g: GpuShare, index: Iterable[int]) -> dict[str, int]:
+    out = {device_resource(i): g.milli for i in index}
+    tag = affinity_tag(g)
+    if out and tag is not None:
+        out[AFFINITY_PREFIX + tag] = 1
+    return out
+
+
+def demand_with(pod: Pod, index: Iterable[int]) -> Demand:
+    """The snapshot demand of ``pod`` holding the devices ``index``."""
+    g = pod.gpu
+    if g is None:
+        return make_demand(pod.requests)
+    return make_demand({**pod.requests, **device_requests(g, index)})
+
+
+def bound_demand(pod: Pod) -> Demand:
+    """The snapshot demand of a bound pod (its devices included when it holds any)."""
+    if pod.gpu is None or not pod.gpu.index:
+        return make_demand(pod.requests)
+    return demand_with(pod, pod.gpu.index)
+
+
+def stable_hash(*parts: object) -> int:
+    h = hashlib.blake2b(":".join(str(p) for p in parts).encode(), digest_size=8)
+    return int.from_bytes(h.digest(), "big")
+
+
+# ----------------------------------------------------------------------------- node view
+@dataclass(slots=True)
+class GpuView:
+    """Per-node GPU state of the nodes ``idx`` (rows in ``idx`` order)."""
+
+    idx: IDX
+    free: I64  # (m, G) free milli per device; -1 where the node has no such device
+    cpu: I64  # (m,) free milli-CPU
+    models: list[str]  # node GPU model ("" when unlabelled)
+    tags: dict[str, I64] = field(default_factory=dict)  # affinity tag -> pods per node
+
+    @property
+    def total(self) -> I64:
+        out: I64 = np.maximum(self.free, 0).sum(axis=1)
+        return out
+
+    @property
+    def fully_free(self) -> I64:
+        out: I64 = (self.free == MILLI).sum(axis=1)
+        return out
+
+
+def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
+    ri = snap.res_index
+    r = ri.get(NVIDIA_GPU)
+    cnt = snap.alloc[r][idx] if r is not None else np.zeros(len(idx), dtype=np.int64)
+    g = int(cnt.max()) if len(cnt) else 0
+    free = np.full((len(idx), max(g, 1)), -1, dtype=np.int64)
+    for i in range(g):
+        row = ri.get(device_resource(i))
+        used = snap.free[row][idx] if row is not None else 0
+        free[:, i] = np.where(cnt > i, MILLI + used, -1)
+    all_models = snap.mask_cache.get(("gpushare", "models"))
+    if all_models is None:
+        all_models = snap.mask_cache[("gpushare", "models")] = [
+            nd.labels.get(GPU_MODEL, "") for nd in snap.nodes
+        ]
+    assert isinstance(all_models, list)
+    models = [all_models[int(i)] for i in idx]
+    tags: dict[str, I64] = {}
+    if with_tags:
+        for name, row in ri.items():
+            if name.startswith(AFFINITY_PREFIX):
+                tags[name[len(AFFINITY_PREFIX) :]] = -snap.free[row][idx]
+    return GpuView(idx, free, snap.free[R_CPU][idx].copy(), models, tags)
+
+
+def model_ok(models: tuple[str, ...], node_models: list[str]) -> BOOL:
+    if not models:
+        return np.ones(len(node_models), dtype=np.bool_)
+    allowed = set(models)
+    return np.array([m != "" and m in allowed for m in node_models], dtype=np.bool_)
+
+
+def shares(g: GpuShare | None) -> bool:
+    """True if ``g`` asks for a share of a device (not for whole GPUs only, not for none)."""
+    return g is not None and g.count > 0 and g.milli > 0
+
+
+def device_filter(snap: Snapshot, g: GpuShare | None) -> FilterResult | None:
+    """The device-level filter over every node for a share request (None for other pods):
+    a node passes if its devices hold the request and its GPU model is allowed."""
+    if g is None or not shares(g):
+        return None
+    v = view_of(snap, np.arange(snap.n, dtype=np.intp))
+    ok = fits(v, g) & model_ok(g.models, v.models)
+    return FilterResult(NAME, ok, [] if ok.all() else [(INSUFFICIENT_DEVICES, ~ok)])
+
+
+def fits(v: GpuView, g: GpuShare) -> BOOL:
+    """Can the devices of each node of the view hold the request?"""
+    if g.count <= 0 or g.milli <= 0:
+        return np.ones(len(v.idx), dtype=np.bool_)
+    out: BOOL = (v.free >= g.milli).sum(axis=1) >= g.count
+    return out
+
+
+# ----------------------------------------------------------------------------- device choice
+def exclusive_devices(free_row: I64, count: int) -> tuple[int, ...]:
+    """The first ``count`` fully free devices by index (the simulator's AllocateExclusiveGpuId)."""
+    return tuple(int(i) for i in np.flatnonzero(free_row == MILLI)[:count])
+
+
+def best_fit_device(free_row: I64, milli: int) -> int:
+    """The device with the least free milli that still holds ``milli`` (lowest index on ties)."""
+    ok = free_row >= milli
+    if not ok.any():
+        return -1
+    masked = np.where(ok, free_row, np.iinfo(np.int64).max)
+    return int(np.argmin(masked))
+
+
+def random_device(free_row: I64, milli: int, key: str) -> int:
+    cand = np.flatnonzero(free_row >= milli)
+    if len(cand) == 0:
+        return -1
+    return int(cand[stable_hash("gpu-device", key) % len(cand)])
+
+
+def devices_for(free_row: I64, g: GpuShare, share_device: int) -> tuple[int, ...]:
+    if g.count <= 0 or g.milli <= 0:
+        return ()
+    if g.count == 1 and g.milli < MILLI:
+        return (share_device if share_device >= 0 else best_fit_device(free_row, g.milli),)
+    return exclusive_devices(free_row, g.count)
+
+
+# ----------------------------------------------------------------------------- target workload
+@dataclass(frozen=True, slots=True)
+class PodType:
+    """The simulator's PodResource: the key typical pods are counted by."""
+
+    cpu: int
+    milli: int
+    count: int
+    models: tuple[str, ...]
+
+
+def pod_type(pod: Pod) -> PodType:
+    g = request_of(pod)
+    cpu = int(pod.requests.get("cpu", 0)) or 100  # non-zero request, as upstream
+    return PodType(cpu, g.milli, g.count, g.models)
+
+
+class Workload:
+    """Counts of pod types over every known pod (pending and bound): FGD's target workload."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[PodType] = Counter()
+        self.version = 0
+        self._typical: tuple[int, tuple[tuple[PodType, float], ...]] | None = None
+
+    def add(self, pod: Pod) -> None:
+        self.counts[pod_type(pod)] += 1
+        self.version += 1
+
+    def remove(self, pod: Pod) -> None:
+        t = pod_type(pod)
+        c = self.counts.get(t, 0)
+        if c <= 1:
+            self.counts.pop(t, None)
+        else:
+            self.counts[t] = c - 1
+        self.version += 1
+
+    def typical(self) -> tuple[tuple[PodType, float], ...]:
+        """Most frequent types covering ``TYPICAL_THRESHOLD`` % of the pods, renormalised."""
+        if self._typical is not None and self._typical[0] == self.version:
+            return self._typical[1]
+        total = sum(self.counts.values())
+        ranked = sorted(
+            self.counts.items(),
+            key=lambda kv: (-kv[1], -kv[0].cpu, -kv[0].milli, -kv[0].count, kv[0].models),
+        )
+        chosen: list[tuple[PodType, int]] = []
+        cum = 0
+        for t, c in ranked:
+            if cum * 100 >= TYPICAL_THRESHOLD * total:
+                break
+            chosen.append((t, c))
+            cum += c
+        out = tuple((t, c / cum) for t, c in chosen) if cum else ()
+        self._typical = (self.version, out)
+        return out
+
+
+def unique_rows(rows: I64) -> tuple[I64, IDX]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` through one lexsort (much faster)."""
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.intp)
+    order = np.lexsort(rows.T[::-1])
+    srt = rows[order]
+    new = np.ones(len(rows), dtype=np.bool_)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    inv = np.empty(len(rows), dtype=np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
+def fragmentation(
+    free: I64, cpu: I64, node_models: list[str], typical: tuple[tuple[PodType, float], ...]
+) -> F64:
+    """FGD's node fragmentation (the simulator's NodeGpuShareFragAmountScore) of each row:
+    sum over typical pods t of p_t * (the free milli of the devices smaller than t's share when
+    t fits the node (class Q3), else all free milli of the node).
+
+    ``free`` is (..., devices) with ``cpu`` of shape (...) and one model per row of the first
+    axis. Equal node states (devices as a multiset, which typical CPU requests fit, model) are
+    computed once."""
+    shape = free.shape[:-1]
+    g = free.shape[-1]
+    thr = sorted({t.cpu for t, _ in typical if t.milli > 0 and t.count > 0})
+    bucket = np.searchsorted(np.array(thr, dtype=np.int64), cpu, side="right")
+    ids: dict[str, int] = {}
+    mid = np.array([ids.setdefault(m, len(ids)) for m in node_models], dtype=np.int64)
+    mid = mid.reshape(mid.shape + (1,) * (len(shape) - 1))
+    rows = np.concatenate(
+        [
+            np.sort(free, axis=-1).reshape(-1, g),
+            np.broadcast_to(bucket, shape).reshape(-1, 1),
+            np.broadcast_to(mid, shape).reshape(-1, 1),
+        ],
+        axis=1,
+    )
+    uniq, inv = unique_rows(rows)
+    uf, ub, um = uniq[:, :g], uniq[:, g], uniq[:, g + 1]
+    names = list(ids)
+    total = np.maximum(uf, 0).sum(axis=1).astype(np.float64)
+    out = np.zeros(len(uniq), dtype=np.float64)
+    for t, p in typical:
+        if t.milli <= 0 or t.count <= 0:
+            out += p * total
+            continue
+        acc = model_ok(t.models, names)[um]
+        ok_dev = uf >= t.milli
+        q3 = (ok_dev.sum(axis=1) >= t.count) & (ub > thr.index(t.cpu)) & acc
+        small = np.where(~ok_dev & (uf > 0), uf, 0).sum(axis=1)
+        out += p * np.where(q3, small, total)
+    res: F64 = out[inv.reshape(-1)].reshape(shape)
+    return res

@@ -1,0 +1,102 @@
+"""GPU placement policies of the FGD paper as score plugins (``docs/paper.md`` has the sources).
+
+A policy is enabled by a plugin weight > 0 in SchedulerConfig (``pluginWeights: {FGD: 1}``); at
+most one is meant to be on (the first enabled in ``POLICIES`` order wins). While one is on, it
+alone ranks the nodes every pod passes (profile filters, NodeResourcesFit, GPU devices), as in
+the paper's runs where every other score plugin is disabled. Each module has ``NAME``,
+``DEVICE`` (how a share pod's device is chosen on the winning node: ``best``, ``random`` or
+``own`` = the policy's per-node choice) and ``score(ctx) -> (scores, devices | None)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler import gpushare as gs
+from scheduler.model import GpuShare, Pod
+from scheduler.snapshot import Snapshot
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+
+
+@dataclass(slots=True)
+class Ctx:
+    """What a policy scores: the candidate nodes' GPU view and the pod."""
+
+    view: gs.GpuView
+    pod: Pod
+    g: GpuShare
+    cpu: int  # the pod's milli-CPU request
+    key: str
+    workload: gs.Workload
+
+
+def policies() -> dict[str, ModuleType]:
+    from scheduler.plugins.gpu import best_fit, dot_product, fgd, gpu_clustering, gpu_packing, random_fit
+
+    mods = (random_fit, dot_product, gpu_clustering, gpu_packing, best_fit, fgd)
+    return {m.NAME: m for m in mods}
+
+
+POLICY_NAMES = ("Random", "DotProduct", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+
+
+def active(weights: Mapping[str, int]) -> ModuleType | None:
+    for name in POLICY_NAMES:
+        if int(weights.get(name, 0)) > 0:
+            return policies()[name]
+    return None
+
+
+def take(v: gs.GpuView, rows: npt.NDArray[np.intp]) -> gs.GpuView:
+    return gs.GpuView(
+        v.idx[rows],
+        v.free[rows],
+        v.cpu[rows],
+        [v.models[int(r)] for r in rows],
+        {t: c[rows] for t, c in v.tags.items()},
+    )
+
+
+def gpu_fit(snap: Snapshot, pod: Pod, ok: BOOL) -> tuple[BOOL, gs.GpuView]:
+    """``ok`` narrowed to the nodes whose devices (and GPU model) hold the pod's request, and the
+    GPU view of those nodes."""
+    idx = np.flatnonzero(ok)
+    v = gs.view_of(snap, idx, with_tags=True)
+    g = gs.request_of(pod)
+    if g.count > 0 and g.milli > 0:
+        f = gs.fits(v, g) & gs.model_ok(g.models, v.models)
+        if not f.all():
+            v = take(v, np.flatnonzero(f))
+            ok = np.zeros_like(ok)
+            ok[v.idx] = True
+    return ok, v
+
+
+def place(policy: ModuleType, v: gs.GpuView, pod: Pod, workload: gs.Workload) -> tuple[int, tuple[int, ...]]:
+    """(node index, devices) chosen by ``policy`` among the nodes of ``v`` (-1 when empty)."""
+    if len(v.idx) == 0:
+        return -1, ()
+    g = gs.request_of(pod)
+    ctx = Ctx(v, pod, g, int(pod.requests.get("cpu", 0)), pod.key, workload)
+    scores, devs = policy.score(ctx)
+    r = int(np.argmax(scores))  # equal scores: the lowest node index, as everywhere in the core
+    return int(v.idx[r]), choose_devices(policy.DEVICE, v.free[r], g, pod.key, devs, r)
+
+
+def choose_devices(
+    rule: str, free_row: I64, g: GpuShare, key: str, devs: I64 | None, r: int
+) -> tuple[int, ...]:
+    share = -1
+    if g.count == 1 and 0 < g.milli < gs.MILLI:
+        if rule == "own" and devs is not None:
+            share = int(devs[r])
+        elif rule == "random":
+            share = gs.random_device(free_row, g.milli, key)
+    return gs.devices_for(free_row, g, share)

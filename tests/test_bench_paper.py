@@ -1,0 +1,68 @@
+"""The FGD paper's protocol (bench/paper.py): the tuning, and a 1-seed, 1,000-pod smoke run of FGD
+through the real ledger whose every placement ``replay --verify`` reproduces. The trace is read
+in place (``PODLEDGER_TRACE_DIR`` or ``../shared/data/openb``); without it the smoke run skips."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import paper
+from scheduler import gpushare as gs
+
+
+def _task(name: str, gpus: int, milli: int) -> paper.Task:
+    return paper.Task(name, 1000, 1024, gpus, milli, ())
+
+
+def test_tune_inflates_or_prunes_to_1_3x_capacity_per_seed() -> None:
+    tasks = [_task(f"t{i}", 1, 500) for i in range(10)] + [_task("c", 0, 0)]
+    cap = 4000  # 4 GPUs: 5,200 milli wanted, the list has 5,000
+    big = paper.tune(tasks, cap, 42)
+    assert sum(t.gpu_milli for t in big) >= 1.3 * cap > sum(t.gpu_milli for t in big) - 500
+    assert len({t.name for t in big}) == len(big)  # copies are renamed
+    assert [t.name for t in paper.tune(tasks, cap, 42)] == [t.name for t in big]  # per seed
+    assert [t.name for t in paper.tune(tasks, cap, 43)] != [t.name for t in big]
+    small = paper.tune(tasks, 2000, 42)  # 2,600 wanted: pruned
+    assert 2600 <= sum(t.gpu_milli for t in small) < 3100
+
+
+def test_manifests_follow_the_gpu_share_convention() -> None:
+    share = paper.pod_manifest(paper.Task("P-1", 4000, 2048, 1, 460, ("T4", "P100")))
+    assert share["metadata"]["annotations"] == {
+        gs.GPU_MILLI: "460",
+        gs.GPU_COUNT: "1",
+        gs.GPU_MODEL: "T4|P100",
+    }
+    term = share["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["T4", "P100"]
+    assert "annotations" not in paper.pod_manifest(_task("cpu", 0, 0))["metadata"]
+    node = paper.node_manifest(
+        {"sn": "n", "cpu_milli": "96000", "memory_mib": "1024", "gpu": "8", "model": "V100M16"}
+    )
+    assert node["status"]["capacity"][gs.NVIDIA_GPU] == "8"
+    assert node["metadata"]["labels"] == {gs.GPU_MODEL: "V100M16"}
+
+
+@pytest.mark.slow
+def test_smoke_run_fgd_1000_pods_is_verified(server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = paper.trace_dir()
+    if not (folder / paper.NODE_FILE).is_file():
+        pytest.skip(f"no openb trace at {folder}")
+    monkeypatch.setenv("PODLEDGER_DATABASE_URL", server_url)
+    r = paper.run_one(folder, "default", "FGD", 42, limit=1000, verify=True)
+    assert r.verified == "ok"
+    assert r.pods == 1000 and 0 < r.bound <= 1000
+    # every share pod holds one device, no device is over-committed
+    tasks = {
+        f"{paper.NAMESPACE}/{t.name.lower()}": t
+        for t in paper.tune(paper.read_tasks(folder, "default"), 6212 * 1000, 42, 1000)
+    }
+    used: dict[tuple[str, int], int] = {}
+    for key, (node, devs) in r.placements.items():
+        t = tasks[key]
+        assert len(devs) == (t.count if t.milli > 0 else 0), key
+        for dv in devs:
+            used[(node, dv)] = used.get((node, dv), 0) + t.milli
+    assert used and max(used.values()) <= 1000
+    nodes = {row["sn"]: int(row["gpu"]) for row in paper.read_nodes(folder)}
+    assert all(dv < nodes[n] for n, dv in used)
