@@ -251,6 +251,41 @@ def default_normalize(scores: I64, reverse: bool) -> I64:
     return out
 
 
+class _NominatedColumns:
+    """``PodScheduler.nominated`` as columns (one row per nominated pod): its key, node index in
+    the snapshot (-1: not a node of the snapshot), priority and, per resource on demand, amount."""
+
+    __slots__ = ("index", "keys", "pos", "node", "prio", "_demands", "_amounts")
+
+    def __init__(
+        self, nominated: Mapping[str, Mapping[str, tuple[int, Demand]]], index: dict[str, int]
+    ) -> None:
+        self.index = index
+        self.keys: list[str] = []
+        nodes: list[int] = []
+        prios: list[int] = []
+        self._demands: list[Demand] = []
+        for node, per in nominated.items():
+            i = index.get(node, -1)
+            for k, (p, d) in per.items():
+                self.keys.append(k)
+                nodes.append(i)
+                prios.append(p)
+                self._demands.append(d)
+        self.pos = {k: j for j, k in enumerate(self.keys)}
+        self.node: I64 = np.array(nodes, dtype=np.int64)
+        self.prio: I64 = np.array(prios, dtype=np.int64)
+        self._amounts: dict[str, I64] = {}
+
+    def amounts(self, name: str) -> I64:
+        col = self._amounts.get(name)
+        if col is None:
+            col = self._amounts[name] = np.array(
+                [d.as_dict().get(name, 0) for d in self._demands], dtype=np.int64
+            )
+        return col
+
+
 class PodScheduler:
     def __init__(self, snap: Snapshot, config: SchedulerConfig) -> None:
         self.snap = snap
@@ -262,6 +297,7 @@ class PodScheduler:
         self._gen = -1
         self.nominated: dict[str, dict[str, tuple[int, Demand]]] = {}  # node -> pod -> (priority, demand)
         self._nominated_of: dict[str, str] = {}
+        self._nom_cols: _NominatedColumns | None = None  # NumPy columns of `nominated` (lazy)
         self.filters: tuple[FilterPlugin, ...] = (
             node_unschedulable.NodeUnschedulable(),
             taint_toleration.TaintToleration(),
@@ -408,6 +444,7 @@ class PodScheduler:
     def set_nominated(self, pod_key: str, node: str | None, priority: int, d: Demand | None) -> None:
         """Register (or clear, with ``node=None``) a pending pod's nominated node: its requests are
         reserved on that node when filtering pods of lower or equal priority."""
+        self._nom_cols = None
         old = self._nominated_of.pop(pod_key, None)
         if old is not None:
             per = self.nominated.get(old)
@@ -419,39 +456,45 @@ class PodScheduler:
             self.nominated.setdefault(node, {})[pod_key] = (priority, d)
             self._nominated_of[pod_key] = node
 
-    def _reserved(self, pi: PodInfo) -> dict[int, list[Demand]]:
-        """Node index -> demands of nominated pods (priority >= the pod's, other than itself)."""
-        out: dict[int, list[Demand]] = {}
-        if not self.nominated:
-            return out
-        prio, key = pi.pod.priority, pi.pod.key
-        for node, per in self.nominated.items():
-            i = self.snap.index.get(node)
-            if i is None:
-                continue
-            # an assumed pod no longer counts as nominated (upstream: DeleteNominatedPodIfExists)
-            ds = [d for k, (p, d) in per.items() if k != key and p >= prio and not self.snap.has_pod(k)]
-            if ds:
-                out[i] = ds
-        return out
+    def _columns(self) -> _NominatedColumns:
+        cols = self._nom_cols
+        if cols is None or cols.index is not self.snap.index:
+            cols = self._nom_cols = _NominatedColumns(self.nominated, self.snap.index)
+        return cols
 
-    def _fit_reasons_with(self, pi: PodInfo, i: int, extra: list[Demand]) -> list[str]:
-        """``node_resources_fit.filter_node`` with ``extra`` pods added to node ``i``, computed on
-        the pod's own resources only (same reasons, same order; O(pod resources))."""
-        snap = self.snap
-        free, ri = snap.free, snap.res_index
-        add: dict[str, int] = {}
-        for d in extra:
-            for r, a in zip(d.names, d.amounts, strict=True):
-                add[r] = add.get(r, 0) + a
-        out: list[str] = []
-        if int(free[R_PODS, i]) - len(extra) < 1:  # pods + 1 > max pods
-            out.append(node_resources_fit.TOO_MANY_PODS)
+    def _reserved_check(self, pi: PodInfo) -> tuple[I64, list[tuple[str, BOOL]]] | None:
+        """The nominated-pod check (upstream addNominatedPods + NodeResourcesFit) as per-node
+        NumPy totals: the nodes holding nominated pods that count against ``pi`` (priority >= its
+        own, not ``pi`` itself, not assumed), ascending, and per fit reason (too many pods, then
+        each of ``pi``'s resources) which of those nodes fail it once the nominated pods'
+        requests are added. Only ``pi``'s own resources are compared. None when no node holds
+        such a pod."""
+        if not self.nominated:
+            return None
+        cols = self._columns()
+        sel = cols.prio >= pi.pod.priority
+        sel &= cols.node >= 0
+        own = cols.pos.get(pi.pod.key)
+        if own is not None:
+            sel[own] = False
+        has = self.snap.has_pod
+        # an assumed pod no longer counts as nominated (upstream: DeleteNominatedPodIfExists)
+        sel &= ~np.fromiter(map(has, cols.keys), dtype=np.bool_, count=len(cols.keys))
+        if not sel.any():
+            return None
+        at = cols.node[sel]
+        nodes, inv, count = np.unique(at, return_inverse=True, return_counts=True)
+        free, ri = self.snap.free, self.snap.res_index
+        reasons: list[tuple[str, BOOL]] = [
+            (node_resources_fit.TOO_MANY_PODS, free[R_PODS, nodes] - count < 1)
+        ]
         for name, a in zip(pi.demand.names, pi.demand.amounts, strict=True):
+            add = np.zeros(len(nodes), dtype=np.int64)
+            np.add.at(add, inv, cols.amounts(name)[sel])
             k = ri.get(name)
-            if a > (int(free[k, i]) if k is not None else 0) - add.get(name, 0):
-                out.append(node_resources_fit.insufficient(name))
-        return out
+            have = free[k, nodes] if k is not None else np.zeros(len(nodes), dtype=np.int64)
+            reasons.append((node_resources_fit.insufficient(name), a > have - add))
+        return nodes, reasons
 
     def feasible(self, pi: PodInfo, subset: BOOL | None) -> BOOL:
         st = self.static(pi)
@@ -460,9 +503,13 @@ class PodScheduler:
             ok &= subset
         for r in self.pod_results(pi):
             ok &= r.ok
-        for i, extra in self._reserved(pi).items():
-            if ok[i] and self._fit_reasons_with(pi, i, extra):
-                ok[i] = False
+        check = self._reserved_check(pi)
+        if check is not None:
+            nodes, reasons = check
+            bad = np.zeros(len(nodes), dtype=np.bool_)
+            for _, hit in reasons:
+                bad |= hit
+            ok[nodes[bad]] = False
         return ok
 
     def diagnose(self, pi: PodInfo, subset: BOOL | None) -> Diagnosis:
@@ -473,17 +520,20 @@ class PodScheduler:
     def filter_results(self, pi: PodInfo) -> list[FilterResult]:
         st = self.static(pi)
         fit = node_resources_fit.filter_nodes(pi.demand, self.snap)
-        reserved = self._reserved(pi)
-        if reserved:
+        check = self._reserved_check(pi)
+        if check is not None:
+            nodes, reasons = check
             fit.ok = fit.ok.copy()
             masks = {r: m.copy() for r, m in fit.reasons}
-            for i, extra in reserved.items():
-                reasons = self._fit_reasons_with(pi, i, extra)
-                fit.ok[i] = not reasons
-                for m in masks.values():
-                    m[i] = False
-                for r in reasons:
-                    masks.setdefault(r, np.zeros(self.snap.n, dtype=np.bool_))[i] = True
+            bad = np.zeros(len(nodes), dtype=np.bool_)
+            for _, hit in reasons:
+                bad |= hit
+            fit.ok[nodes] = ~bad
+            for m in masks.values():
+                m[nodes] = False
+            for r, hit in reasons:
+                if hit.any():
+                    masks.setdefault(r, np.zeros(self.snap.n, dtype=np.bool_))[nodes[hit]] = True
             fit.reasons = sorted(masks.items())
         pod_res = self.pod_results(pi)
         if pod_res:
