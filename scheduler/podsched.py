@@ -251,39 +251,69 @@ def default_normalize(scores: I64, reverse: bool) -> I64:
     return out
 
 
+_NO_PRIO = np.iinfo(np.int64).min  # a free row: never >= any priority
+
+
 class _NominatedColumns:
-    """``PodScheduler.nominated`` as columns (one row per nominated pod): its key, node index in
-    the snapshot (-1: not a node of the snapshot), priority and, per resource on demand, amount."""
+    """``PodScheduler.nominated`` as columns, kept up to date by ``add``/``remove``: one row per nominated
+    pod (free rows are reused) with its key, node, priority and, per resource, its amount. The
+    node column holds snapshot node indices (-1: not a node of the snapshot), recomputed when the
+    snapshot's node index changes."""
 
-    __slots__ = ("index", "keys", "pos", "node", "prio", "_demands", "_amounts")
+    __slots__ = ("keys", "pos", "node_names", "prio", "cols", "_free", "_index", "_node")
 
-    def __init__(
-        self, nominated: Mapping[str, Mapping[str, tuple[int, Demand]]], index: dict[str, int]
-    ) -> None:
-        self.index = index
-        self.keys: list[str] = []
-        nodes: list[int] = []
-        prios: list[int] = []
-        self._demands: list[Demand] = []
-        for node, per in nominated.items():
-            i = index.get(node, -1)
-            for k, (p, d) in per.items():
-                self.keys.append(k)
-                nodes.append(i)
-                prios.append(p)
-                self._demands.append(d)
-        self.pos = {k: j for j, k in enumerate(self.keys)}
-        self.node: I64 = np.array(nodes, dtype=np.int64)
-        self.prio: I64 = np.array(prios, dtype=np.int64)
-        self._amounts: dict[str, I64] = {}
+    def __init__(self) -> None:
+        self.keys: list[str | None] = []
+        self.pos: dict[str, int] = {}
+        self.node_names: list[str] = []
+        self.prio: I64 = np.zeros(0, dtype=np.int64)
+        self.cols: dict[str, I64] = {}
+        self._free: list[int] = []
+        self._index: dict[str, int] | None = None
+        self._node: I64 = np.zeros(0, dtype=np.int64)
 
-    def amounts(self, name: str) -> I64:
-        col = self._amounts.get(name)
-        if col is None:
-            col = self._amounts[name] = np.array(
-                [d.as_dict().get(name, 0) for d in self._demands], dtype=np.int64
-            )
-        return col
+    def _grow(self) -> None:
+        n = len(self.keys)
+        cap = max(16, 2 * n)
+        self.keys.extend([None] * (cap - n))
+        self.node_names.extend([""] * (cap - n))
+        self.prio = np.concatenate([self.prio, np.full(cap - n, _NO_PRIO, dtype=np.int64)])
+        for name, col in self.cols.items():
+            self.cols[name] = np.concatenate([col, np.zeros(cap - n, dtype=np.int64)])
+        self._free.extend(range(cap - 1, n - 1, -1))
+        self._index = None
+
+    def remove(self, key: str, d: Demand | None) -> None:
+        j = self.pos.pop(key, None)
+        if j is None:
+            return
+        self.keys[j] = None
+        self.prio[j] = _NO_PRIO
+        for name in d.names if d is not None else self.cols:
+            self.cols[name][j] = 0
+        self._free.append(j)
+
+    def add(self, key: str, node: str, priority: int, d: Demand) -> None:
+        if not self._free:
+            self._grow()
+        j = self._free.pop()
+        self.keys[j] = key
+        self.pos[key] = j
+        self.node_names[j] = node
+        self.prio[j] = priority
+        for name, a in zip(d.names, d.amounts, strict=True):
+            col = self.cols.get(name)
+            if col is None:
+                col = self.cols[name] = np.zeros(len(self.keys), dtype=np.int64)
+            col[j] = a
+        if self._index is not None:
+            self._node[j] = self._index.get(node, -1)
+
+    def node(self, index: dict[str, int]) -> I64:
+        if self._index is not index:
+            self._node = np.array([index.get(nm, -1) for nm in self.node_names], dtype=np.int64)
+            self._index = index
+        return self._node
 
 
 class PodScheduler:
@@ -297,7 +327,7 @@ class PodScheduler:
         self._gen = -1
         self.nominated: dict[str, dict[str, tuple[int, Demand]]] = {}  # node -> pod -> (priority, demand)
         self._nominated_of: dict[str, str] = {}
-        self._nom_cols: _NominatedColumns | None = None  # NumPy columns of `nominated` (lazy)
+        self._nom_cols = _NominatedColumns()  # `nominated` as NumPy columns
         self.filters: tuple[FilterPlugin, ...] = (
             node_unschedulable.NodeUnschedulable(),
             taint_toleration.TaintToleration(),
@@ -444,23 +474,18 @@ class PodScheduler:
     def set_nominated(self, pod_key: str, node: str | None, priority: int, d: Demand | None) -> None:
         """Register (or clear, with ``node=None``) a pending pod's nominated node: its requests are
         reserved on that node when filtering pods of lower or equal priority."""
-        self._nom_cols = None
         old = self._nominated_of.pop(pod_key, None)
         if old is not None:
             per = self.nominated.get(old)
             if per is not None:
-                per.pop(pod_key, None)
+                gone = per.pop(pod_key, None)
+                self._nom_cols.remove(pod_key, gone[1] if gone is not None else None)
                 if not per:
                     del self.nominated[old]
         if node is not None and d is not None:
             self.nominated.setdefault(node, {})[pod_key] = (priority, d)
             self._nominated_of[pod_key] = node
-
-    def _columns(self) -> _NominatedColumns:
-        cols = self._nom_cols
-        if cols is None or cols.index is not self.snap.index:
-            cols = self._nom_cols = _NominatedColumns(self.nominated, self.snap.index)
-        return cols
+            self._nom_cols.add(pod_key, node, priority, d)
 
     def _reserved_check(self, pi: PodInfo) -> tuple[I64, list[tuple[str, BOOL]]] | None:
         """The nominated-pod check (upstream addNominatedPods + NodeResourcesFit) as per-node
@@ -471,18 +496,19 @@ class PodScheduler:
         such a pod."""
         if not self.nominated:
             return None
-        cols = self._columns()
+        cols = self._nom_cols
+        node = cols.node(self.snap.index)
         sel = cols.prio >= pi.pod.priority
-        sel &= cols.node >= 0
+        sel &= node >= 0
         own = cols.pos.get(pi.pod.key)
         if own is not None:
             sel[own] = False
-        has = self.snap.has_pod
         # an assumed pod no longer counts as nominated (upstream: DeleteNominatedPodIfExists)
-        sel &= ~np.fromiter(map(has, cols.keys), dtype=np.bool_, count=len(cols.keys))
+        for k in self.snap.pods_among(cols.pos.keys()):
+            sel[cols.pos[k]] = False
         if not sel.any():
             return None
-        at = cols.node[sel]
+        at = node[sel]
         nodes, inv, count = np.unique(at, return_inverse=True, return_counts=True)
         free, ri = self.snap.free, self.snap.res_index
         reasons: list[tuple[str, BOOL]] = [
@@ -490,7 +516,9 @@ class PodScheduler:
         ]
         for name, a in zip(pi.demand.names, pi.demand.amounts, strict=True):
             add = np.zeros(len(nodes), dtype=np.int64)
-            np.add.at(add, inv, cols.amounts(name)[sel])
+            col = cols.cols.get(name)
+            if col is not None:
+                np.add.at(add, inv, col[sel])
             k = ri.get(name)
             have = free[k, nodes] if k is not None else np.zeros(len(nodes), dtype=np.int64)
             reasons.append((node_resources_fit.insufficient(name), a > have - add))

@@ -24,6 +24,7 @@ are rebuilt (O(nodes + assigned pods)) on the next access, which is rare.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -367,6 +368,10 @@ class Snapshot:
 
     def has_pod(self, key: str) -> bool:
         return key in self._pods
+
+    def pods_among(self, keys: AbstractSet[str]) -> AbstractSet[str]:
+        """Which of ``keys`` are pods of the snapshot (one set intersection)."""
+        return self._pods.keys() & keys
 
     # ---------------------------------------------------------------- journal
     def backup(self) -> int:
