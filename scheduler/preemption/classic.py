@@ -101,6 +101,7 @@ class ClassicPreemption(WorkloadPreemption):
         need = [*pi.demand.amounts, 1]
         nrows = len(rows)
         reserved = self._reserved(req)
+        reserved_keys = {nm: tuple((d.names, d.amounts) for d in ds) for nm, ds in reserved.items()}
         units = Units(st)
         want = min(n, max(MIN_CANDIDATES_ABSOLUTE, n * MIN_CANDIDATES_PERCENT // 100))
         found: list[tuple[tuple[int, ...], int, NodeResult]] = []
@@ -128,7 +129,7 @@ class ClassicPreemption(WorkloadPreemption):
                 continue
             name = snap.names[i]
             res_here = reserved.get(name, ())
-            key = (question, versions.get(i, 0), tuple((d.names, d.amounts) for d in res_here))
+            key = (question, versions.get(i, 0), reserved_keys.get(name, ()))
             hit = cache.get(i) if cache is not None else None
             if hit is not None and hit[0] == key:
                 victims_c = hit[1]
