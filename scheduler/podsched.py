@@ -519,8 +519,8 @@ class PodScheduler:
             col = cols.cols.get(name)
             if col is not None:
                 np.add.at(add, inv, col[sel])
-            k = ri.get(name)
-            have = free[k, nodes] if k is not None else np.zeros(len(nodes), dtype=np.int64)
+            r = ri.get(name)
+            have = free[r, nodes] if r is not None else np.zeros(len(nodes), dtype=np.int64)
             reasons.append((node_resources_fit.insufficient(name), a > have - add))
         return nodes, reasons
 
