@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler import gpushare
+from scheduler.fitcache import DynamicInfo
 from scheduler.framework import (
     Diagnosis,
     FilterPlugin,
@@ -39,8 +40,9 @@ from scheduler.framework import (
     signature_of,
 )
 from scheduler.model import Pod, SchedulerConfig
+from scheduler.nominated import NominatedColumns
 from scheduler.plugins import gpu, node_affinity, node_resources_fit, node_unschedulable, taint_toleration
-from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot, make_demand
+from scheduler.snapshot import R_PODS, Demand, Snapshot, make_demand
 
 I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
@@ -77,154 +79,6 @@ class StaticInfo:
         return any(r is not None for r in self.raws)
 
 
-class DynamicInfo:
-    """Per-demand NodeResourcesFit fit + score over all nodes: ``mscore[n]`` is the node score
-    when the pod fits node ``n`` and -1 otherwise. Kept current through the snapshot's change log:
-    only nodes changed since the last use are recomputed."""
-
-    __slots__ = (
-        "epoch",
-        "pos",
-        "mscore",
-        "stale",
-        "rows",
-        "amounts",
-        "demand",
-        "plan",
-        "most",
-        "simple",
-        "strategy",
-        "weights",
-        "need_rows",
-        "need_amt",
-        "all_nz",
-        "plan_rows",
-        "plan_w",
-        "plan_add",
-        "wsum",
-    )
-
-    def __init__(self, snap: Snapshot, d: Demand, rows: tuple[int, ...], cfg: SchedulerConfig) -> None:
-        self.rows = rows
-        self.amounts = d.amounts
-        self.demand = d
-        self.strategy = cfg.scoring_strategy
-        self.weights = cfg.resource_weights
-        self.most = cfg.scoring_strategy == "MostAllocated"
-        dn = d.as_dict()
-        plan: list[tuple[int, int, bool, int]] = []
-        for r, w, res in node_resources_fit.scored_resources(snap, d, cfg.resource_weights):
-            if r == R_CPU:
-                plan.append((r, w, True, d.nz_cpu))
-            elif r == R_MEM:
-                plan.append((r, w, True, d.nz_mem))
-            else:
-                plan.append((r, w, False, dn.get(res, 0)))
-        self.plan = plan
-        self.need_rows = np.array([*rows, R_PODS], dtype=np.intp)[:, None]
-        self.need_amt = np.array([*d.amounts, 1], dtype=np.int64)[:, None]
-        self.all_nz = bool(plan) and all(p[2] for p in plan)
-        self.plan_rows = np.array([p[0] for p in plan], dtype=np.intp)[:, None]
-        self.plan_w = np.array([p[1] for p in plan], dtype=np.int64)[:, None]
-        self.plan_add = np.array([p[3] for p in plan], dtype=np.int64)[:, None]
-        self.wsum = int(sum(p[1] for p in plan))
-        self.full(snap)
-
-    @property
-    def fit(self) -> BOOL:
-        out: BOOL = self.mscore >= 0
-        return out
-
-    def full(self, snap: Snapshot) -> None:
-        fit = node_resources_fit.fit_mask(snap, self.rows, self.amounts)
-        score = node_resources_fit.score_nodes(snap, self.demand, None, self.strategy, self.weights)
-        self.mscore = np.where(fit, score, -1)
-        self.simple = all(bool((snap.alloc[r] > 0).all()) for r, _, _, _ in self.plan)
-        self.epoch = snap.epoch
-        self.pos = len(snap.log)
-        self.stale: set[int] = set()
-
-    def _sync(self, snap: Snapshot) -> None:
-        """Fold new log entries in: nodes changed since the last exact value become ``stale``
-        (nodes that lost a pod are recomputed at once)."""
-        log = snap.log
-        n = len(log)
-        if self.epoch != snap.epoch or n - self.pos > max(64, len(snap.names) // 8):
-            self.full(snap)
-            return
-        if self.pos == n:
-            return
-        new = log[self.pos : n]
-        self.pos = n
-        if min(new) >= 0:
-            self.stale.update(new)
-        else:
-            removed = {~i for i in new if i < 0}
-            self.stale.update(i for i in new if i >= 0)
-            self.stale -= removed
-            self._recompute(snap, removed)
-        if len(self.stale) > max(64, len(snap.names) // 8):
-            self.full(snap)
-
-    def refresh(self, snap: Snapshot) -> None:
-        """Make every cached value exact."""
-        self._sync(snap)
-        if self.stale:
-            st = self.stale
-            self.stale = set()
-            self._recompute(snap, st)
-
-    def best(self, snap: Snapshot, mask: BOOL | None) -> int:
-        """argmax of the exact masked score over the nodes of ``mask`` (all when None); -1 if no
-        node fits. Ties -> lowest node index."""
-        self.refresh(snap)
-        ms = self.mscore if mask is None else np.where(mask, self.mscore, -1)
-        c = int(np.argmax(ms))
-        return c if ms[c] >= 0 else -1
-
-    def _recompute(self, snap: Snapshot, changed: set[int] | tuple[int, ...]) -> None:
-        if not changed:
-            return
-        free, nz, alloc = snap.free, snap.nz, snap.alloc
-        if len(changed) <= 3 and self.simple:
-            for i in changed:
-                ok = int(free[R_PODS, i]) >= 1
-                if ok:
-                    for r, a in zip(self.rows, self.amounts, strict=True):
-                        if int(free[r, i]) < a:
-                            ok = False
-                            break
-                if not ok:
-                    self.mscore[i] = -1
-                    continue
-                tot = wsum = 0
-                for r, w, is_nz, add in self.plan:
-                    al = int(alloc[r, i])
-                    used = (int(nz[r, i]) if is_nz else al - int(free[r, i])) + add
-                    if self.most:
-                        sc = min(used, al) * MAX_SCORE // al
-                    else:
-                        sc = (al - used) * MAX_SCORE // al if used <= al else 0
-                    tot += sc * w
-                    wsum += w
-                self.mscore[i] = tot // wsum if wsum else 0
-            return
-        idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
-        fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)
-        if self.simple and self.all_nz and self.wsum:
-            pr = self.plan_rows
-            al2 = alloc[pr, idx]
-            used2 = nz[pr, idx] + self.plan_add
-            if self.most:
-                sc2 = np.minimum(used2, al2) * MAX_SCORE // al2
-            else:
-                sc2 = np.maximum(al2 - used2, 0) * MAX_SCORE // al2
-            score = (sc2 * self.plan_w).sum(axis=0) // self.wsum
-        else:
-            score = node_resources_fit.score_nodes(snap, self.demand, idx, self.strategy, self.weights)
-        self.mscore[idx] = np.where(fit, score, -1)
-
-
 @dataclass(slots=True)
 class PodInfo:
     pod: Pod
@@ -251,71 +105,6 @@ def default_normalize(scores: I64, reverse: bool) -> I64:
     return out
 
 
-_NO_PRIO = np.iinfo(np.int64).min  # a free row: never >= any priority
-
-
-class _NominatedColumns:
-    """``PodScheduler.nominated`` as columns, kept up to date by ``add``/``remove``: one row per nominated
-    pod (free rows are reused) with its key, node, priority and, per resource, its amount. The
-    node column holds snapshot node indices (-1: not a node of the snapshot), recomputed when the
-    snapshot's node index changes."""
-
-    __slots__ = ("keys", "pos", "node_names", "prio", "cols", "_free", "_index", "_node")
-
-    def __init__(self) -> None:
-        self.keys: list[str | None] = []
-        self.pos: dict[str, int] = {}
-        self.node_names: list[str] = []
-        self.prio: I64 = np.zeros(0, dtype=np.int64)
-        self.cols: dict[str, I64] = {}
-        self._free: list[int] = []
-        self._index: dict[str, int] | None = None
-        self._node: I64 = np.zeros(0, dtype=np.int64)
-
-    def _grow(self) -> None:
-        n = len(self.keys)
-        cap = max(16, 2 * n)
-        self.keys.extend([None] * (cap - n))
-        self.node_names.extend([""] * (cap - n))
-        self.prio = np.concatenate([self.prio, np.full(cap - n, _NO_PRIO, dtype=np.int64)])
-        for name, col in self.cols.items():
-            self.cols[name] = np.concatenate([col, np.zeros(cap - n, dtype=np.int64)])
-        self._free.extend(range(cap - 1, n - 1, -1))
-        self._index = None
-
-    def remove(self, key: str, d: Demand | None) -> None:
-        j = self.pos.pop(key, None)
-        if j is None:
-            return
-        self.keys[j] = None
-        self.prio[j] = _NO_PRIO
-        for name in d.names if d is not None else self.cols:
-            self.cols[name][j] = 0
-        self._free.append(j)
-
-    def add(self, key: str, node: str, priority: int, d: Demand) -> None:
-        if not self._free:
-            self._grow()
-        j = self._free.pop()
-        self.keys[j] = key
-        self.pos[key] = j
-        self.node_names[j] = node
-        self.prio[j] = priority
-        for name, a in zip(d.names, d.amounts, strict=True):
-            col = self.cols.get(name)
-            if col is None:
-                col = self.cols[name] = np.zeros(len(self.keys), dtype=np.int64)
-            col[j] = a
-        if self._index is not None:
-            self._node[j] = self._index.get(node, -1)
-
-    def node(self, index: dict[str, int]) -> I64:
-        if self._index is not index:
-            self._node = np.array([index.get(nm, -1) for nm in self.node_names], dtype=np.int64)
-            self._index = index
-        return self._node
-
-
 class PodScheduler:
     def __init__(self, snap: Snapshot, config: SchedulerConfig) -> None:
         self.snap = snap
@@ -327,7 +116,7 @@ class PodScheduler:
         self._gen = -1
         self.nominated: dict[str, dict[str, tuple[int, Demand]]] = {}  # node -> pod -> (priority, demand)
         self._nominated_of: dict[str, str] = {}
-        self._nom_cols = _NominatedColumns()  # `nominated` as NumPy columns
+        self._nom_cols = NominatedColumns()  # `nominated` as NumPy columns
         self.filters: tuple[FilterPlugin, ...] = (
             node_unschedulable.NodeUnschedulable(),
             taint_toleration.TaintToleration(),

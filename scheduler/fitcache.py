@@ -1,0 +1,165 @@
+"""NodeResourcesFit's incremental per-demand cache: the fit and node score of one demand over
+every node, kept current through the snapshot's change log (only nodes changed since the last
+use are recomputed). Used by ``scheduler.podsched``."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.model import SchedulerConfig
+from scheduler.plugins import node_resources_fit
+from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+IDX = npt.NDArray[np.intp]
+MAX_SCORE = 100
+
+
+class DynamicInfo:
+    """Per-demand NodeResourcesFit fit + score over all nodes: ``mscore[n]`` is the node score
+    when the pod fits node ``n`` and -1 otherwise. Kept current through the snapshot's change log:
+    only nodes changed since the last use are recomputed."""
+
+    __slots__ = (
+        "epoch",
+        "pos",
+        "mscore",
+        "stale",
+        "rows",
+        "amounts",
+        "demand",
+        "plan",
+        "most",
+        "simple",
+        "strategy",
+        "weights",
+        "need_rows",
+        "need_amt",
+        "all_nz",
+        "plan_rows",
+        "plan_w",
+        "plan_add",
+        "wsum",
+    )
+
+    def __init__(self, snap: Snapshot, d: Demand, rows: tuple[int, ...], cfg: SchedulerConfig) -> None:
+        self.rows = rows
+        self.amounts = d.amounts
+        self.demand = d
+        self.strategy = cfg.scoring_strategy
+        self.weights = cfg.resource_weights
+        self.most = cfg.scoring_strategy == "MostAllocated"
+        dn = d.as_dict()
+        plan: list[tuple[int, int, bool, int]] = []
+        for r, w, res in node_resources_fit.scored_resources(snap, d, cfg.resource_weights):
+            if r == R_CPU:
+                plan.append((r, w, True, d.nz_cpu))
+            elif r == R_MEM:
+                plan.append((r, w, True, d.nz_mem))
+            else:
+                plan.append((r, w, False, dn.get(res, 0)))
+        self.plan = plan
+        self.need_rows = np.array([*rows, R_PODS], dtype=np.intp)[:, None]
+        self.need_amt = np.array([*d.amounts, 1], dtype=np.int64)[:, None]
+        self.all_nz = bool(plan) and all(p[2] for p in plan)
+        self.plan_rows = np.array([p[0] for p in plan], dtype=np.intp)[:, None]
+        self.plan_w = np.array([p[1] for p in plan], dtype=np.int64)[:, None]
+        self.plan_add = np.array([p[3] for p in plan], dtype=np.int64)[:, None]
+        self.wsum = int(sum(p[1] for p in plan))
+        self.full(snap)
+
+    @property
+    def fit(self) -> BOOL:
+        out: BOOL = self.mscore >= 0
+        return out
+
+    def full(self, snap: Snapshot) -> None:
+        fit = node_resources_fit.fit_mask(snap, self.rows, self.amounts)
+        score = node_resources_fit.score_nodes(snap, self.demand, None, self.strategy, self.weights)
+        self.mscore = np.where(fit, score, -1)
+        self.simple = all(bool((snap.alloc[r] > 0).all()) for r, _, _, _ in self.plan)
+        self.epoch = snap.epoch
+        self.pos = len(snap.log)
+        self.stale: set[int] = set()
+
+    def _sync(self, snap: Snapshot) -> None:
+        """Fold new log entries in: nodes changed since the last exact value become ``stale``
+        (nodes that lost a pod are recomputed at once)."""
+        log = snap.log
+        n = len(log)
+        if self.epoch != snap.epoch or n - self.pos > max(64, len(snap.names) // 8):
+            self.full(snap)
+            return
+        if self.pos == n:
+            return
+        new = log[self.pos : n]
+        self.pos = n
+        if min(new) >= 0:
+            self.stale.update(new)
+        else:
+            removed = {~i for i in new if i < 0}
+            self.stale.update(i for i in new if i >= 0)
+            self.stale -= removed
+            self._recompute(snap, removed)
+        if len(self.stale) > max(64, len(snap.names) // 8):
+            self.full(snap)
+
+    def refresh(self, snap: Snapshot) -> None:
+        """Make every cached value exact."""
+        self._sync(snap)
+        if self.stale:
+            st = self.stale
+            self.stale = set()
+            self._recompute(snap, st)
+
+    def best(self, snap: Snapshot, mask: BOOL | None) -> int:
+        """argmax of the exact masked score over the nodes of ``mask`` (all when None); -1 if no
+        node fits. Ties -> lowest node index."""
+        self.refresh(snap)
+        ms = self.mscore if mask is None else np.where(mask, self.mscore, -1)
+        c = int(np.argmax(ms))
+        return c if ms[c] >= 0 else -1
+
+    def _recompute(self, snap: Snapshot, changed: set[int] | tuple[int, ...]) -> None:
+        if not changed:
+            return
+        free, nz, alloc = snap.free, snap.nz, snap.alloc
+        if len(changed) <= 3 and self.simple:
+            for i in changed:
+                ok = int(free[R_PODS, i]) >= 1
+                if ok:
+                    for r, a in zip(self.rows, self.amounts, strict=True):
+                        if int(free[r, i]) < a:
+                            ok = False
+                            break
+                if not ok:
+                    self.mscore[i] = -1
+                    continue
+                tot = wsum = 0
+                for r, w, is_nz, add in self.plan:
+                    al = int(alloc[r, i])
+                    used = (int(nz[r, i]) if is_nz else al - int(free[r, i])) + add
+                    if self.most:
+                        sc = min(used, al) * MAX_SCORE // al
+                    else:
+                        sc = (al - used) * MAX_SCORE // al if used <= al else 0
+                    tot += sc * w
+                    wsum += w
+                self.mscore[i] = tot // wsum if wsum else 0
+            return
+        idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
+        fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)
+        if self.simple and self.all_nz and self.wsum:
+            pr = self.plan_rows
+            al2 = alloc[pr, idx]
+            used2 = nz[pr, idx] + self.plan_add
+            if self.most:
+                sc2 = np.minimum(used2, al2) * MAX_SCORE // al2
+            else:
+                sc2 = np.maximum(al2 - used2, 0) * MAX_SCORE // al2
+            score = (sc2 * self.plan_w).sum(axis=0) // self.wsum
+        else:
+            score = node_resources_fit.score_nodes(snap, self.demand, idx, self.strategy, self.weights)
+        self.mscore[idx] = np.where(fit, score, -1)
