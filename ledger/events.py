@@ -217,6 +217,7 @@ class PodUnschedulable(Payload):
     pod: str
     reason: str
     message: str
+    codes: list[str] = Field(default_factory=list)  # reason codes (absent before issue 21)
 
 
 class PodGated(Payload):
@@ -244,6 +245,7 @@ class GroupUnschedulable(Payload):
     reason: str
     message: str
     diagnosis: dict[str, Any] = Field(default_factory=dict)
+    codes: list[str] = Field(default_factory=list)  # reason codes (absent before issue 21)
 
 
 class GroupRetried(Payload):

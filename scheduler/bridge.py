@@ -138,6 +138,8 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):
         data["pods"] = list(dec.pods)
+    elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
+        data["codes"] = list(dec.codes)
     return stream_name, typ, data
 
 

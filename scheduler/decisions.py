@@ -36,6 +36,7 @@ class PodUnschedulable(Decision):
     pod: str
     reason: str
     message: str
+    codes: tuple[str, ...] = ()  # reason codes (scheduler.reason_codes), never empty when recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class GroupUnschedulable(Decision):
     reason: str  # Unschedulable | SchedulerError
     message: str
     diagnosis: dict[str, Any] = field(default_factory=dict)
+    codes: tuple[str, ...] = ()  # reason codes (scheduler.reason_codes), never empty when recorded
 
 
 @dataclass(frozen=True, slots=True)

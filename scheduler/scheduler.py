@@ -54,6 +54,7 @@ from scheduler.preemption import Preemption
 from scheduler.profile import default_profile
 from scheduler.queue import Entity, SchedulingQueue
 from scheduler.quota import Quotas
+from scheduler.reason_codes import codes_of
 from scheduler.reference import NodeVerdict, node_verdicts
 from scheduler.snapshot import make_demand
 from scheduler.state import CPG, PG, State, split_entity
@@ -450,7 +451,9 @@ class Scheduler:
             self._bind(pod, name, now)
             self.queue.drop(e.key)
             return self._result(e.key, now, "scheduled", [PodBound(pod.key, name, None)])
-        decisions: list[Decision] = [PodUnschedulable(pod.key, reason_of(st), st.message)]
+        decisions: list[Decision] = [
+            PodUnschedulable(pod.key, reason_of(st), st.message, codes_of(st.message, error=st.is_error))
+        ]
         waiting = self._apply_post(post, now, decisions)
         self.queue.pending_reason[pod.key] = (st.plugin, st.message)
         if pod.key not in self.state.pods:  # removed by its own post filter (should not happen)
@@ -501,7 +504,11 @@ class Scheduler:
                 root_status = root_status.append_reason(suffix)
             reason = "SchedulerError" if root_status.is_error else "Unschedulable"
             diag = compact_diagnosis(attempt, st.snap.n, len(pods))
-            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag))
+            # the group's message may name only the gang or placement verdict: the first pod that
+            # fitted nowhere says which node filters (resources, taints, ...) bound it
+            detail = attempt.diag.fit_error() if attempt.diag is not None else ""
+            codes = codes_of(f"{root_status.message}\n{detail}", error=root_status.is_error)
+            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes))
             waiting = self._apply_post(post, now, decisions)
             for leaf in attempt.leaves:
                 lst = statuses.get(f"{PG}:{leaf}", root_status)
@@ -518,7 +525,9 @@ class Scheduler:
         for p, s in failed:
             if p.key not in st.pods:
                 continue
-            decisions.append(PodUnschedulable(p.key, reason_of(s), s.message))
+            decisions.append(
+                PodUnschedulable(p.key, reason_of(s), s.message, codes_of(s.message, error=s.is_error))
+            )
             self.queue.pending_reason[p.key] = (s.plugin, s.message)
         decisions.extend(group_conditions(st, attempt, statuses))
         remaining = self.queue.members.get(e.key)

@@ -79,7 +79,22 @@ def test_scenario(path: Path) -> None:
     assert (doc.get("metadata") or {}).get("name") == path.stem, "metadata.name should match the file name"
     report, log = run_scenario_with_log(doc, verify=True)  # verify: replays every recorded decision
     assert report.passed, f"{path.name} failed:\n" + "\n".join(report.failures)
+    _check_reason_codes(path.stem, log)
     _check_golden(path.stem, log)
+
+
+def _check_reason_codes(name: str, log: list[dict[str, Any]]) -> None:
+    """Every unschedulable decision carries at least one reason code of the fixed vocabulary."""
+    from scheduler.reason_codes import CODES, base_code
+
+    for e in log:
+        if e["type"] in ("PodUnschedulable", "PodGroupUnschedulable"):
+            codes = e["data"].get("codes") or []
+            assert codes, f"{name}: {e['type']} at {e['position']} has no reason code"
+            unknown = [c for c in codes if base_code(c) not in CODES or c == "Unclassified"]
+            assert not unknown, (
+                f"{name}: {e['type']} at {e['position']}: {unknown} for {e['data']['message']!r}"
+            )
 
 
 def _event_digest(event: dict[str, Any]) -> str:
