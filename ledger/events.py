@@ -246,6 +246,7 @@ class GroupUnschedulable(Payload):
     message: str
     diagnosis: dict[str, Any] = Field(default_factory=dict)
     codes: list[str] = Field(default_factory=list)  # reason codes (absent before issue 21)
+    why: dict[str, Any] = Field(default_factory=dict)  # structured diagnosis (absent before issue 21)
 
 
 class GroupRetried(Payload):

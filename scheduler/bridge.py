@@ -434,4 +434,6 @@ class Bridge:
 def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
     """What a retry is compared on: the verdict and the whole compact diagnosis."""
     key = {"reason": data.get("reason"), "message": data.get("message"), "diagnosis": data.get("diagnosis")}
+    if data.get("why"):  # the structured diagnosis (issue 21): room per domain changes with capacity
+        key["why"] = data["why"]
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

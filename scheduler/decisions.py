@@ -81,6 +81,7 @@ class GroupUnschedulable(Decision):
     message: str
     diagnosis: dict[str, Any] = field(default_factory=dict)
     codes: tuple[str, ...] = ()  # reason codes (scheduler.reason_codes), never empty when recorded
+    why: dict[str, Any] = field(default_factory=dict)  # structured diagnosis (scheduler.cycle.why)
 
 
 @dataclass(frozen=True, slots=True)

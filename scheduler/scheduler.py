@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
 from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, reason_of
+from scheduler.cycle.why import why_of_group
 from scheduler.decisions import (
     CycleResult,
     Decision,
@@ -508,7 +509,8 @@ class Scheduler:
             # fitted nowhere says which node filters (resources, taints, ...) bound it
             detail = attempt.diag.fit_error() if attempt.diag is not None else ""
             codes = codes_of(f"{root_status.message}\n{detail}", error=root_status.is_error)
-            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes))
+            why = why_of_group(st, kind, root, pods, codes, root_status.message)
+            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes, why))
             waiting = self._apply_post(post, now, decisions)
             for leaf in attempt.leaves:
                 lst = statuses.get(f"{PG}:{leaf}", root_status)

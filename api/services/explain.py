@@ -230,6 +230,8 @@ def explain(
             else None
         ),
         "preemption": preemption,
+        "codes": list(((last or {}).get("data") or {}).get("codes") or []),
+        "why": ((last or {}).get("data") or {}).get("why") or None,
         "quota": quota_doc,
         "pods": [
             {
@@ -280,6 +282,10 @@ def render_explain(doc: dict[str, Any]) -> str:
         )
     else:
         lines.append("  Attempts:  none recorded")
+    if doc.get("codes"):
+        lines.append(f"  Codes:     {', '.join(doc['codes'])}")
+    if doc.get("why"):
+        lines.extend(render_why(doc["why"]))
     if doc.get("reasons"):
         lines.append("  Why:")
         lines.extend(f"    - {r}" for r in doc["reasons"])
@@ -320,4 +326,37 @@ def render_explain(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["explain", "node_table", "render_explain", "resolve_at"]
+def render_why(why: dict[str, Any]) -> list[str]:
+    """The structured group diagnosis (scheduler/cycle/why.py), whole: the requirement, each
+    candidate domain best first (room, binding constraint, nodes the filters excluded) and what
+    would unblock the best one."""
+    need = why.get("need") or {}
+    req = ", ".join(f"{k}={v}" for k, v in (need.get("request") or {}).items()) or "nothing"
+    key = need.get("topologyKey")
+    where = f" in one {key} domain" if key else ""
+    lines = [f"  Needs:     {need.get('pods')} pod(s) x ({req}){where}"]
+    domains = why.get("domains") or []
+    if domains:
+        best = domains[0]
+        lines.append(
+            f"  Best:      {best['domain']}: room for {best['fit']} of {need.get('pods')} pod(s) "
+            f"({best['nodes']} node(s)), bound by {best['binding']}"
+        )
+        lines.append(f"  Domains ({len(domains) + int(why.get('more') or 0)}, best first):")
+        for d in domains:
+            excl = d.get("excluded") or {}
+            note = ""
+            if excl:
+                note = "; excluded by filters: " + ", ".join(f"{p} {n}" for p, n in excl.items())
+            lines.append(
+                f"    - {d['domain']}: fits {d['fit']}/{need.get('pods')} over {d['nodes']} node(s), "
+                f"binding {d['binding']}{note}"
+            )
+        if why.get("more"):
+            lines.append(f"    - ... and {why['more']} more domain(s) with less room")
+    if why.get("unblock"):
+        lines.append(f"  Unblock:   {why['unblock']}")
+    return lines
+
+
+__all__ = ["explain", "node_table", "render_explain", "render_why", "resolve_at"]

@@ -134,3 +134,23 @@ def test_reporting_role_reads_the_new_views(cluster):
                     sa.text("SELECT has_table_privilege(:r, :v, 'SELECT')"), {"r": role, "v": view}
                 ).scalar()
                 assert ok, (role, view)
+
+
+def test_explain_names_best_domain_need_free_and_unblock(cluster):
+    from api.services.explain import explain, render_explain
+
+    doc = explain(cluster, "podgroup", "default", "gpu-gang")
+    why = doc["why"]
+    assert why["need"] == {"pods": 2, "request": {"cpu": "1", "nvidia.com/gpu": "3"}, "topologyKey": RACK}
+    # each rack has one 4-GPU node: room for one 3-GPU pod, bound by the GPUs
+    assert [(d["domain"], d["fit"], d["binding"]) for d in why["domains"]] == [
+        ("r1", 1, "resource:nvidia.com/gpu"),
+        ("r2", 1, "resource:nvidia.com/gpu"),
+    ]
+    assert why["unblock"].startswith(f"free 3 more nvidia.com/gpu in {RACK}=r1")
+    assert "InsufficientResource(gpu)" in doc["codes"]
+    text = render_explain(doc)
+    assert f"Needs:     2 pod(s) x (cpu=1, nvidia.com/gpu=3) in one {RACK} domain" in text
+    assert "Best:      r1: room for 1 of 2 pod(s) (1 node(s)), bound by resource:nvidia.com/gpu" in text
+    assert "Unblock:   free 3 more nvidia.com/gpu" in text
+    assert "Domains (2, best first):" in text
