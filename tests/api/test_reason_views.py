@@ -154,3 +154,30 @@ def test_explain_names_best_domain_need_free_and_unblock(cluster):
     assert "Best:      r1: room for 1 of 2 pod(s) (1 node(s)), bound by resource:nvidia.com/gpu" in text
     assert "Unblock:   free 3 more nvidia.com/gpu" in text
     assert "Domains (2, best first):" in text
+
+
+def test_explain_nodes_is_gang_aware(cluster):
+    from api.services.explain import explain, render_explain
+
+    doc = explain(cluster, "podgroup", "default", "gpu-gang", nodes=True)
+    per = {v["node"]: v for v in doc["gangNodes"]}
+    # g1 takes w-1 and then has 1 GPU left: it rejects w-2, which g2 takes; c1 has no GPU
+    assert (per["g1"]["accepted"], per["g1"]["rejected"], per["g1"]["category"]) == (1, 1, "saturated")
+    assert per["g1"]["reasons"] == [["NodeResourcesFit: Insufficient nvidia.com/gpu", 1]]
+    assert (per["g2"]["accepted"], per["g2"]["fits"]) == (1, True)
+    assert (per["c1"]["accepted"], per["c1"]["rejected"], per["c1"]["category"]) == (0, 2, "excluded")
+    assert [v["node"] for v in doc["gangNodes"]] == ["g1", "g2", "c1"]  # saturated, fits, excluded
+    assert doc["nodeSummary"].startswith("every pending pod fits a node of 3 node by node")
+    text = render_explain(doc)
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("  Nodes (gang-aware"))
+    assert "Saturated nodes (1) - accepted some gang pods, rejected others" in lines[start + 1]
+    g1 = next(ln for ln in lines if ln.strip().startswith("g1 "))
+    assert (
+        "fits" not in g1 and "accepted 1, rejected 1: 1 x NodeResourcesFit: Insufficient nvidia.com/gpu" in g1
+    )
+    assert "... 2 more node(s)" in render_explain(doc, limit=1)
+    # a pod no node takes: the upstream fit error comes first
+    huge = explain(cluster, "pod", "default", "huge", nodes=True)
+    assert huge["nodeSummary"].startswith("0/3 nodes are available: 3 Insufficient cpu.")
+    assert all(not v["fits"] and v["category"] == "excluded" for v in huge["gangNodes"])
