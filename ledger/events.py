@@ -225,6 +225,7 @@ class PodUnschedulable(Payload):
     pod: str
     reason: str
     message: str
+    codes: list[str] = Field(default_factory=list)  # reason codes (absent before issue 21)
 
 
 class PodGated(Payload):
@@ -252,6 +253,8 @@ class GroupUnschedulable(Payload):
     reason: str
     message: str
     diagnosis: dict[str, Any] = Field(default_factory=dict)
+    codes: list[str] = Field(default_factory=list)  # reason codes (absent before issue 21)
+    why: dict[str, Any] = Field(default_factory=dict)  # structured diagnosis (absent before issue 21)
 
 
 class GroupRetried(Payload):

@@ -55,6 +55,8 @@ events = sa.Table(
              postgresql_where=sa.text("type = 'PodPreempted'")),
     sa.Index("events_admission_rejected_idx", sa.text("(data->'rejected')"), postgresql_using="gin",
              postgresql_where=sa.text("type = 'AdmissionRejected'")),
+    sa.Index("events_pod_unschedulable_idx", sa.text("(data->>'pod')"), "position",
+             postgresql_where=sa.text("type = 'PodUnschedulable'")),
 )
 
 streams = sa.Table(

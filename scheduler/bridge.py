@@ -143,6 +143,8 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
             data.pop("gpus")  # payloads of pods without GPU devices stay as they were
         else:
             data["gpus"] = list(dec.gpus)
+    elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
+        data["codes"] = list(dec.codes)
     return stream_name, typ, data
 
 
@@ -441,4 +443,6 @@ class Bridge:
 def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
     """What a retry is compared on: the verdict and the whole compact diagnosis."""
     key = {"reason": data.get("reason"), "message": data.get("message"), "diagnosis": data.get("diagnosis")}
+    if data.get("why"):  # the structured diagnosis (issue 21): room per domain changes with capacity
+        key["why"] = data["why"]
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

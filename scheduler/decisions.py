@@ -37,6 +37,7 @@ class PodUnschedulable(Decision):
     pod: str
     reason: str
     message: str
+    codes: tuple[str, ...] = ()  # reason codes (scheduler.reason_codes), never empty when recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,8 @@ class GroupUnschedulable(Decision):
     reason: str  # Unschedulable | SchedulerError
     message: str
     diagnosis: dict[str, Any] = field(default_factory=dict)
+    codes: tuple[str, ...] = ()  # reason codes (scheduler.reason_codes), never empty when recorded
+    why: dict[str, Any] = field(default_factory=dict)  # structured diagnosis (scheduler.cycle.why)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,13 +27,13 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import FilterResult
-from scheduler.model import GpuShare, Pod
+from scheduler.model import GpuShare, Pod, copy_pod
 from scheduler.snapshot import R_CPU, Demand, Snapshot, make_demand
 
 GPU_MILLI = "alibabacloud.com/gpu-milli"
@@ -161,6 +161,16 @@ def model_ok(models: tuple[str, ...], node_models: list[str]) -> BOOL:
         return np.ones(len(node_models), dtype=np.bool_)
     allowed = set(models)
     return np.array([m != "" and m in allowed for m in node_models], dtype=np.bool_)
+
+
+def with_devices(pod: Pod, devices: tuple[int, ...] | None) -> tuple[Pod, tuple[int, ...] | None]:
+    """``pod`` with the devices chosen for it recorded in its share (the pod as it is bound), and
+    the devices for ``PodBound.gpus`` (None when no device was chosen)."""
+    if not devices:
+        return pod, None
+    if pod.gpu is not None:
+        pod = copy_pod(pod, gpu=replace(pod.gpu, index=devices))
+    return pod, devices
 
 
 def shares(g: GpuShare | None) -> bool:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from scheduler import gpushare
 from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
 from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, reason_of
+from scheduler.cycle.why import why_of_group
 from scheduler.decisions import (
     CycleResult,
     Decision,
@@ -55,6 +56,7 @@ from scheduler.preemption import Preemption
 from scheduler.profile import default_profile
 from scheduler.queue import Entity, SchedulingQueue
 from scheduler.quota import Quotas
+from scheduler.reason_codes import codes_of
 from scheduler.reference import NodeVerdict, node_verdicts
 from scheduler.snapshot import make_demand
 from scheduler.state import CPG, PG, State, split_entity
@@ -451,14 +453,13 @@ class Scheduler:
         node, st, _diag, post = self.cycle.run_pod(pod, now)
         if node >= 0:
             name = self.state.snap.names[node]
-            devs = self.state.podsched.gpu_choice.pop(pod.key, None)
-            if pod.gpu is not None and devs:
-                pod = copy_pod(pod, gpu=replace(pod.gpu, index=devs))
+            pod, gpus = gpushare.with_devices(pod, self.state.podsched.gpu_choice.pop(pod.key, None))
             self._bind(pod, name, now)
             self.queue.drop(e.key)
-            gpus = devs if devs else None
             return self._result(e.key, now, "scheduled", [PodBound(pod.key, name, None, gpus)])
-        decisions: list[Decision] = [PodUnschedulable(pod.key, reason_of(st), st.message)]
+        decisions: list[Decision] = [
+            PodUnschedulable(pod.key, reason_of(st), st.message, codes_of(st.message, error=st.is_error))
+        ]
         waiting = self._apply_post(post, now, decisions)
         self.queue.pending_reason[pod.key] = (st.plugin, st.message)
         if pod.key not in self.state.pods:  # removed by its own post filter (should not happen)
@@ -509,7 +510,12 @@ class Scheduler:
                 root_status = root_status.append_reason(suffix)
             reason = "SchedulerError" if root_status.is_error else "Unschedulable"
             diag = compact_diagnosis(attempt, st.snap.n, len(pods))
-            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag))
+            # the group's message may name only the gang or placement verdict: the first pod that
+            # fitted nowhere says which node filters (resources, taints, ...) bound it
+            detail = attempt.diag.fit_error() if attempt.diag is not None else ""
+            codes = codes_of(f"{root_status.message}\n{detail}", error=root_status.is_error)
+            why = why_of_group(st, kind, root, pods, codes, root_status.message)
+            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes, why))
             waiting = self._apply_post(post, now, decisions)
             for leaf in attempt.leaves:
                 lst = statuses.get(f"{PG}:{leaf}", root_status)
@@ -526,7 +532,9 @@ class Scheduler:
         for p, s in failed:
             if p.key not in st.pods:
                 continue
-            decisions.append(PodUnschedulable(p.key, reason_of(s), s.message))
+            decisions.append(
+                PodUnschedulable(p.key, reason_of(s), s.message, codes_of(s.message, error=s.is_error))
+            )
             self.queue.pending_reason[p.key] = (s.plugin, s.message)
         decisions.extend(group_conditions(st, attempt, statuses))
         remaining = self.queue.members.get(e.key)

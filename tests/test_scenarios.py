@@ -79,7 +79,22 @@ def test_scenario(path: Path) -> None:
     assert (doc.get("metadata") or {}).get("name") == path.stem, "metadata.name should match the file name"
     report, log = run_scenario_with_log(doc, verify=True)  # verify: replays every recorded decision
     assert report.passed, f"{path.name} failed:\n" + "\n".join(report.failures)
+    _check_reason_codes(path.stem, log)
     _check_golden(path.stem, log)
+
+
+def _check_reason_codes(name: str, log: list[dict[str, Any]]) -> None:
+    """Every unschedulable decision carries at least one reason code of the fixed vocabulary."""
+    from scheduler.reason_codes import CODES, base_code
+
+    for e in log:
+        if e["type"] in ("PodUnschedulable", "PodGroupUnschedulable"):
+            codes = e["data"].get("codes") or []
+            assert codes, f"{name}: {e['type']} at {e['position']} has no reason code"
+            unknown = [c for c in codes if base_code(c) not in CODES or c == "Unclassified"]
+            assert not unknown, (
+                f"{name}: {e['type']} at {e['position']}: {unknown} for {e['data']['message']!r}"
+            )
 
 
 def _event_digest(event: dict[str, Any]) -> str:
@@ -114,3 +129,43 @@ def test_scenario_is_deterministic(name: str) -> None:
     for a, b in zip(first_log, second_log, strict=True):
         assert a == b, f"event {a['position']} differs between runs:\n{a}\n{b}"
     assert first_report.to_json() == second_report.to_json()
+
+
+# Scenarios with unschedulable PodGroups whose structured diagnosis (issue 21) is checked part by part.
+WHY_SCENARIOS = [
+    "tc-52-topology-preemption-neither-domain-sufficient.yaml",
+    "tc-23-capacity-freed-gang-lands.yaml",
+    "fid-02-unsatisfiable-spread-gang-unbound.yaml",
+    "tc-21-only-one-rack-fits.yaml",
+]
+
+
+def test_group_why_in_scenario_gangs() -> None:
+    """Each unschedulable PodGroup decision names the requirement, every candidate domain with
+    its room and binding constraint (best first) and an unblocking action; 3+ gangs checked."""
+    gangs: set[str] = set()
+    for name in WHY_SCENARIOS:
+        _, log = run_scenario_with_log(_load(SCENARIOS / name))
+        for e in log:
+            why = e["data"].get("why") if e["type"] == "PodGroupUnschedulable" else None
+            if not why:
+                continue
+            need, domains = why["need"], why["domains"]
+            assert need["pods"] >= 1 and need["request"], (name, why)
+            assert domains, (name, why)
+            assert [(-d["fit"], d["domain"]) for d in domains] == sorted(
+                (-d["fit"], d["domain"]) for d in domains
+            )
+            for d in domains:
+                assert 0 <= d["fit"] <= need["pods"] and d["nodes"] >= 1
+                assert d["binding"] == "none" or d["binding"].split(":")[0] in ("resource", "filter"), d
+                assert (d["binding"] == "none") == (d["fit"] == need["pods"]), d
+            best = domains[0]
+            assert why["unblock"], (name, why)
+            if best["binding"].startswith("resource:"):
+                res = best["binding"].split(":", 1)[1]
+                assert why["unblock"].startswith("free ") and res in why["unblock"], why
+                if need["topologyKey"]:
+                    assert f"{need['topologyKey']}={best['domain']}" in why["unblock"], why
+            gangs.add(f"{name}:{e['data']['group']}")
+    assert len(gangs) >= 3, sorted(gangs)

@@ -32,6 +32,9 @@ def explain(
         bool, typer.Option("--nodes", help="Recompute the per-node × per-plugin table.")
     ] = False,
     output: Annotated[str, typer.Option("-o", "--output", help="text | json")] = "text",
+    limit: Annotated[
+        int, typer.Option("--limit", help="Node lines printed with --nodes (0: all).", min=0)
+    ] = 50,
 ) -> None:
     """Why is this group or pod where it is (as of a position or time)?"""
     from api.services.explain import explain as do_explain
@@ -45,7 +48,7 @@ def explain(
     if output == "json":
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
     else:
-        out.print(render_explain(doc), markup=False)
+        out.print(render_explain(doc, limit=limit or None), markup=False)
 
 
 @app.command()

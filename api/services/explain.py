@@ -230,6 +230,8 @@ def explain(
             else None
         ),
         "preemption": preemption,
+        "codes": list(((last or {}).get("data") or {}).get("codes") or []),
+        "why": ((last or {}).get("data") or {}).get("why") or None,
         "quota": quota_doc,
         "pods": [
             {
@@ -243,28 +245,51 @@ def explain(
     }
     if nodes:
         snap = (last or {}).get("meta", {}).get("snapshot_position") if last else None
-        doc["nodes"] = node_table(
+        table = node_table(
             engine,
             int(snap) if snap is not None else pos,
             [f"{namespace}/{p[0]}" for p in pods if (p[2] or {}).get("phase") != "Bound"]
             or [f"{namespace}/{p[0]}" for p in pods],
         )
+        doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = table
         doc["nodesAt"] = int(snap) if snap is not None else pos
     return doc
 
 
-def node_table(engine: Engine, position: int, pod_keys: list[str]) -> list[dict[str, Any]]:
-    """Recompute, at ``position``, every node's verdict per filter plugin for the given pods:
-    rows {pod, node, fits, plugin, reasons} (plugin and reasons of the first filter that
-    rejects the node). The scheduler is folded from the log up to ``position`` and asked
-    through its public ``node_verdicts``.
+def node_table(
+    engine: Engine, position: int, pod_keys: list[str]
+) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
+    """Recompute, at ``position``, the gang-aware node verdicts of the given pods
+    (``scheduler.gang_verdicts``: each pod placed after the ones before it): ``(rows, summary,
+    per_node)``. ``rows`` are {pod, node, fits, plugin, reasons}: the node that accepted each
+    pod and every node that rejected it; ``summary`` is the
+    ``0/N nodes are available: ...`` line of the first pod no node accepted; ``per_node`` says
+    per node how many of the pods it accepted and why it rejected the others (saturated nodes
+    first, then fitting, then excluded). The scheduler is folded from the log up to ``position``.
     """
+    from scheduler.gang_verdicts import gang_node_verdicts
+
     bridge = Bridge(engine, config_from(None))
     bridge.catch_up(upto=position)
-    return [v.as_dict() for v in bridge.scheduler.node_verdicts(pod_keys)]
+    sch = bridge.scheduler
+    sch.state.snap.refresh()
+    summary, verdicts = gang_node_verdicts(sch.state.snap.nodes, sch.pods(), pod_keys)
+    rows: list[dict[str, Any]] = []
+    for v in verdicts:
+        rows.extend(
+            {"pod": pk, "node": v.node, "fits": True, "plugin": "", "reasons": []} for pk in v.accepted
+        )
+        rows.extend(
+            {"pod": pk, "node": v.node, "fits": False, "plugin": plugin, "reasons": list(reasons)}
+            for pk, (plugin, reasons) in v.rejected.items()
+        )
+    return rows, summary, [v.as_dict() for v in verdicts]
 
 
-def render_explain(doc: dict[str, Any]) -> str:
+NODE_LIMIT = 50  # node lines render_explain prints by default (the document holds them all)
+
+
+def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> str:
     lines = [
         f"{doc['kind']} {doc['namespace']}/{doc['name']} (as of position {doc['position']})",
         f"  Verdict:   {doc['verdict']}",
@@ -280,6 +305,10 @@ def render_explain(doc: dict[str, Any]) -> str:
         )
     else:
         lines.append("  Attempts:  none recorded")
+    if doc.get("codes"):
+        lines.append(f"  Codes:     {', '.join(doc['codes'])}")
+    if doc.get("why"):
+        lines.extend(render_why(doc["why"]))
     if doc.get("reasons"):
         lines.append("  Why:")
         lines.extend(f"    - {r}" for r in doc["reasons"])
@@ -312,12 +341,67 @@ def render_explain(doc: dict[str, Any]) -> str:
         for p in doc["pods"]:
             where = p["node"] or (f"nominated {p['nominatedNode']}" if p.get("nominatedNode") else "-")
             lines.append(f"    {p['name']:<32} {p['phase']:<10} {where}")
-    if doc.get("nodes") is not None:
-        lines.append(f"  Per node × plugin (recomputed at position {doc.get('nodesAt')}):")
-        for r in doc["nodes"]:
-            verdict = "fits" if r["fits"] else f"{r['plugin']}: {', '.join(r['reasons'])}"
-            lines.append(f"    {r['pod']:<36} {r['node']:<20} {verdict}")
+    if doc.get("gangNodes") is not None:
+        lines.extend(render_nodes(doc, limit))
     return "\n".join(lines)
 
 
-__all__ = ["explain", "node_table", "render_explain", "resolve_at"]
+def render_nodes(doc: dict[str, Any], limit: int | None) -> list[str]:
+    """``explain --nodes``: the fit-error summary first, the counts per category, then one line
+    per node (at most ``limit``; None: all): how many of the gang's pods it accepted, how many it
+    rejected and why. ``fits`` only for a node that rejected none of them."""
+    per_node = doc["gangNodes"]
+    cats = {c: sum(1 for v in per_node if v["category"] == c) for c in ("saturated", "fits", "excluded")}
+    lines = [
+        f"  Nodes (gang-aware, recomputed at position {doc.get('nodesAt')}): {doc.get('nodeSummary')}",
+        f"    Saturated nodes ({cats['saturated']}) - accepted some gang pods, rejected others",
+        f"    Excluded nodes ({cats['excluded']}) - rejected every pod",
+        f"    Fitting nodes ({cats['fits']}) - rejected none",
+    ]
+    shown = per_node if limit is None else per_node[:limit]
+    for v in shown:
+        why = "; ".join(f"{n} x {r}" for r, n in v["reasons"])
+        if v["fits"]:
+            verdict = f"fits (accepted {v['accepted']})"
+        else:
+            verdict = f"accepted {v['accepted']}, rejected {v['rejected']}: {why}"
+        lines.append(f"    {v['node']:<24} {verdict}")
+    if len(shown) < len(per_node):
+        lines.append(f"    ... {len(per_node) - len(shown)} more node(s) (use --limit 0 for all)")
+    return lines
+
+
+def render_why(why: dict[str, Any]) -> list[str]:
+    """The structured group diagnosis (scheduler/cycle/why.py), whole: the requirement, each
+    candidate domain best first (room, binding constraint, nodes the filters excluded) and what
+    would unblock the best one."""
+    need = why.get("need") or {}
+    req = ", ".join(f"{k}={v}" for k, v in (need.get("request") or {}).items()) or "nothing"
+    key = need.get("topologyKey")
+    where = f" in one {key} domain" if key else ""
+    lines = [f"  Needs:     {need.get('pods')} pod(s) x ({req}){where}"]
+    domains = why.get("domains") or []
+    if domains:
+        best = domains[0]
+        lines.append(
+            f"  Best:      {best['domain']}: room for {best['fit']} of {need.get('pods')} pod(s) "
+            f"({best['nodes']} node(s)), bound by {best['binding']}"
+        )
+        lines.append(f"  Domains ({len(domains) + int(why.get('more') or 0)}, best first):")
+        for d in domains:
+            excl = d.get("excluded") or {}
+            note = ""
+            if excl:
+                note = "; excluded by filters: " + ", ".join(f"{p} {n}" for p, n in excl.items())
+            lines.append(
+                f"    - {d['domain']}: fits {d['fit']}/{need.get('pods')} over {d['nodes']} node(s), "
+                f"binding {d['binding']}{note}"
+            )
+        if why.get("more"):
+            lines.append(f"    - ... and {why['more']} more domain(s) with less room")
+    if why.get("unblock"):
+        lines.append(f"  Unblock:   {why['unblock']}")
+    return lines
+
+
+__all__ = ["explain", "node_table", "render_explain", "render_nodes", "render_why", "resolve_at"]

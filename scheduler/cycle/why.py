@@ -1,0 +1,171 @@
+"""The structured "why" of an unschedulable PodGroup (issue 21): what the gang needs, how many of
+its pods each candidate topology domain has room for and what binds it, the best domain first,
+and what would unblock it.
+
+Pure: it reads the snapshot (free resources per node, after the failed attempt was rolled back)
+and the node objects, and is recorded in the ``PodGroupUnschedulable`` payload as ``why``:
+
+* ``need``: ``{pods, request, topologyKey}``: the pods still needed for the gang's quorum
+  (minCount minus bound members, at least 1, at most the pending ones) and the per-pod request
+  of the first pending pod (what the count below assumes for every pod);
+* ``domains``: per candidate domain (a value of the topology key; the whole cluster without one)
+  ``{domain, nodes, fit, binding}``: the pods the domain has room for (per node, the whole pods
+  its free resources hold, over the nodes that the node filters let the pod onto) and the
+  constraint that binds it: a resource (``resource:<name>``), a node filter
+  (``filter:<plugin>``, when no node of the domain lets the pod on) or ``none`` when there is
+  room; sorted by room (most first), then name; at most ``MAX_DOMAINS`` listed, ``more`` counts
+  the others;
+* ``unblock``: one line: free N more of a resource in the best domain, a quota change, or the
+  preemption that was tried and why it found no victims.
+
+Pod-aware filters (ports, inter-pod affinity, spread) are not counted per domain; the reason
+codes name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ledger.resources.quantity import format_resources
+from scheduler.model import PODS, Pod
+from scheduler.reference import RefNode, filter_node
+from scheduler.snapshot import Snapshot, make_demand
+
+MAX_DOMAINS = 6
+CLUSTER = "(cluster)"
+_FREE_ANY = make_demand({})
+
+
+def _fmt(resource: str, amount: int) -> str:
+    return str(format_resources({resource: amount}).get(resource, amount))
+
+
+def group_why(
+    snap: Snapshot,
+    pending: Sequence[Pod],
+    *,
+    min_count: int,
+    bound: int,
+    topology_key: str | None,
+    codes: Sequence[str],
+    message: str,
+) -> dict[str, Any]:
+    """The structured diagnosis (see the module docstring); ``{}`` without pending pods."""
+    if not pending:
+        return {}
+    pod = pending[0]
+    requests = {r: int(v) for r, v in sorted(pod.requests.items()) if int(v) > 0 and r != PODS}
+    needed = max(1, min(len(pending), min_count - bound))
+    snap.refresh()
+    rows = {r: snap.res_index[r] for r in requests if r in snap.res_index}
+    domains: dict[str, dict[str, Any]] = {}
+    for j, nd in enumerate(snap.nodes):
+        dom = CLUSTER if not topology_key else nd.labels.get(topology_key)
+        if dom is None:
+            continue
+        d = domains.setdefault(dom, {"domain": dom, "nodes": 0, "fit": 0, "_filters": {}, "_cap": {}})
+        d["nodes"] += 1
+        rej = filter_node(pod, _FREE_ANY, RefNode(nd))
+        if rej is not None:
+            d["_filters"][rej[0]] = d["_filters"].get(rej[0], 0) + 1
+            continue
+        slots = int(snap.free[snap.res_index[PODS], j]) if PODS in snap.res_index else needed
+        caps = {}
+        for r, amt in requests.items():
+            free = int(snap.free[rows[r], j]) if r in rows else 0
+            caps[r] = max(free, 0) // amt
+            d["_cap"][r] = d["_cap"].get(r, 0) + caps[r]
+        d["fit"] += max(0, min([slots, *caps.values()]))
+    out: list[dict[str, Any]] = []
+    for d in domains.values():
+        filters, cap = d.pop("_filters"), d.pop("_cap")
+        d["fit"] = min(d["fit"], needed)
+        if d["fit"] >= needed:
+            d["binding"] = "none"
+        elif filters and sum(filters.values()) == d["nodes"]:
+            d["binding"] = "filter:" + max(sorted(filters), key=lambda p: filters[p])
+        elif cap:
+            d["binding"] = "resource:" + min(sorted(cap), key=lambda r: cap[r])
+        else:
+            d["binding"] = "resource:pods"
+        if filters:
+            d["excluded"] = dict(sorted(filters.items()))
+        out.append(d)
+    out.sort(key=lambda d: (-d["fit"], d["domain"]))
+    why: dict[str, Any] = {
+        "need": {
+            "pods": needed,
+            "request": {r: _fmt(r, a) for r, a in requests.items()},
+            "topologyKey": topology_key,
+        },
+        "domains": out[:MAX_DOMAINS],
+    }
+    if len(out) > MAX_DOMAINS:
+        why["more"] = len(out) - MAX_DOMAINS
+    why["unblock"] = _unblock(out[0] if out else None, needed, requests, topology_key, codes, message)
+    return why
+
+
+def _unblock(
+    best: Mapping[str, Any] | None,
+    needed: int,
+    requests: Mapping[str, int],
+    key: str | None,
+    codes: Sequence[str],
+    message: str,
+) -> str:
+    where = "the cluster" if not key or best is None else f"{key}={best['domain']}"
+    parts: list[str] = []
+    if any(c.startswith("Quota") for c in codes):
+        q = next(
+            (s.strip() for s in message.replace("\n", ", ").split(", ") if s.strip().startswith("quota ")), ""
+        )
+        parts.append(f"a quota change ({q})" if q else "a quota change")
+    if best is None:
+        parts.append(f"nodes with the label {key}" if key else "nodes")
+    elif best["fit"] < needed:
+        missing = needed - best["fit"]
+        binding = best["binding"]
+        if binding.startswith("resource:") and binding != "resource:pods":
+            r = binding.split(":", 1)[1]
+            parts.append(
+                f"free {_fmt(r, missing * requests[r])} more {r} in {where} "
+                f"(room for {missing} more pod(s) of {_fmt(r, requests[r])} each on nodes that admit them)"
+            )
+        elif binding.startswith("filter:"):
+            parts.append(
+                f"nodes in {where} that pass {binding.split(':', 1)[1]} (it rejects every node there)"
+            )
+        else:
+            parts.append(f"room for {missing} more pod(s) in {where}")
+    if "PreemptionNoVictims" in codes:
+        parts.append(
+            "preemption was tried and found no victims that would help (no lower-priority pods to evict)"
+        )
+    elif "PreemptionNotEligible" in codes:
+        parts.append("preemption is not allowed for this group (preemptionPolicy Never or no quota)")
+    if not parts:
+        parts.append(f"{where} has room for the pods by resources; see the reason codes (pod-aware filters)")
+    return "; or ".join(parts)
+
+
+def why_of_group(
+    state: Any, root_kind: str, root: str, pending: Sequence[Pod], codes: Sequence[str], message: str
+) -> dict[str, Any]:
+    """``group_why`` for a PodGroup root (``{}`` for a CompositePodGroup tree)."""
+    pg = state.pod_groups.get(root) if root_kind == "pg" else None
+    if pg is None:
+        return {}
+    bound = sum(
+        1 for p in state.pods.values() if p.node_name and state.group_key_of(p) == root and p.pod_group
+    )
+    return group_why(
+        state.snap,
+        pending,
+        min_count=pg.minimum,
+        bound=bound,
+        topology_key=pg.topology_key,
+        codes=codes,
+        message=message,
+    )
