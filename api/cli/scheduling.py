@@ -111,9 +111,9 @@ def _apply_dir(target: Any, path: Path, actor: str) -> tuple[int, int]:
 @app.command()
 def demo(
     examples: Annotated[Path, typer.Option(help="Manifests to apply.")] = Path("examples/cluster"),
-    capacity: Annotated[
-        Path, typer.Option(help="Manifests of the capacity that joins mid-story.")
-    ] = Path("examples/capacity"),
+    capacity: Annotated[Path, typer.Option(help="Manifests of the capacity that joins mid-story.")] = Path(
+        "examples/capacity"
+    ),
 ) -> None:
     """The story in a minute: a gang that cannot fit, why (explain), capacity joins, it is
     scheduled, its history, and the proof that every decision replays."""
@@ -131,9 +131,7 @@ def demo(
         f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {store.head(target)})"
     )
     n, changed = _apply_dir(target, examples, "demo")
-    out.print(
-        f"applied {n} objects from {examples} ({changed} created or updated, {n - changed} unchanged)"
-    )
+    out.print(f"applied {n} objects from {examples} ({changed} created or updated, {n - changed} unchanged)")
     results = schedule_until_idle(target, progress=False)
     bound = sum(bound_count(r) for r in results)
     out.print(
@@ -192,7 +190,6 @@ def demo(
         f"  podledger explain podgroup {ref} --at {blocked_at}\n"
         '  psql "$(podledger db url --role reporting)" -c '
         '"SELECT namespace, name, round(wait_seconds) AS wait_s FROM v_group_wait_times ORDER BY 3 DESC"'
-        
     )
 
 
