@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -68,16 +69,35 @@ def projections_rebuild() -> None:
         out.print(f"{name}: re-folded {m} events")
 
 
-@app.command("log")
-def log_cmd(
-    after: Annotated[int, typer.Option(help="Show events after this position.")] = 0,
-    limit: Annotated[int, typer.Option(help="At most this many events.")] = 50,
-    output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
-) -> None:
-    """Print events of the log by position."""
-    from api.services.log import read_events
+def follow(target: Any, on_change: Callable[[int], None], *, poll: float = 5.0) -> None:
+    """Call ``on_change(head)`` whenever the log grows, until Ctrl-C or SIGTERM.
 
-    events = read_events(engine(), after, limit)
+    LISTEN/NOTIFY (``ledger.listen``) wakes us; a notification is only a hint, so the head is
+    read after every wake-up and every ``poll`` seconds.
+    """
+    from ledger import db, store
+    from ledger.listen import Listener
+
+    listener = Listener(db.libpq_url(target.url.render_as_string(hide_password=False)))
+    listener.start()  # LISTEN, then catch up: nothing appended before the LISTEN is missed
+    last = store.head(target)
+    try:
+        on_change(last)
+        sys.stdout.flush()
+        while True:
+            listener.wait(poll)
+            head = store.head(target)
+            if head != last:
+                last = head
+                on_change(head)
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        listener.close()
+
+
+def _print_events(events: list[Any], output: str, *, header: bool = True) -> None:
     if output == "json":
         for ev in events:
             sys.stdout.write(
@@ -95,10 +115,42 @@ def log_cmd(
                 + "\n"
             )
         return
-    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None)
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None, show_header=header)
     for ev in events:
         data = orjson.dumps(ev.data).decode()
         table.add_row(
             str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else "")
         )
     out.print(table)
+
+
+@app.command("log")
+def log_cmd(
+    after: Annotated[int, typer.Option(help="Show events after this position.")] = 0,
+    limit: Annotated[int, typer.Option(help="At most this many events.")] = 50,
+    output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
+    watch: Annotated[
+        bool, typer.Option("-w", "--watch", "--follow", help="Then print new events as they come.")
+    ] = False,
+) -> None:
+    """Print events of the log by position."""
+    from api.services.log import read_events
+
+    target = engine()
+    events = read_events(target, after, limit)
+    _print_events(events, output)
+    if not watch:
+        return
+    sys.stdout.flush()
+    last = events[-1].position if events else after
+
+    def more(_head: int) -> None:
+        nonlocal last
+        while True:
+            batch = read_events(target, last, 500)
+            if not batch:
+                return
+            _print_events(batch, output, header=False)
+            last = batch[-1].position
+
+    follow(target, more)

@@ -12,7 +12,7 @@ from rich.console import Console
 from sqlalchemy.engine import Engine
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="podledger: an event-sourced scheduling ledger.",

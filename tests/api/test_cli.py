@@ -109,7 +109,7 @@ def test_admission_refusal_records_one_event_and_changes_no_state(engine):
 
 def test_get_pods_json_matches_what_was_applied(engine):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
-    res = cli("get", "pods", "-o", "json")
+    res = cli("get", "pods", "-A", "-o", "json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["kind"] == "List"
@@ -134,8 +134,8 @@ def test_short_names_tables_and_delete(engine):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     table = cli("get", "no")
     assert table.returncode == 0 and "NAME" in table.stdout and "node-r1-1" in table.stdout
-    assert "llm-pretrain" in cli("get", "pg").stdout
-    assert "pipeline-1" in cli("get", "cpg").stdout
+    assert "llm-pretrain" in cli("get", "pg", "-A").stdout
+    assert "pipeline-1" in cli("get", "cpg", "-A").stdout
     res = cli("delete", "pdb", "team-b/bert-sweep")
     assert res.returncode == 0 and "poddisruptionbudget.policy/bert-sweep deleted" in res.stdout
     missing = cli("delete", "pdb", "team-b/bert-sweep")
@@ -220,7 +220,7 @@ def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
     )
     seen = 0
     for kind in kinds:
-        got = cli("get", kind, "-o", "yaml")
+        got = cli("get", kind, "-A", "-o", "yaml")
         assert got.returncode == 0, got.stderr
         again = cli("apply", "-f", "-", stdin=got.stdout)
         assert again.returncode == 0, (kind, again.stderr)
