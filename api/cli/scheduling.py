@@ -188,7 +188,7 @@ def demo(
         "\nTry next:\n"
         "  podledger get pods -n team-a -l app=vision-pretrain -o wide\n"
         f"  podledger explain podgroup {ref} --at {blocked_at}\n"
-        '  psql "$(podledger db url --role reporting)" -c '
+        "  podledger db shell --role reporting -c "
         '"SELECT namespace, name, round(wait_seconds) AS wait_s FROM v_group_wait_times ORDER BY 3 DESC"'
     )
 
