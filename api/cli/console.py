@@ -6,10 +6,13 @@ Exit codes: 0 success, 1 user error (bad input, failed expectation, conflict), 2
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from sqlalchemy.engine import Engine
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
