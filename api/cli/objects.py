@@ -170,13 +170,14 @@ def get(
     ] = False,
 ) -> None:
     """List objects (kubectl-like table) or print them as JSON/YAML."""
-    from api.k8s.objects import parse_field_selector, parse_label_selector
-    from api.k8s.status import K8sError
-    from api.services.objects import dumps, kind_info
+    # not api.services.objects (the write path: admission, the writer): start-up stays short
     from ledger.queries.objects import list_objects
-    from ledger.resources.manifest import to_manifest
+    from ledger.resources.kinds import UnknownKindError, resolve_kind
 
-    info = kind_info(kind)
+    try:
+        info = resolve_kind(kind)
+    except UnknownKindError as exc:
+        raise UserError(str(exc).strip("'\"")) from None
     ref_ns, name = split_ref(ref)
     if ref_ns is not None and namespace is not None and ref_ns != namespace:
         raise UserError(f"{ref}: the namespace {ref_ns!r} contradicts --namespace {namespace!r}")
@@ -189,11 +190,17 @@ def get(
         ns = ref_ns or namespace or (None if all_namespaces and not name else "default")
     elif name:
         ns = ""
-    try:
-        labels = parse_label_selector(selector)
-        fields = parse_field_selector(field_selector)
-    except K8sError as exc:
-        raise UserError(exc.args[0] if exc.args else str(exc)) from None
+    labels: list[Any] = []
+    fields: list[Any] = []
+    if selector or field_selector:  # api.k8s.objects loads FastAPI: only when filtering
+        from api.k8s.objects import parse_field_selector, parse_label_selector
+        from api.k8s.status import K8sError
+
+        try:
+            labels = parse_label_selector(selector)
+            fields = parse_field_selector(field_selector)
+        except K8sError as exc:
+            raise UserError(exc.args[0] if exc.args else str(exc)) from None
     for path, _, _ in fields:
         if path not in FIELD_SELECTORS:
             raise UserError(f'field label not supported: "{path}" (use {", ".join(FIELD_SELECTORS)})')
@@ -210,6 +217,8 @@ def get(
             pos = position_at(target, at)
             with objects_at(target, pos if pos is not None else 0) as conn:
                 rows = list_objects(conn, info.kind, ns, name)
+        if not (labels or fields):
+            return rows
         return [r for r in rows if _selected(r, labels, fields)]
 
     rows = fetch()
@@ -217,10 +226,16 @@ def get(
         where = f"{ns}/{name}" if info.namespaced else name
         raise UserError(f'{info.kind} "{where}" not found')
     if output in ("json", "yaml"):
+        import orjson
+
+        from ledger.resources.manifest import to_manifest
+
         items = [to_manifest(r.full()) for r in rows]  # quantities as kubectl writes them
         doc: Any = items[0] if name else {"apiVersion": "v1", "kind": "List", "items": items}
         if output == "json":
-            sys.stdout.write(dumps(doc) + "\n")
+            sys.stdout.write(
+                orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+            )
         else:
             sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
         return
