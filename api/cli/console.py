@@ -18,6 +18,7 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: Rich's help renderer costs ~0.1 s of every start
     help="podledger: an event-sourced scheduling ledger.",
 )
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
