@@ -14,6 +14,7 @@ MODULES = [
     "bench.endtoend",
     "bench.preemption",
     "bench.scale",
+    "bench.startup",
     "bench.trace",
 ]
 

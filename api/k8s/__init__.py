@@ -9,6 +9,15 @@ output for kubectl, and Kubernetes Events derived from scheduling decisions. Mod
 that calls podledger's own code.
 """
 
-from api.k8s.routes import router
+from typing import Any
 
 __all__ = ["router"]
+
+
+def __getattr__(name: str) -> Any:
+    # lazily: the CLI imports submodules (``cli``, ``objects``) without loading FastAPI
+    if name == "router":
+        from api.k8s.routes import router
+
+        return router
+    raise AttributeError(name)

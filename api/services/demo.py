@@ -41,6 +41,25 @@ def _where_or_why(cond: dict[str, Any] | None, spec: dict[str, Any], placement: 
     return ""
 
 
+# The demo's story: the gang of examples/cluster/40-blocked.yaml cannot fit until the node of
+# examples/capacity/ joins.
+BLOCKED_GROUP = ("team-a", "vision-pretrain")
+
+
+def first_position(engine: Engine, kind: str, namespace: str | None, name: str) -> int | None:
+    """The log position of the first event of an object's stream (None: never written)."""
+    import sqlalchemy as sa
+
+    from api.services.objects import stream_for
+
+    stream = stream_for(kind, namespace, name)
+    with engine.connect() as conn:
+        pos = conn.execute(
+            sa.text("SELECT min(position) FROM events WHERE stream = :s"), {"s": stream}
+        ).scalar_one()
+    return int(pos) if pos is not None else None
+
+
 def demo_report(engine: Engine) -> DemoReport:
     """What the demo prints after scheduling: groups, nodes and pending pods."""
     report = DemoReport()
@@ -95,4 +114,4 @@ def demo_report(engine: Engine) -> DemoReport:
     return report
 
 
-__all__ = ["DemoReport", "demo_report"]
+__all__ = ["BLOCKED_GROUP", "DemoReport", "demo_report", "first_position"]

@@ -109,7 +109,7 @@ def test_admission_refusal_records_one_event_and_changes_no_state(engine):
 
 def test_get_pods_json_matches_what_was_applied(engine):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
-    res = cli("get", "pods", "-o", "json")
+    res = cli("get", "pods", "-A", "-o", "json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["kind"] == "List"
@@ -134,8 +134,8 @@ def test_short_names_tables_and_delete(engine):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     table = cli("get", "no")
     assert table.returncode == 0 and "NAME" in table.stdout and "node-r1-1" in table.stdout
-    assert "llm-pretrain" in cli("get", "pg").stdout
-    assert "pipeline-1" in cli("get", "cpg").stdout
+    assert "llm-pretrain" in cli("get", "pg", "-A").stdout
+    assert "pipeline-1" in cli("get", "cpg", "-A").stdout
     res = cli("delete", "pdb", "team-b/bert-sweep")
     assert res.returncode == 0 and "poddisruptionbudget.policy/bert-sweep deleted" in res.stdout
     missing = cli("delete", "pdb", "team-b/bert-sweep")
@@ -173,6 +173,34 @@ def test_demo_exits_zero(engine):
     assert ver.returncode == 0 and " 0 mismatches" in ver.stdout, ver.stdout + ver.stderr
     again = cli("demo")  # idempotent: applying the examples again changes nothing
     assert again.returncode == 0 and "0 created or updated" in again.stdout
+    # ... and still tells the story: explained as of the moment before the node joined
+    assert "Verdict:   Unschedulable" in again.stdout and " 0 mismatches" in again.stdout
+
+
+def test_demo_tells_the_story_in_order(engine):
+    """A fresh ledger: the blocked gang is Unschedulable with per-node reasons in upstream's
+    words and its quota, capacity joins, it is Scheduled, and every decision replays."""
+    res = cli("demo")
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    verdict = text.index("Verdict:   Unschedulable")
+    why = text.index("node(s) didn't match Pod's node affinity/selector", verdict)
+    quota = text.index("Quota quota-a: used", verdict)
+    scheduled = text.index("team-a/vision-pretrain: Scheduled", quota)
+    history = text.index("PodGroupScheduled", scheduled)
+    replayed = text.index(" 0 mismatches", history)
+    assert verdict < why < quota < scheduled < history < replayed
+    assert "node-r4-5" in text[scheduled:history]  # it fits only once the node has joined
+    tail = text[replayed:]
+    assert "Try next:" in tail and "FROM v_group_wait_times" in tail
+    with engine.connect() as c:
+        bound = c.execute(
+            sa.text(
+                "SELECT count(*) FROM objects WHERE kind = 'Pod' AND namespace = 'team-a' "
+                "AND name LIKE 'vision-pretrain-%' AND status->>'phase' = 'Bound'"
+            )
+        ).scalar_one()
+    assert bound == 2
 
 
 def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
@@ -192,7 +220,7 @@ def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
     )
     seen = 0
     for kind in kinds:
-        got = cli("get", kind, "-o", "yaml")
+        got = cli("get", kind, "-A", "-o", "yaml")
         assert got.returncode == 0, got.stderr
         again = cli("apply", "-f", "-", stdin=got.stdout)
         assert again.returncode == 0, (kind, again.stderr)

@@ -281,7 +281,8 @@ def test_health_readiness_and_metrics(demo_client, demo_engine):
     assert 'podledger_scheduling_attempts_total{result="unschedulable"}' in text
     assert "podledger_preemptions_total" in text
     assert f'podledger_queue_depth{{kind="Pod"}} {float(pending)}' in text and pending >= 3
-    assert 'podledger_queue_depth{kind="PodGroup"} 1.0' in text  # the giant gang
+    # the giant gang and the example cluster's vision-pretrain (examples/cluster/40-blocked.yaml)
+    assert 'podledger_queue_depth{kind="PodGroup"} 2.0' in text
     assert 'podledger_http_requests_total{method="GET",route="/podledger/v1/{kind}",status="200"}' in text
 
 

@@ -34,7 +34,7 @@ def test_groups_table_with_conditions_wait_times_and_filters(signed_in, demo_eng
     assert cond["status"] == "False" and cond["message"]
     assert f'<td class="msg">{escape(cond["message"])}</td>' in html
     assert re.search(r"\d+(\.\d+)?(ms|s) <small>waiting</small>", html)  # giant is still waiting
-    assert group_names(signed_in.get("/?state=unschedulable").text) == ["giant"]
+    assert group_names(signed_in.get("/?state=unschedulable").text) == ["giant", "vision-pretrain"]
     assert group_names(signed_in.get("/?q=pipeline").text) == ["pipeline-1", "pipeline-1-decode", "pipeline-1-prefill"]
     assert "No groups match." in signed_in.get("/?q=nothing-like-this").text
     assert html.count("<svg") == 2
@@ -90,5 +90,5 @@ def test_log_viewer_pages_and_filters(signed_in, demo_engine):
     after = signed_in.get("/log?after=0&limit=5").text
     assert [int(p) for p in re.findall(r'<tr id="p(\d+)">', after)] == [1, 2, 3, 4, 5]
     only = signed_in.get("/log?type=PodGroupCreated").text
-    assert only.count("<tr id=") == 6 and "PodCreated" not in only
+    assert only.count("<tr id=") == 7 and "PodCreated" not in only
     assert "<details>" in newest and "&lt;script" not in newest

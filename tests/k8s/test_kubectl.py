@@ -77,7 +77,7 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
     pods = wait_until(
         lambda: (
             (p := _pods(k8s))
-            and all(node for key, node in p.items() if not key.startswith("team-a/giant"))
+            and all(node for key, node in p.items() if not key.startswith(("team-a/giant", "team-a/vision-pretrain")))
             and p
         ),
         120,
@@ -112,7 +112,8 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
     with k8s.engine.connect() as c:
         message = c.execute(
             sa.text(
-                "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' ORDER BY position LIMIT 1"
+                "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' "
+                "AND data->>'group' = 'team-a/giant' ORDER BY position LIMIT 1"
             )
         ).scalar_one()
     assert message.split(",")[0] in events.replace("\n", " ")

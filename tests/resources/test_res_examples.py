@@ -18,6 +18,7 @@ def test_example_cluster_admits_cleanly() -> None:
         "10-training.yaml",
         "20-composite.yaml",
         "30-pdb.yaml",
+        "40-blocked.yaml",
     ]
     state = InMemoryState()
     kinds: Counter[str] = Counter()
@@ -34,7 +35,7 @@ def test_example_cluster_admits_cleanly() -> None:
         state.apply(outcome)
         kinds.update(o.KIND for o in objects)
     assert kinds["Node"] == 16
-    assert kinds["PodGroup"] == 5 and kinds["CompositePodGroup"] == 1 and kinds["Workload"] == 1
+    assert kinds["PodGroup"] == 6 and kinds["CompositePodGroup"] == 1 and kinds["Workload"] == 1
     assert kinds["ElasticQuota"] == 2 and kinds["PodDisruptionBudget"] >= 1 and kinds["PriorityClass"] == 3
 
     nodes = [o for (k, _, _), o in state.objects.items() if k == "Node"]
