@@ -13,6 +13,7 @@ role that was required, never what was sent.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 from collections.abc import Mapping
@@ -32,12 +33,15 @@ class TokenConfigError(ValueError):
 class Principal:
     role: str
     actor: str
+    # what Idempotency-Keys are private to: a digest of the token (stable when the token list
+    # is reordered; never the token itself)
+    scope: str = ""
 
     def allows(self, role: str) -> bool:
         return RANK[self.role] >= RANK[role]
 
 
-LOCAL = Principal("admin", "local")
+LOCAL = Principal("admin", "local", "local")
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,8 @@ def parse_tokens(spec: str | Mapping[str, object] | None) -> TokenTable:
             if name.strip()
             else (role if seen[role] == 1 else f"{role}#{seen[role]}")
         )
-        entries.append((secret, Principal(role, actor)))
+        scope = hashlib.sha256(b"podledger-idempotency-scope\x00" + secret).hexdigest()[:32]
+        entries.append((secret, Principal(role, actor, scope)))
     return TokenTable(tuple(entries))
 
 

@@ -127,6 +127,7 @@ def _apply_sync(
         source="http",
         meta={"request_id": request_id, "via": "http"},
         idempotency_key=key,
+        idempotency_scope=principal.scope,
         expected_version=expected,
         timed=ctx.metrics.append_seconds.labels("apply").time,
     )
@@ -193,6 +194,7 @@ def _delete_sync(
         name,
         actor=principal.actor,
         idempotency_key=key,
+        idempotency_scope=principal.scope,
         expected_version=expected,
         timed=ctx.metrics.append_seconds.labels("delete").time,
     )
