@@ -20,11 +20,11 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.engine import Engine
 
-from api.http.auth import TokenTable, parse_tokens, tokens_from_env
+from api.http.auth import AuthThrottle, TokenTable, parse_tokens, tokens_from_env
 from api.http.context import AppContext
 from api.http.errors import install_handlers
 from api.http.limits import BodyLimit
-from api.http.routes import audit, checkpoint, dashboard, events, health, jobs, objects
+from api.http.routes import admin, audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
 from api.k8s import routes as k8s_routes
@@ -37,8 +37,11 @@ routes live under `{PREFIX}/` (the Kubernetes-compatible paths `/api`, `/apis` a
 
 **Auth**: `Authorization: Bearer TOKEN`. Tokens come from `PODLEDGER_TOKENS`
 (`reader=…,writer=…,admin=…`). Readers may GET; writers may also apply, delete and start
-what-if jobs; admins may do everything. No token → 401, too weak a role → 403. The actor of
-every write is recorded in the event's `meta.actor`.
+what-if jobs; admins may do everything, including the operations under `{PREFIX}/admin/`. No
+token → 401, too weak a role → 403; after 10 wrong tokens from one address within a minute →
+429 with `Retry-After`. Tokens have at least 16 characters. `/metrics` needs a token too unless
+the server runs with `--metrics-public`. The actor of every write is recorded in the event's
+`meta.actor`.
 
 **Writes**: `Idempotency-Key` makes a retried apply/delete append nothing new (the original
 events are returned with `replayed: true`). `If-Match: "<version>"` makes a single-object
@@ -99,6 +102,8 @@ def create_app(
     tokens: TokenTable | str | Mapping[str, Any] | None = None,
     *,
     insecure_local: bool = False,
+    metrics_public: bool = False,
+    throttle: AuthThrottle | None = None,
 ) -> FastAPI:
     table = (
         tokens
@@ -113,7 +118,9 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.ctx = AppContext(engine, table, insecure_local)
+    app.state.ctx = AppContext(
+        engine, table, insecure_local, metrics_public=metrics_public, throttle=throttle
+    )
 
     install_handlers(app)
     app.include_router(health.router)
@@ -121,6 +128,7 @@ def create_app(
     app.include_router(audit.router)  # before objects: {PREFIX}/state shadows /{kind}
     app.include_router(jobs.router)
     app.include_router(checkpoint.router)  # anchored history; before objects ({PREFIX}/{kind})
+    app.include_router(admin.router)  # before objects ({PREFIX}/{kind})
     app.include_router(objects.router)
     app.include_router(dashboard.router)
     app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)
