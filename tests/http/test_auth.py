@@ -215,6 +215,8 @@ def test_failed_tokens_are_throttled_per_address(engine):
         assert r.headers["Retry-After"] == "50"
         # while throttled, even a valid token from this address waits (the guess rate is the point)
         assert c.get("/podledger/v1/nodes", headers=auth("reader")).status_code == 429
+        r = c.get("/api/v1/nodes", headers=auth("reader"))  # the Kubernetes-compatible API too
+        assert r.status_code == 429 and r.headers["Retry-After"] == "50", r.text
         # another address is not affected
         assert throttle.retry_after("192.0.2.7") is None
         clock.now += 50  # the oldest failure leaves the window
