@@ -37,6 +37,24 @@ class UserError(Exception):
     """A problem with the user's input: printed without a traceback, exit code 1."""
 
 
+def one_line_error(exc: BaseException) -> str:
+    """A one-line message for an unexpected exception (the CLI prints it instead of a traceback)."""
+    from api.http.errors import database_down
+
+    if isinstance(exc, UnicodeDecodeError):
+        return f"the input is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    if isinstance(exc, UnicodeEncodeError) and "\udc80" <= exc.object[exc.start] <= "\udcff":
+        # stdin read with surrogateescape (a C locale): an undecodable byte surfaced later
+        return f"the input is not UTF-8 text (byte 0x{ord(exc.object[exc.start]) - 0xDC00:02x})"
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply"
+    if database_down(exc):
+        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+        return f"cannot reach the database: {first or type(exc).__name__}"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first} (set PODLEDGER_DEBUG=1 for a traceback)"
+
+
 def engine() -> Engine:
     """The configured ledger (PODLEDGER_DATABASE_URL or the embedded server)."""
     from ledger import db
@@ -54,4 +72,4 @@ def split_ref(ref: str | None) -> tuple[str | None, str | None]:
     return None, ref
 
 
-__all__ = ["UserError", "app", "db_app", "engine", "err", "out", "proj_app", "split_ref"]
+__all__ = ["UserError", "one_line_error", "app", "db_app", "engine", "err", "out", "proj_app", "split_ref"]

@@ -30,6 +30,10 @@ def serve(
             help="Serve without tokens (everyone is admin), bound to 127.0.0.1 only.",
         ),
     ] = False,
+    metrics_public: Annotated[
+        bool,
+        typer.Option("--metrics-public", help="Serve /metrics without a token (default: a reader token)."),
+    ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     tls_cert_file: Annotated[
         str | None, typer.Option(help="Serve https with this certificate (PEM).")
@@ -65,7 +69,9 @@ def serve(
         host = "127.0.0.1"
         err.print("[yellow]warning:[/yellow] --insecure-local: no authentication, every caller is admin")
     engine = db.get_engine()  # migrates on start; fails here, not on the first request
-    application = create_app(engine, tokens, insecure_local=insecure_local and not tokens)
+    application = create_app(
+        engine, tokens, insecure_local=insecure_local and not tokens, metrics_public=metrics_public
+    )
     if (tls_cert_file is None) != (tls_private_key_file is None):
         raise UserError("--tls-cert-file and --tls-private-key-file go together")
     scheme = "https" if tls_cert_file else "http"

@@ -13,17 +13,18 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.engine import Engine
 
-from api.http.auth import TokenTable, parse_tokens, tokens_from_env
-from api.http.context import AppContext, context
+from api.http.auth import AuthThrottle, TokenTable, parse_tokens, tokens_from_env
+from api.http.context import AppContext
 from api.http.errors import install_handlers
-from api.http.routes import audit, checkpoint, dashboard, events, health, jobs, objects
+from api.http.limits import BodyLimit
+from api.http.routes import admin, audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
 from api.k8s import routes as k8s_routes
@@ -36,8 +37,11 @@ routes live under `{PREFIX}/` (the Kubernetes-compatible paths `/api`, `/apis` a
 
 **Auth**: `Authorization: Bearer TOKEN`. Tokens come from `PODLEDGER_TOKENS`
 (`reader=…,writer=…,admin=…`). Readers may GET; writers may also apply, delete and start
-what-if jobs; admins may do everything. No token → 401, too weak a role → 403. The actor of
-every write is recorded in the event's `meta.actor`.
+what-if jobs; admins may do everything, including the operations under `{PREFIX}/admin/`. No
+token → 401, too weak a role → 403; after 10 wrong tokens from one address within a minute →
+429 with `Retry-After`. Tokens have at least 16 characters. `/metrics` needs a token too unless
+the server runs with `--metrics-public`. The actor of every write is recorded in the event's
+`meta.actor`.
 
 **Writes**: `Idempotency-Key` makes a retried apply/delete append nothing new (the original
 events are returned with `replayed: true`). `If-Match: "<version>"` makes a single-object
@@ -51,11 +55,55 @@ segment, e.g. `{PREFIX}/nodes/-/node-1`.
 """
 
 
+class RequestContext:
+    """Gives every request an id (``X-Request-ID``, echoed or made up) and counts it in the
+    metrics by method, route template and status."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = ""
+        for name, value in scope.get("headers", ()):
+            if name == b"x-request-id":
+                incoming = value.decode("latin-1")
+        rid = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        status = 500
+        t0 = time.perf_counter()
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                headers.append((b"x-request-id", rid.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", None) or "unmatched"
+            try:
+                scope["app"].state.ctx.metrics.observe_request(
+                    scope["method"], path, status, time.perf_counter() - t0
+                )
+            except Exception:  # metrics never break a request (e.g. the DB is down)
+                pass
+
+
 def create_app(
     engine: Engine | None = None,
     tokens: TokenTable | str | Mapping[str, Any] | None = None,
     *,
     insecure_local: bool = False,
+    metrics_public: bool = False,
+    throttle: AuthThrottle | None = None,
 ) -> FastAPI:
     table = (
         tokens
@@ -70,27 +118,9 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.ctx = AppContext(engine, table, insecure_local)
-
-    @app.middleware("http")
-    async def request_context(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        incoming = request.headers.get("x-request-id", "")
-        rid = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
-        request.state.request_id = rid
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        response.headers["X-Request-ID"] = rid
-        route = request.scope.get("route")
-        path = getattr(route, "path", None) or "unmatched"
-        try:
-            context(request).metrics.observe_request(
-                request.method, path, response.status_code, time.perf_counter() - t0
-            )
-        except Exception:  # metrics never break a request (e.g. the DB is down)
-            pass
-        return response
+    app.state.ctx = AppContext(
+        engine, table, insecure_local, metrics_public=metrics_public, throttle=throttle
+    )
 
     install_handlers(app)
     app.include_router(health.router)
@@ -98,9 +128,14 @@ def create_app(
     app.include_router(audit.router)  # before objects: {PREFIX}/state shadows /{kind}
     app.include_router(jobs.router)
     app.include_router(checkpoint.router)  # anchored history; before objects ({PREFIX}/{kind})
+    app.include_router(admin.router)  # before objects ({PREFIX}/{kind})
     app.include_router(objects.router)
     app.include_router(dashboard.router)
     app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)
+    # Pure ASGI middlewares (not BaseHTTPMiddleware): an error raised while a route reads the body
+    # (BodyLimit's 413) reaches the exception handlers in the route's own task.
+    app.add_middleware(RequestContext)
+    app.add_middleware(BodyLimit)  # outermost: limits hold before anything reads the request
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
 
     return app

@@ -13,15 +13,21 @@ role that was required, never what was sent.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import math
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 ROLES = ("reader", "writer", "admin")
 RANK = {role: i for i, role in enumerate(ROLES)}
 ENV_VAR = "PODLEDGER_TOKENS"
 COOKIE = "podledger_token"
+MIN_TOKEN_LENGTH = 16
 
 
 class TokenConfigError(ValueError):
@@ -32,12 +38,15 @@ class TokenConfigError(ValueError):
 class Principal:
     role: str
     actor: str
+    # what Idempotency-Keys are private to: a digest of the token (stable when the token list
+    # is reordered; never the token itself)
+    scope: str = ""
 
     def allows(self, role: str) -> bool:
         return RANK[self.role] >= RANK[role]
 
 
-LOCAL = Principal("admin", "local")
+LOCAL = Principal("admin", "local", "local")
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,10 @@ def parse_tokens(spec: str | Mapping[str, object] | None) -> TokenTable:
             raise TokenConfigError(
                 f"{ENV_VAR}: entry {n} has unknown role {role!r} (use reader, writer or admin)"
             )
-        if len(token) < 8:
-            raise TokenConfigError(f"{ENV_VAR}: entry {n} ({role}): a token must have at least 8 characters")
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise TokenConfigError(
+                f"{ENV_VAR}: entry {n} ({role}): a token must have at least {MIN_TOKEN_LENGTH} characters"
+            )
         secret = token.encode("utf-8", "surrogateescape")
         if secret in secrets:
             raise TokenConfigError(f"{ENV_VAR}: entry {n} ({role}) repeats a token given before")
@@ -103,8 +114,54 @@ def parse_tokens(spec: str | Mapping[str, object] | None) -> TokenTable:
             if name.strip()
             else (role if seen[role] == 1 else f"{role}#{seen[role]}")
         )
-        entries.append((secret, Principal(role, actor)))
+        scope = hashlib.sha256(b"podledger-idempotency-scope\x00" + secret).hexdigest()[:32]
+        entries.append((secret, Principal(role, actor, scope)))
     return TokenTable(tuple(entries))
+
+
+class AuthThrottle:
+    """Failed-authentication throttling per client address: after ``limit`` wrong tokens within
+    ``window`` seconds, that address is answered 429 (with Retry-After) until the oldest failure
+    leaves the window. ``clock`` is injectable (tests pass a fake one; no sleeping)."""
+
+    def __init__(
+        self, limit: int = 10, window: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, address: str, now: float) -> deque[float]:
+        q = self._failures.get(address)
+        if q is None:
+            return deque()
+        while q and q[0] <= now - self.window:
+            q.popleft()
+        if not q:
+            del self._failures[address]
+        return q
+
+    def retry_after(self, address: str) -> int | None:
+        """Seconds until ``address`` may try again, or None when it is not throttled."""
+        with self._lock:
+            now = self.clock()
+            q = self._recent(address, now)
+            if len(q) < self.limit:
+                return None
+            return max(1, math.ceil(q[-self.limit] + self.window - now))
+
+    def failed(self, address: str) -> None:
+        with self._lock:
+            now = self.clock()
+            self._recent(address, now)
+            q = self._failures.setdefault(address, deque())
+            q.append(now)
+            while len(q) > self.limit:  # bounded memory per address
+                q.popleft()
+            if len(self._failures) > 100_000:  # bounded memory overall: forget the oldest address
+                self._failures.pop(next(iter(self._failures)))
 
 
 def tokens_from_env() -> TokenTable:

@@ -7,7 +7,7 @@ import threading
 from fastapi import Request
 from sqlalchemy.engine import Engine
 
-from api.http.auth import TokenTable
+from api.http.auth import AuthThrottle, TokenTable
 from api.http.jobs import JobStore
 from api.http.metrics import Metrics
 
@@ -15,8 +15,18 @@ from api.http.metrics import Metrics
 class AppContext:
     """What the routes share: the engine (opened lazily), tokens, metrics, jobs."""
 
-    def __init__(self, engine: Engine | None, tokens: TokenTable, insecure_local: bool) -> None:
+    def __init__(
+        self,
+        engine: Engine | None,
+        tokens: TokenTable,
+        insecure_local: bool,
+        *,
+        metrics_public: bool = False,
+        throttle: AuthThrottle | None = None,
+    ) -> None:
         self._engine = engine
+        self.metrics_public = metrics_public
+        self.throttle = throttle or AuthThrottle()
         self._lock = threading.Lock()
         self.tokens = tokens
         self.insecure_local = insecure_local

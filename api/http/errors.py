@@ -62,8 +62,37 @@ def _status_code_text(status: int) -> str:
         413: "too_large",
         415: "unsupported_media_type",
         422: "invalid",
+        429: "too_many_requests",
         503: "unavailable",
     }.get(status, "error")
+
+
+RETRY_AFTER = 5  # seconds a client should wait before retrying while the database is down
+
+
+def database_down(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps) means the database cannot be reached right now."""
+    import psycopg
+    from sqlalchemy import exc as sa_exc
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, sa_exc.DBAPIError) and cur.connection_invalidated:
+            return True
+        if isinstance(cur, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)):
+            return True
+        if isinstance(cur, (psycopg.OperationalError, psycopg.InterfaceError, ConnectionError)):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _unstorable(exc: BaseException) -> bool:
+    from sqlalchemy import exc as sa_exc
+
+    return isinstance(exc, sa_exc.DataError) and "NUL" in str(exc.orig)
 
 
 def install_handlers(app: FastAPI) -> None:
@@ -103,6 +132,20 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        if database_down(exc):
+            log.warning(
+                "database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__
+            )
+            return JSONResponse(
+                error_body("unavailable", "the database is unavailable; retry shortly"),
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER)},
+            )
+        if _unstorable(exc):  # e.g. a NUL byte that slipped past the checks of a route
+            return JSONResponse(
+                error_body("bad_request", "the request holds a value the database cannot store or compare"),
+                status_code=400,
+            )
         # Logged without headers: a token must never reach the log.
         log.error(
             "unhandled error on %s %s (request %s)",
@@ -114,4 +157,4 @@ def install_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body("internal", "internal error; see the server log"), status_code=500)
 
 
-__all__ = ["ApiError", "SERVICE_STATUS", "error_body", "install_handlers"]
+__all__ = ["RETRY_AFTER", "ApiError", "SERVICE_STATUS", "database_down", "error_body", "install_handlers"]

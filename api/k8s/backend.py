@@ -41,6 +41,7 @@ __all__ = ["ConflictErrors", "FieldError", "LedgerError"]
 class Caller:
     principal: Principal | None  # None: no valid token
     reason: str = ""  # why there is no principal (never contains the token)
+    retry_after: int | None = None  # set when the address is throttled (too many wrong tokens)
 
 
 def caller(request: Any) -> Caller:
@@ -55,8 +56,13 @@ def caller(request: Any) -> Caller:
     token = bearer_token(request.headers.get("authorization"))
     if token is None:
         return Caller(None, "a bearer token is required")
+    address = request.client.host if request.client else "-"
+    wait = ctx.throttle.retry_after(address)
+    if wait is not None:
+        return Caller(None, f"too many failed token attempts from this address; retry in {wait} s", wait)
     principal = ctx.tokens.lookup(token)
     if principal is None:
+        ctx.throttle.failed(address)
         return Caller(None, "the bearer token is not valid")
     return Caller(principal)
 

@@ -196,6 +196,8 @@ def parse_body(body: bytes, content_type: str) -> Any:
             value = orjson.loads(body) if body.strip() else None
     except (yaml.YAMLError, orjson.JSONDecodeError) as exc:
         raise K8sError(400, f"the request body could not be decoded: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise K8sError(400, "the request body is nested too deeply") from None
     return value
 
 

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from api.http.errors import RETRY_AFTER, ApiError, database_down
 from api.k8s import backend, discovery, handlers, openapi, watch
 from api.k8s import resources as R
 from api.k8s import table as T
@@ -35,6 +36,8 @@ def _error(exc: K8sError) -> Response:
 def _principal(request: Request) -> Any:
     who = backend.caller(request)
     if who.principal is None:
+        if who.retry_after is not None:
+            raise ApiError(429, "TooManyRequests", who.reason, headers={"Retry-After": str(who.retry_after)})
         raise K8sError(401, f"Unauthorized: {who.reason}")
     return who.principal
 
@@ -44,7 +47,15 @@ async def _guard(request: Request, fn: Callable[[], Any]) -> Response:
         return await fn()  # type: ignore[no-any-return]
     except K8sError as exc:
         return _error(exc)
+    except ApiError as exc:  # an input limit (e.g. a body over the size limit) or throttling
+        response = _error(K8sError(exc.status, exc.message))
+        response.headers.update(exc.headers)
+        return response
     except Exception as exc:  # a Status, never a traceback, reaches the client
+        if database_down(exc):
+            response = _error(K8sError(503, "the database is unavailable; retry shortly"))
+            response.headers["Retry-After"] = str(RETRY_AFTER)
+            return response
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return _error(K8sError(500, "Internal error; see the server log"))
 

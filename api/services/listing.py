@@ -55,6 +55,8 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
         ns, name = orjson.loads(raw)
         if not isinstance(ns, str) or not isinstance(name, str):
             raise ValueError
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in ns + name):
+            raise ValueError  # no object is named so; PostgreSQL text cannot hold NUL
         return ns, name
     except Exception:
         raise BadRequest("cursor is not one this server handed out") from None

@@ -12,6 +12,7 @@ nothing and answers with the original events, ``replayed=True``) and an expected
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -206,6 +207,7 @@ def delete_object(
     actor: str = "cli",
     effective_at: datetime | None = None,
     idempotency_key: str | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> StoredEvent:
     """Delete one object; raises NotFound (a LookupError; appending nothing) if it does not exist."""
     return delete_objects(
@@ -214,6 +216,7 @@ def delete_object(
         actor=actor,
         effective_at=effective_at,
         idempotency_key=idempotency_key,
+        meta=meta,
     )[0]
 
 
@@ -224,6 +227,7 @@ def delete_objects(
     actor: str = "cli",
     effective_at: datetime | None = None,
     idempotency_key: str | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> list[StoredEvent]:
     """Delete several objects ``(kind, namespace, name)`` in one transaction (one append).
 
@@ -250,7 +254,7 @@ def delete_objects(
                 stream,
                 input_event_type(kind, "Deleted"),
                 {"kind": kind, "namespace": ns, "name": name},
-                {"actor": actor},
+                {"actor": actor, **(meta or {})},
                 request_event_id(idempotency_key, i) if idempotency_key else None,
                 effective_at,
             )
@@ -293,6 +297,42 @@ class _InTransaction:
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         yield self._conn
+
+    connect = begin
+
+
+def scoped_key(key: str, scope: str) -> str:
+    """The key that event ids derive from: a key is private to its scope (the token), so two
+    callers choosing the same key never see each other's requests."""
+    return f"{scope}\x1f{key}" if scope else key
+
+
+def request_digest(*parts: str) -> str:
+    """What identifies a keyed request's content: a retry must send the same."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _key_reused(key: str) -> Invalid:
+    return Invalid(
+        f"Idempotency-Key {key!r} was used before with a different request; use a new key",
+        details=[{"field": "Idempotency-Key", "message": "reused with a different request body"}],
+    )
+
+
+@contextmanager
+def _keyed(engine: Engine, key: str | None) -> Iterator[Any]:
+    """With a key: one transaction holding the key's advisory lock, so that a concurrent request
+    with the same key waits for this one and then replays its result (never a conflict)."""
+    if key is None:
+        yield engine
+        return
+    with engine.begin() as conn:
+        log_q.lock_request_key(conn, key)
+        yield _InTransaction(conn)
 
 
 @contextmanager
@@ -338,14 +378,18 @@ def _split_line(line: str) -> tuple[str, str]:
     return (obj, action) if obj else (line, "")
 
 
-def _earlier_apply(engine: Engine, key: str, n_objects: int) -> Applied | None:
-    """The events a previous request with this idempotency key appended, if any."""
+def _earlier_apply(engine: Any, key: str, n_objects: int, digest: str, shown: str) -> Applied | None:
+    """The events a previous request with this idempotency key appended, if any. Raises Invalid
+    when that request had a different body."""
     ids = [request_event_id(key, i) for i in range(n_objects)]
     ids.append(request_event_id(key, "rejected"))
     with engine.connect() as conn:
         rows = log_q.events_by_ids(conn, ids)
     if not rows:
         return None
+    earlier_digest = (rows[0].meta or {}).get("request_digest")
+    if earlier_digest is not None and earlier_digest != digest:
+        raise _key_reused(shown)
     if rows[0].type == "AdmissionRejected":
         raise rejection(rows[0].data, rows[0].position)
     results = []
@@ -381,6 +425,7 @@ def apply_manifests(
     source: str,
     meta: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
+    idempotency_scope: str = "",
     expected_version: int | None = None,
     timed: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> Applied:
@@ -390,6 +435,10 @@ def apply_manifests(
     AdmissionRejected appended), Conflict (``expected_version`` is not the stream version of the
     single object, or a concurrent write won) or BadRequest. ``timed`` wraps the admission and
     append only (for a latency metric), not parsing or an idempotent replay.
+
+    ``idempotency_key`` is private to ``idempotency_scope`` (the caller's token). A concurrent
+    request with the same key waits for the first and returns its result; the same key with a
+    different body raises Invalid naming the key.
     """
     try:
         docs = parse_documents(text, "request body")
@@ -409,10 +458,9 @@ def apply_manifests(
         raise Invalid(f"{len(errors)} invalid field(s): nothing applied", details=_field_problems(errors))
     if not objects:
         raise Invalid("the request body holds no objects")
-    if idempotency_key is not None:
-        earlier = _earlier_apply(engine, idempotency_key, len(objects))
-        if earlier is not None:
-            return earlier
+    key = scoped_key(idempotency_key, idempotency_scope) if idempotency_key is not None else None
+    if key is not None:
+        meta = {**(meta or {}), "request_digest": request_digest("apply", text)}
     stream = ""
     if expected_version is not None:
         if len(objects) != 1:
@@ -421,13 +469,19 @@ def apply_manifests(
         ns = o.metadata.namespace or ("default" if kind_info(o.KIND).namespaced else None)
         stream = stream_for(o.KIND, ns, o.name)
     try:
-        with timed(), _conditional(engine, stream, expected_version) as target:
-            result = apply_objects(
-                target, objects, actor=actor, source=source, meta=meta, idempotency_key=idempotency_key
-            )
+        with _keyed(engine, key) as keyed:
+            if key is not None:
+                assert meta is not None and idempotency_key is not None
+                earlier = _earlier_apply(keyed, key, len(objects), meta["request_digest"], idempotency_key)
+                if earlier is not None:
+                    return earlier
+            with timed(), _conditional(keyed, stream, expected_version) as target:
+                result = apply_objects(
+                    target, objects, actor=actor, source=source, meta=meta, idempotency_key=key
+                )
     except (ConcurrencyError, IdempotencyConflict) as exc:
         raise Conflict(str(exc)) from None
-    if result.rejected:
+    if result.rejected:  # raised after the commit: the AdmissionRejected event stays
         ev = result.events[0]
         raise rejection(ev.data, ev.position)
     return Applied([_split_line(line) for line in result.lines], [event_ref(e) for e in result.events])
@@ -441,24 +495,37 @@ def delete_one(
     *,
     actor: str,
     idempotency_key: str | None = None,
+    idempotency_scope: str = "",
     expected_version: int | None = None,
     timed: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> tuple[EventRef, bool]:
     """Delete one object (``namespace`` '' for cluster-scoped kinds): its Deleted event and
     whether it was appended by an earlier request with the same key. Raises NotFound or
     Conflict. ``timed`` wraps the delete itself, not an idempotent replay."""
-    if idempotency_key is not None:
-        with engine.connect() as conn:
-            rows = log_q.events_by_ids(conn, [request_event_id(idempotency_key, 0)])
-        if rows:
-            r = rows[0]
-            return EventRef(r.position, r.stream, r.version, r.type), True
+    key = scoped_key(idempotency_key, idempotency_scope) if idempotency_key is not None else None
+    digest = request_digest("delete", info.kind, namespace, name)
     stream = stream_for(info.kind, namespace or None, name)
     try:
-        with timed(), _conditional(engine, stream, expected_version) as target:
-            ev = delete_object(
-                target, info.kind, namespace or None, name, actor=actor, idempotency_key=idempotency_key
-            )
+        with _keyed(engine, key) as keyed:
+            if key is not None:
+                assert idempotency_key is not None
+                with keyed.connect() as conn:
+                    rows = log_q.events_by_ids(conn, [request_event_id(key, 0)])
+                if rows:
+                    r = rows[0]
+                    if (r.meta or {}).get("request_digest", digest) != digest:
+                        raise _key_reused(idempotency_key)
+                    return EventRef(r.position, r.stream, r.version, r.type), True
+            with timed(), _conditional(keyed, stream, expected_version) as target:
+                ev = delete_object(
+                    target,
+                    info.kind,
+                    namespace or None,
+                    name,
+                    actor=actor,
+                    idempotency_key=key,
+                    meta={"request_digest": digest} if key is not None else None,
+                )
     except (ConcurrencyError, IdempotencyConflict) as exc:
         raise Conflict(str(exc)) from None
     return event_ref(ev), False
@@ -497,6 +564,8 @@ __all__ = [
     "list_objects",
     "load_documents",
     "rejection",
+    "request_digest",
     "request_event_id",
+    "scoped_key",
     "stream_for",
 ]

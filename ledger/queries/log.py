@@ -75,16 +75,22 @@ def read_events(
 
 
 def events_by_ids(conn: Connection, ids: Sequence[uuid.UUID]) -> list[Any]:
-    """Rows (position, stream, version, type, data) of the events with these ids, by position."""
+    """Rows (position, stream, version, type, data, meta) of the events with these ids, by position."""
     return list(
         conn.execute(
             sa.text(
-                "SELECT position, stream, version, type, data FROM events WHERE event_id = ANY(:ids) "
+                "SELECT position, stream, version, type, data, meta FROM events WHERE event_id = ANY(:ids) "
                 "ORDER BY position"
             ),
             {"ids": list(ids)},
         ).all()
     )
+
+
+def lock_request_key(conn: Connection, key: str) -> None:
+    """Take a transaction-scoped advisory lock on an idempotency key: a concurrent request with
+    the same key waits here until the first one commits (and then finds its events)."""
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 15))"), {"k": key})
 
 
 def _brief(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -258,6 +264,7 @@ def latest_placements(conn: Connection) -> dict[str, str | None]:
 __all__ = [
     "count",
     "events_by_ids",
+    "lock_request_key",
     "group_decisions",
     "group_timeline",
     "head",
@@ -283,6 +290,8 @@ def events_of_types(conn: Connection, types: Sequence[str], upto: int) -> list[S
         {"t": list(types), "u": upto},
     )
     return [
-        StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], registry.upcast(r[3], r[4], dict(r[6])), r[7], r[8], r[9])
+        StoredEvent(
+            r[0], r[1], r[2], r[3], r[4], r[5], registry.upcast(r[3], r[4], dict(r[6])), r[7], r[8], r[9]
+        )
         for r in res
     ]

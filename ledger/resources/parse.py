@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -100,15 +101,32 @@ def iter_path(path: str | Path) -> Iterator[Document]:
     if str(path) == "-":
         import sys
 
-        yield from iter_documents(sys.stdin, "-")
+        with _utf8(None, "-"):
+            yield from iter_documents(sys.stdin, "-")
         return
     p = Path(path)
     files = (
-        sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES) if p.is_dir() else [p]
+        sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES)
+        if p.is_dir()
+        else [p]
     )
     for file in files:
-        with file.open(encoding="utf-8") as fh:
+        with _utf8(file, str(file)), file.open(encoding="utf-8") as fh:
             yield from iter_documents(fh, str(file))
+
+
+@contextmanager
+def _utf8(file: Path | None, source: str) -> Iterator[None]:
+    """Turn a decoding failure while reading ``source`` into a DocumentParseError naming it."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise DocumentParseError(
+            f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} of a read block)",
+            source=source,
+            index=None,
+            line=None,
+        ) from None
 
 
 def validate(doc: Document) -> tuple[Resource | None, list[FieldError]]:
@@ -135,6 +153,9 @@ def validate(doc: Document) -> tuple[Resource | None, list[FieldError]]:
     except WrongApiVersionError as exc:
         return None, [err("apiVersion", str(exc))]
     ns = (namespace or "default") if info.namespaced else None
+    unsafe = unsafe_values(doc.raw)
+    if unsafe:
+        return None, [err(path, message, kind_name=info.kind, ns=ns) for path, message in unsafe]
     obj, problems = validate_raw(kind, doc.raw)
     return obj, [err(path, message, kind_name=info.kind, ns=ns) for path, message in problems]
 
@@ -184,9 +205,72 @@ def _peek(stream: str | IO[str]) -> tuple[str, IO[str] | None]:
     return head, stream
 
 
+MAX_DEPTH = 100  # nesting levels of a document (Kubernetes manifests need about 15)
+INT64 = (-(2**63), 2**63 - 1)
+# C0 controls except tab, newline and carriage return (legal in annotation values), and DEL
+_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether ``data`` nests deeper than MAX_DEPTH (iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _path(parent: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else str(key)
+
+
+def unsafe_values(data: Any) -> list[tuple[str, str]]:
+    """(field path, problem) for every integer outside the signed 64-bit range and every string
+    (or key) holding NUL or another control character: PostgreSQL cannot store them (jsonb has
+    no NUL, bigint has 64 bits), so they are refused as field errors instead of failing later."""
+    problems: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for k, v in value.items():
+                sub = _path(path, k)
+                if isinstance(k, str) and any(ch in _CONTROL for ch in k):
+                    problems.append((path or "(document)", "a key contains a NUL or control character"))
+                    continue
+                stack.append((sub, v))
+        elif isinstance(value, list):
+            stack.extend((_path(path, i), v) for i, v in enumerate(value))
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if not INT64[0] <= value <= INT64[1]:
+                problems.append((path, "integer out of range (must fit in 64 bits)"))
+        elif isinstance(value, Decimal):
+            if value.is_finite() and abs(value) >= 2**63:
+                problems.append((path, "number out of range (must fit in 64 bits)"))
+        elif isinstance(value, str) and any(ch in _CONTROL for ch in value):
+            problems.append((path, "must not contain NUL or control characters"))
+    return sorted(problems)
+
+
 def _expand(data: Any, *, index: int, source: str, line: int | None) -> Iterator[Document]:
     if data is None:
         return
+    if _too_deep(data):
+        raise DocumentParseError(
+            f"the document is nested more than {MAX_DEPTH} levels deep", source=source, index=index, line=line
+        )
     if not isinstance(data, dict):
         raise DocumentParseError(
             f"a document must be an object with apiVersion, kind and metadata, got {type(data).__name__}",
@@ -233,6 +317,13 @@ def _yaml_documents(body: str | _Prefixed, source: str) -> Iterator[Document]:
                 ) from None
             except yaml.YAMLError as exc:
                 raise DocumentParseError(str(exc), source=source, index=max(index, 1), line=None) from None
+            except RecursionError:
+                raise DocumentParseError(
+                    f"the document is nested more than {MAX_DEPTH} levels deep",
+                    source=source,
+                    index=max(index, 1),
+                    line=None,
+                ) from None
             yield from _expand(data, index=index, source=source, line=line)
     finally:
         loader.dispose()
@@ -243,6 +334,10 @@ def _json_documents(text: str, source: str) -> Iterator[Document]:
         data = json.loads(text, parse_float=Decimal)
     except json.JSONDecodeError as exc:
         raise DocumentParseError(exc.msg, source=source, index=1, line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise DocumentParseError(
+            f"the document is nested more than {MAX_DEPTH} levels deep", source=source, index=1, line=1
+        ) from None
     if isinstance(data, list):
         for i, item in enumerate(data, start=1):
             yield from _expand(item, index=i, source=source, line=None)

@@ -127,14 +127,23 @@ def _parse_string(text: str, field: str) -> Fraction:
     return -number if sign == "-" else number
 
 
+MAX_BASE_UNITS = 2**63 - 1  # base units are stored as 64-bit integers (like Kubernetes' int64)
+
+
+def _bounded(units: int, value: object, field: str) -> int:
+    if units > MAX_BASE_UNITS:
+        raise _fail(field, value, "too large (the value in base units must fit in 64 bits)")
+    return units
+
+
 def to_milli(value: object, *, field: str = "") -> int:
     """Integer milli-units (``cpu``), rounded up: ``0.1m`` → 1, ``1.5`` → 1500."""
-    return math.ceil(parse_quantity(value, field=field) * 1000)
+    return _bounded(math.ceil(parse_quantity(value, field=field) * 1000), value, field)
 
 
 def to_int(value: object, *, field: str = "") -> int:
     """Integer base units (bytes, counts, extended resources), rounded up."""
-    return math.ceil(parse_quantity(value, field=field))
+    return _bounded(math.ceil(parse_quantity(value, field=field)), value, field)
 
 
 def is_milli_resource(resource: str) -> bool:

@@ -269,7 +269,7 @@ def test_health_readiness_and_metrics(demo_client, demo_engine):
     r = demo_client.get("/readyz")
     assert r.status_code == 200 and r.json()["checks"] == {"database": "ok", "migrations": "ok"}
     demo_client.get("/podledger/v1/pods", headers=auth("reader"))
-    text = demo_client.get("/metrics").text
+    text = demo_client.get("/metrics", headers=auth("reader")).text
     with demo_engine.connect() as c:
         cycles = c.execute(sa.text("SELECT count(*) FROM events WHERE type = 'SchedulingCycleCompleted'")).scalar_one()
         pending = c.execute(
@@ -288,7 +288,7 @@ def test_health_readiness_and_metrics(demo_client, demo_engine):
 
 def test_append_latency_histogram_counts_writes(client):
     assert apply(client, NODE).status_code == 200
-    text = client.get("/metrics").text
+    text = client.get("/metrics", headers=auth("reader")).text
     assert 'podledger_append_duration_seconds_count{operation="apply"} 1.0' in text
 
 

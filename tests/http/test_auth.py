@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from api.http import auth as auth_mod
 from api.http.app import create_app
 from api.http.auth import COOKIE, TokenConfigError, parse_tokens
-from tests.http.conftest import TOKENS, auth, count_events
+from tests.http.conftest import TOKEN_SPEC, TOKENS, auth, count_events
 
 ROOT = Path(__file__).resolve().parents[2]
 PODLEDGER = str(Path(sys.executable).parent / "podledger")
@@ -50,37 +50,41 @@ def test_reader_may_read_but_not_write(client, engine):
     assert client.delete("/podledger/v1/nodes/-/n1", headers=auth("admin")).status_code == 200
 
 
-def test_health_metrics_and_docs_need_no_token(client):
-    for path in ("/healthz", "/readyz", "/metrics", "/docs", "/openapi.json"):
+def test_health_and_docs_need_no_token_metrics_does(client, engine):
+    for path in ("/healthz", "/readyz", "/docs", "/openapi.json"):
         assert client.get(path).status_code == 200, path
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers=auth("reader")).status_code == 200
+    with TestClient(create_app(engine, TOKEN_SPEC, metrics_public=True)) as public:
+        assert public.get("/metrics").status_code == 200
 
 
 def test_several_tokens_per_role_and_named_actors(engine):
-    spec = "reader=r-token-000001,writer=w-token-000001,writer=w-token-000002,writer:ci-bot=w-token-000003"
+    spec = "reader=r-token-0000000001,writer=w-token-0000000001,writer=w-token-0000000002,writer:ci-bot=w-token-0000000003"
     with TestClient(create_app(engine, spec)) as c:
-        for tok, actor in (("w-token-000001", "writer"), ("w-token-000002", "writer#2"), ("w-token-000003", "writer:ci-bot")):
+        for tok, actor in (("w-token-0000000001", "writer"), ("w-token-0000000002", "writer#2"), ("w-token-0000000003", "writer:ci-bot")):
             node = NODE.replace('"n1"', f'"n-{actor.replace(":", "-").replace("#", "-")}"')
             r = c.post("/podledger/v1/apply", content=node, headers={"Authorization": f"Bearer {tok}"})
             assert r.status_code == 200, r.text
             ev = c.get("/podledger/v1/events", params={"after": r.json()["events"][0]["position"] - 1, "limit": 1},
-                       headers={"Authorization": "Bearer r-token-000001"}).json()["items"][0]
+                       headers={"Authorization": "Bearer r-token-0000000001"}).json()["items"][0]
             assert ev["meta"]["actor"] == actor
 
 
 def test_token_settings_are_validated_without_echoing_tokens():
-    for bad in ("reader", "guest=abcdefghij", "reader=short", "reader=same-token-1,admin=same-token-1"):
+    for bad in ("reader", "guest=abcdefghijklmnop", "reader=short", "reader=same-token-00001,admin=same-token-00001"):
         with pytest.raises(TokenConfigError) as exc:
             parse_tokens(bad)
-        for secret in ("abcdefghij", "short", "same-token-1"):
+        for secret in ("abcdefghijklmnop", "short", "same-token-00001"):
             assert secret not in str(exc.value)
-    table = parse_tokens("reader=abcdefghij, admin=klmnopqrst ,")
-    assert len(table.entries) == 2 and "abcdefghij" not in repr(table)
-    assert table.lookup("klmnopqrst").role == "admin" and table.lookup("klmnopqrs") is None
+    table = parse_tokens("reader=abcdefghijklmnop, admin=klmnopqrstuvwxyz ,")
+    assert len(table.entries) == 2 and "abcdefghijklmnop" not in repr(table)
+    assert table.lookup("klmnopqrstuvwxyz").role == "admin" and table.lookup("klmnopqrstuvwxy") is None
     assert not parse_tokens("") and not parse_tokens(None)
 
 
 def test_every_configured_token_is_compared_in_constant_time(monkeypatch):
-    table = parse_tokens("reader=token-aaaaaa1,writer=token-bbbbbb2,admin=token-cccccc3")
+    table = parse_tokens("reader=token-aaaaaaaaaa1,writer=token-bbbbbbbbbb2,admin=token-cccccccccc3")
     calls: list[tuple[bytes, bytes]] = []
     real = hmac.compare_digest
 
@@ -89,7 +93,7 @@ def test_every_configured_token_is_compared_in_constant_time(monkeypatch):
         return real(a, b)
 
     monkeypatch.setattr(auth_mod.hmac, "compare_digest", spy)
-    assert table.lookup("token-aaaaaa1").role == "reader"  # matches the first entry...
+    assert table.lookup("token-aaaaaaaaaa1").role == "reader"  # matches the first entry...
     assert len(calls) == 3  # ...and still compares against every entry
     calls.clear()
     assert table.lookup("wrong") is None and len(calls) == 3
@@ -154,7 +158,7 @@ def test_serve_refuses_to_start_without_tokens(db_url):
     r = _cli("serve", "--insecure-local", "--host", "0.0.0.0", env=env)
     assert r.returncode == 1 and "127.0.0.1 only" in r.stderr
     r = _cli("serve", env={**env, "PODLEDGER_TOKENS": "reader=short"})
-    assert r.returncode == 1 and "at least 8 characters" in r.stderr and "short" not in r.stderr.replace("at least", "")
+    assert r.returncode == 1 and "at least 16 characters" in r.stderr and "short" not in r.stderr.replace("at least", "")
 
 
 @pytest.mark.parametrize("mode", ["tokens", "insecure-local"])
@@ -187,3 +191,53 @@ def test_serve_answers_on_loopback(db_url, mode):
         out, err = proc.communicate(timeout=20)
     assert "GET /podledger/v1/pods" in out + err  # the access log is on...
     assert TOKENS["reader"] not in out + err  # ...and shows no token
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_failed_tokens_are_throttled_per_address(engine):
+    clock = FakeClock()
+    throttle = auth_mod.AuthThrottle(limit=5, window=60, clock=clock)
+    app = create_app(engine, TOKEN_SPEC, throttle=throttle)
+    wrong = {"Authorization": "Bearer not-a-valid-token-at-all"}
+    with TestClient(app, raise_server_exceptions=False) as c:  # the test client's address: "testclient"
+        for _ in range(5):
+            assert c.get("/podledger/v1/nodes", headers=wrong).status_code == 401
+        clock.now += 10
+        r = c.get("/podledger/v1/nodes", headers=wrong)
+        assert r.status_code == 429 and r.json()["error"] == "too_many_requests", r.text
+        assert r.headers["Retry-After"] == "50"
+        # while throttled, even a valid token from this address waits (the guess rate is the point)
+        assert c.get("/podledger/v1/nodes", headers=auth("reader")).status_code == 429
+        r = c.get("/api/v1/nodes", headers=auth("reader"))  # the Kubernetes-compatible API too
+        assert r.status_code == 429 and r.headers["Retry-After"] == "50", r.text
+        # another address is not affected
+        assert throttle.retry_after("192.0.2.7") is None
+        clock.now += 50  # the oldest failure leaves the window
+        assert c.get("/podledger/v1/nodes", headers=auth("reader")).status_code == 200
+        assert c.get("/podledger/v1/nodes", headers=wrong).status_code == 401
+        assert c.get("/podledger/v1/nodes", headers=auth("reader")).status_code == 200
+
+
+def test_admin_routes_need_the_admin_role(client, engine):
+    for role in ("reader", "writer"):
+        r = client.post("/podledger/v1/admin/projections/rebuild", headers=auth(role))
+        assert r.status_code == 403 and "admin" in r.json()["message"], r.text
+        assert client.post("/podledger/v1/admin/checkpoint", headers=auth(role)).status_code == 403
+    assert client.post("/podledger/v1/admin/projections/rebuild").status_code == 401
+    assert post_node(client, auth("writer")).status_code == 200
+    r = client.post("/podledger/v1/admin/projections/rebuild", headers=auth("admin"))
+    assert r.status_code == 200 and r.json()["refolded"]["objects"] >= 1, r.text
+    assert client.get("/podledger/v1/nodes/-/n1", headers=auth("reader")).status_code == 200
+
+
+def test_tokens_shorter_than_16_characters_are_refused():
+    with pytest.raises(TokenConfigError, match="at least 16 characters"):
+        parse_tokens("reader=fifteen-chars-x")  # 15
+    assert parse_tokens("reader=sixteen-chars-xx")  # 16

@@ -25,6 +25,7 @@ def _err(description: str) -> dict[str, Any]:
 AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: _err("No valid bearer token"),
     403: _err("The token's role may not do this"),
+    429: _err("Too many failed token attempts from this address (see Retry-After)"),
 }
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     **AUTH_ERRORS,
@@ -42,8 +43,18 @@ def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | N
         raise ApiError(401, "unauthorized", "no tokens are configured on this server", headers=_CHALLENGE)
     if credentials is None:
         raise ApiError(401, "unauthorized", "a bearer token is required", headers=_CHALLENGE)
+    address = request.client.host if request.client else "-"
+    wait = ctx.throttle.retry_after(address)
+    if wait is not None:
+        raise ApiError(
+            429,
+            "too_many_requests",
+            f"too many failed token attempts from this address; retry in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
     principal = ctx.tokens.lookup(credentials.credentials)
     if principal is None:
+        ctx.throttle.failed(address)
         raise ApiError(401, "unauthorized", "the bearer token is not valid", headers=_CHALLENGE)
     return principal
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
 
 from api.http.context import context
 from api.http.metrics import render
+from api.http.routes.deps import AUTH_ERRORS, authenticate, bearer
 from api.http.schemas import Health
 from ledger.queries import schema as schema_q
 
@@ -78,12 +80,18 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.get(
     "/metrics",
-    summary="Prometheus metrics",
+    summary="Prometheus metrics (a reader token unless the server runs with --metrics-public)",
     response_class=Response,
     responses={
-        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Exposition format"}
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Exposition format"},
+        **AUTH_ERRORS,
     },
 )
-async def metrics(request: Request) -> Response:
+async def metrics(
+    request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+) -> Response:
+    ctx = context(request)
+    if not ctx.metrics_public:  # a reader token unless the server runs with --metrics-public
+        authenticate(request, credentials)
     body, content_type = await run_in_threadpool(render, context(request).metrics)
     return Response(body, media_type=content_type)

@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from api.http.auth import Principal
 from api.http.context import context
 from api.http.errors import ApiError
+from api.http.limits import MAX_BODY, too_large
 from api.http.routes.deps import COMMON_ERRORS, _err, reader, writer
 from api.http.routes.paths import PREFIX, KindPath, NamePath, NsPath, object_ns
 from api.http.schemas import ApplyLine, ApplyResponse, DeleteResponse, EventRef, ObjectList
@@ -20,8 +21,6 @@ from api.services.objects import kind_info
 from ledger.resources.kinds import KindInfo
 
 router = APIRouter(prefix=PREFIX, tags=["objects"])
-
-MAX_BODY = 16 * 2**20
 
 
 APPLY_YAML = """apiVersion: scheduling.k8s.io/v1beta1
@@ -128,6 +127,7 @@ def _apply_sync(
         source="http",
         meta={"request_id": request_id, "via": "http"},
         idempotency_key=key,
+        idempotency_scope=principal.scope,
         expected_version=expected,
         timed=ctx.metrics.append_seconds.labels("apply").time,
     )
@@ -170,9 +170,9 @@ async def apply(
 ) -> ApplyResponse:
     key = check_idempotency_key(idempotency_key)
     expected = parse_if_match(if_match)
-    body = await request.body()
+    body = await request.body()  # BodyLimit refuses a body over MAX_BODY while it is read
     if len(body) > MAX_BODY:
-        raise ApiError(413, "too_large", "the request body is over 16 MiB")
+        raise too_large(MAX_BODY)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -194,6 +194,7 @@ def _delete_sync(
         name,
         actor=principal.actor,
         idempotency_key=key,
+        idempotency_scope=principal.scope,
         expected_version=expected,
         timed=ctx.metrics.append_seconds.labels("delete").time,
     )

@@ -20,8 +20,14 @@ KindPath = Annotated[
         examples=["podgroups"],
     ),
 ]
-NsPath = Annotated[str, Path(description="Namespace; `-` for cluster-scoped kinds", examples=["team-a"])]
-NamePath = Annotated[str, Path(description="Object name", examples=["llm-pretrain"])]
+# No NUL or other control characters (PostgreSQL text cannot hold NUL; no name contains any):
+# refused with 422 naming the parameter, before any query runs.
+NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
+NsPath = Annotated[
+    str,
+    Path(description="Namespace; `-` for cluster-scoped kinds", examples=["team-a"], pattern=NO_CONTROL),
+]
+NamePath = Annotated[str, Path(description="Object name", examples=["llm-pretrain"], pattern=NO_CONTROL)]
 
 
 def object_ns(info: KindInfo, namespace: str) -> str:
@@ -39,4 +45,4 @@ def job_url(job_id: str) -> str:
     return f"{PREFIX}/jobs/{job_id}"
 
 
-__all__ = ["CLUSTER", "PREFIX", "KindPath", "NamePath", "NsPath", "job_url", "object_ns"]
+__all__ = ["CLUSTER", "NO_CONTROL", "PREFIX", "KindPath", "NamePath", "NsPath", "job_url", "object_ns"]

@@ -111,7 +111,7 @@ def _quantity_value(value: Any, info: ValidationInfo) -> Any:
 def _resource_list(value: dict[str, Any], info: ValidationInfo) -> dict[str, int]:
     if _is_normalized(info):
         return {k: int(value[k]) for k in sorted(value)}
-    return {k: to_base_units(k, value[k]) for k in sorted(value)}
+    return {k: to_base_units(k, value[k], field=k) for k in sorted(value)}
 
 
 # One quantity: parsed exactly (Fraction) first, turned into integer base units by the
