@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.services.errors import Rejected, ServiceError
+from ledger.errors import EventValidationError
 
 log = logging.getLogger("podledger.api")
 
@@ -113,6 +114,11 @@ def install_handlers(app: FastAPI) -> None:
             error_body(exc.code, exc.message, exc.details, position=position),
             status_code=SERVICE_STATUS.get(exc.code, 400),
         )
+
+    @app.exception_handler(EventValidationError)
+    async def event_invalid(_request: Request, exc: EventValidationError) -> JSONResponse:
+        # a payload the ledger refuses (over 1 MiB, not JSON-able): the request's fault, nothing appended
+        return JSONResponse(error_body("invalid", str(exc)), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -8,6 +8,7 @@ namespace, name and cursor, and 503 + Retry-After while the database is down.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
@@ -272,3 +273,21 @@ def test_cli_bad_files_and_no_database(db_url: str, engine: Engine, tmp_path: Pa
     env = dict(os.environ, PODLEDGER_DATABASE_URL=f"postgresql://u:p@127.0.0.1:{port}/podledger")
     _one_line_error(_cli("get", "nodes", env=env), "database")
     _one_line_error(_cli("apply", "-f", str(folder / "a.yaml"), env=env), "database")
+
+
+def test_an_object_over_the_event_size_limit_is_422(client: TestClient, engine: Engine) -> None:
+    """A manifest under the body limit whose event would exceed the ledger's 1 MiB payload limit
+    (a huge annotation): 422 naming the limit, nothing appended, the server healthy."""
+    before = count_events(engine)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "big", "annotations": {"a": "x" * (1 << 20)}},
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    body = json.dumps(pod)
+    r = _apply(client, body)
+    assert r.status_code == 422, r.text
+    assert "1 MiB" in r.json()["message"]
+    assert count_events(engine) == before
+    _healthy(client)
