@@ -18,7 +18,9 @@ ORDER = ["append", "core", "endtoend", "scale", "preemption", "trace"]
 
 
 def render() -> str:
-    files = sorted(RESULTS.glob("*.json"), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else 99, p.stem))
+    files = sorted(
+        RESULTS.glob("*.json"), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else 99, p.stem)
+    )
     out = []
     machine = ""
     for path in files:
@@ -28,9 +30,11 @@ def render() -> str:
         out.append("| metric | ours | unit | baseline (same run) | baseline value | ratio | goal | met |")
         out.append("|---|---|---|---|---|---|---|---|")
         for m in doc["metrics"]:
-            out.append(f"| {m['name']} | {fmt(m['value'])} | {m['unit']} | {m.get('baseline') or '-'} | "
-                       f"{fmt(m.get('baseline_value'))} | {fmt(m.get('ratio'))} | {m.get('goal', '')} | "
-                       f"{'yes' if m.get('met') else '**no**'} |")
+            out.append(
+                f"| {m['name']} | {fmt(m['value'])} | {m['unit']} | {m.get('baseline') or '-'} | "
+                f"{fmt(m.get('baseline_value'))} | {fmt(m.get('ratio'))} | {m.get('goal', '')} | "
+                f"{'yes' if m.get('met') else '**no**'} |"
+            )
         out.append("")
     head = f"Machine: {machine}. Command: `make bench` (or `.venv/bin/python -m bench`).\n\n"
     return head + "\n".join(out)

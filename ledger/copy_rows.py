@@ -93,5 +93,3 @@ def copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]]
         prev = digest
     add(_COPY_TRAILER)
     return b"".join(out)
-
-

@@ -46,17 +46,39 @@ events = sa.Table(
     sa.UniqueConstraint("event_id", name="events_event_id_key"),
     sa.CheckConstraint("version > 0", name="events_version_positive"),
     sa.Index("events_type_position_idx", "type", "position"),
-    sa.Index("events_decision_pod_idx", sa.text("(data->>'pod')"), "position",
-             postgresql_where=sa.text("type = 'PodBound'")),
-    sa.Index("events_decision_group_idx", sa.text("(data->>'group')"), "position",
-             postgresql_where=sa.text("type IN ('PodGroupUnschedulable', 'PodGroupScheduled', "
-                                      "'PodGroupConditionChanged', 'PodGroupRetried')")),
-    sa.Index("events_preemptor_idx", sa.text("(data->>'preemptor')"), "position",
-             postgresql_where=sa.text("type = 'PodPreempted'")),
-    sa.Index("events_admission_rejected_idx", sa.text("(data->'rejected')"), postgresql_using="gin",
-             postgresql_where=sa.text("type = 'AdmissionRejected'")),
-    sa.Index("events_pod_unschedulable_idx", sa.text("(data->>'pod')"), "position",
-             postgresql_where=sa.text("type = 'PodUnschedulable'")),
+    sa.Index(
+        "events_decision_pod_idx",
+        sa.text("(data->>'pod')"),
+        "position",
+        postgresql_where=sa.text("type = 'PodBound'"),
+    ),
+    sa.Index(
+        "events_decision_group_idx",
+        sa.text("(data->>'group')"),
+        "position",
+        postgresql_where=sa.text(
+            "type IN ('PodGroupUnschedulable', 'PodGroupScheduled', "
+            "'PodGroupConditionChanged', 'PodGroupRetried')"
+        ),
+    ),
+    sa.Index(
+        "events_preemptor_idx",
+        sa.text("(data->>'preemptor')"),
+        "position",
+        postgresql_where=sa.text("type = 'PodPreempted'"),
+    ),
+    sa.Index(
+        "events_admission_rejected_idx",
+        sa.text("(data->'rejected')"),
+        postgresql_using="gin",
+        postgresql_where=sa.text("type = 'AdmissionRejected'"),
+    ),
+    sa.Index(
+        "events_pod_unschedulable_idx",
+        sa.text("(data->>'pod')"),
+        "position",
+        postgresql_where=sa.text("type = 'PodUnschedulable'"),
+    ),
 )
 
 streams = sa.Table(
@@ -80,8 +102,7 @@ objects = sa.Table(
     sa.Column("updated_position", sa.BigInteger, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("objects_pod_group_idx", "namespace", POD_GROUP_EXPR,
-             postgresql_where=sa.text("kind = 'Pod'")),
+    sa.Index("objects_pod_group_idx", "namespace", POD_GROUP_EXPR, postgresql_where=sa.text("kind = 'Pod'")),
 )
 
 object_versions = sa.Table(
@@ -100,9 +121,13 @@ object_versions = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     sa.CheckConstraint("valid_from < valid_to"),
     sa.Index("object_versions_open_idx", "kind", "namespace", "valid_to", "valid_from"),
-    sa.Index("object_versions_pod_group_idx", "namespace",
-             POD_GROUP_EXPR, "valid_from",
-             postgresql_where=sa.text("kind = 'Pod'")),
+    sa.Index(
+        "object_versions_pod_group_idx",
+        "namespace",
+        POD_GROUP_EXPR,
+        "valid_from",
+        postgresql_where=sa.text("kind = 'Pod'"),
+    ),
 )
 
 quota_usage = sa.Table(

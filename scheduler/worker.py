@@ -165,8 +165,13 @@ class Worker:
         bridge = Bridge(self.engine, config_from(None), actor=self.name)
         bridge.on_cycle = self._on_cycle
         n = bridge.catch_up()  # folds SchedulerConfig events too
-        _json_line(event="leader", worker=self.name, folded=n, position=bridge.position,
-                   start_ms=round((time.perf_counter() - t0) * 1000, 1))
+        _json_line(
+            event="leader",
+            worker=self.name,
+            folded=n,
+            position=bridge.position,
+            start_ms=round((time.perf_counter() - t0) * 1000, 1),
+        )
         return bridge
 
     def _schedule_checkpoints(self) -> None:
@@ -227,6 +232,7 @@ class Worker:
 
     def run(self) -> int:
         """Elect, lead until leadership is lost or a signal arrives, then stand by again."""
+
         def on_signal(signum: int, _frame: Any) -> None:
             _json_line(event="stopping", worker=self.name, signal=signum)
             self.stop_event.set()

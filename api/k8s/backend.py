@@ -185,7 +185,9 @@ def write_transaction(eng: Engine) -> Iterator[Connection]:
         yield conn
 
 
-def apply(conn: Connection, objects: Sequence[Any], *, actor: str, meta: Mapping[str, Any]) -> services.ApplyResult:
+def apply(
+    conn: Connection, objects: Sequence[Any], *, actor: str, meta: Mapping[str, Any]
+) -> services.ApplyResult:
     """Admit and append objects in ``conn``'s transaction (api.services.apply_objects)."""
     return services.apply_objects(
         _InTransaction(conn),  # type: ignore[arg-type]

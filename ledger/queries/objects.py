@@ -280,8 +280,16 @@ __all__ = [
 # --------------------------------------------------------------------- rows with their positions
 
 PROJECTION_COLS = (
-    "kind", "namespace", "name", "uid", "object", "status",
-    "created_position", "updated_position", "created_at", "updated_at",
+    "kind",
+    "namespace",
+    "name",
+    "uid",
+    "object",
+    "status",
+    "created_position",
+    "updated_position",
+    "created_at",
+    "updated_at",
 )
 
 

@@ -69,4 +69,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP TABLE IF EXISTS events, streams CASCADE")
-    op.execute("DROP FUNCTION IF EXISTS ledger_serialize_appends, ledger_forbid_mutation, ledger_notify_append")
+    op.execute(
+        "DROP FUNCTION IF EXISTS ledger_serialize_appends, ledger_forbid_mutation, ledger_notify_append"
+    )

@@ -169,17 +169,41 @@ def test_reporting_views_with_numbers(story):
 def test_preemption_and_thrash_views(engine):
     # Decision events as a scheduler writes them: a pod bound and preempted three times.
     def bound(t: str) -> NewEvent:
-        return NewEvent("sched/pod/default/v", "PodBound", {"pod": "default/v", "node": "n1", "requests": {"cpu": 500}},
-                        effective_at=datetime.fromisoformat(f"2026-01-01T00:{t}+00:00"))
+        return NewEvent(
+            "sched/pod/default/v",
+            "PodBound",
+            {"pod": "default/v", "node": "n1", "requests": {"cpu": 500}},
+            effective_at=datetime.fromisoformat(f"2026-01-01T00:{t}+00:00"),
+        )
 
     def preempted(t: str) -> NewEvent:
-        data = {"victim": "default/v", "preemptor": "default/pg-hi", "preemptor_kind": "podgroup", "node": "n1",
-                "rule": "WorkloadAwarePreemption", "unit": "default/v", "disruption_mode": "Single",
-                "victim_priority": 10, "preemptor_priority": 100, "requests": {"cpu": 500}}
-        return NewEvent("sched/pod/default/v", "PodPreempted", data,
-                        effective_at=datetime.fromisoformat(f"2026-01-01T00:{t}+00:00"))
+        data = {
+            "victim": "default/v",
+            "preemptor": "default/pg-hi",
+            "preemptor_kind": "podgroup",
+            "node": "n1",
+            "rule": "WorkloadAwarePreemption",
+            "unit": "default/v",
+            "disruption_mode": "Single",
+            "victim_priority": 10,
+            "preemptor_priority": 100,
+            "requests": {"cpu": 500},
+        }
+        return NewEvent(
+            "sched/pod/default/v",
+            "PodPreempted",
+            data,
+            effective_at=datetime.fromisoformat(f"2026-01-01T00:{t}+00:00"),
+        )
 
-    ev = [bound("00:00"), preempted("00:03"), bound("00:05"), preempted("00:09"), bound("30:00"), preempted("35:00")]
+    ev = [
+        bound("00:00"),
+        preempted("00:03"),
+        bound("00:05"),
+        preempted("00:09"),
+        bound("30:00"),
+        preempted("35:00"),
+    ]
     store.append(engine, ev)
     with engine.connect() as c:
         pre = c.execute(

@@ -27,9 +27,15 @@ PODS_YAML = "---\n".join(
 def apply(client: TestClient, body: str | dict | list, role: str = "writer", **headers: str):  # type: ignore[no-untyped-def,type-arg]
     if isinstance(body, str):
         return client.post(
-            "/podledger/v1/apply", content=body, headers={**auth(role), "Content-Type": "application/yaml", **headers}
+            "/podledger/v1/apply",
+            content=body,
+            headers={**auth(role), "Content-Type": "application/yaml", **headers},
         )
-    return client.post("/podledger/v1/apply", content=json.dumps(body), headers={**auth(role), "Content-Type": "application/json", **headers})
+    return client.post(
+        "/podledger/v1/apply",
+        content=json.dumps(body),
+        headers={**auth(role), "Content-Type": "application/json", **headers},
+    )
 
 
 def test_apply_json_then_yaml_creates_objects_and_records_the_actor(client, engine):
@@ -125,8 +131,14 @@ def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
     assert ok.status_code == 200 and ok.json()["results"][0]["action"] == "updated"
     assert client.get("/podledger/v1/nodes/-/n1", headers=auth("reader")).headers["ETag"] == '"2"'
     # the old ETag is now stale, for deletes too
-    assert client.delete("/podledger/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"1"'}).status_code == 409
-    assert client.delete("/podledger/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"2"'}).status_code == 200
+    assert (
+        client.delete("/podledger/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"1"'}).status_code
+        == 409
+    )
+    assert (
+        client.delete("/podledger/v1/nodes/-/n1", headers={**auth("writer"), "If-Match": '"2"'}).status_code
+        == 200
+    )
     # If-Match needs one object; a malformed one is 400
     assert apply(client, PODS_YAML, **{"If-Match": '"0"'}).status_code == 400
     assert apply(client, NODE, **{"If-Match": "abc"}).status_code == 400
@@ -137,9 +149,17 @@ def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
 def test_delete_get_and_404s(client, engine):
     assert apply(client, PODS_YAML).status_code == 200
     r = client.get("/podledger/v1/pods/a/p0", headers=auth("reader"))
-    assert r.status_code == 200 and r.json()["metadata"]["name"] == "p0" and r.json()["status"]["phase"] == "Pending"
+    assert (
+        r.status_code == 200
+        and r.json()["metadata"]["name"] == "p0"
+        and r.json()["status"]["phase"] == "Pending"
+    )
     d = client.delete("/podledger/v1/po/a/p0", headers=auth("writer"))
-    assert d.status_code == 200 and d.json()["deleted"] == "pod/a/p0" and d.json()["event"]["type"] == "PodDeleted"
+    assert (
+        d.status_code == 200
+        and d.json()["deleted"] == "pod/a/p0"
+        and d.json()["event"]["type"] == "PodDeleted"
+    )
     with engine.connect() as c:
         meta = c.execute(sa.text("SELECT meta FROM events WHERE type = 'PodDeleted'")).scalar_one()
     assert meta["actor"] == "writer"
@@ -179,8 +199,16 @@ def test_list_filters_and_cursor_pagination(client):
     assert names(labelSelector="app=web", namespace="a") == ["p0"]
     assert names(status="Pending") == ["p0", "p1", "p2", "p3", "p4"]
     assert names(status="Bound") == []
-    assert client.get("/podledger/v1/pods", params={"cursor": "nonsense"}, headers=auth("reader")).status_code == 400
-    assert client.get("/podledger/v1/pods", params={"labelSelector": "a in (x)"}, headers=auth("reader")).status_code == 400
+    assert (
+        client.get("/podledger/v1/pods", params={"cursor": "nonsense"}, headers=auth("reader")).status_code
+        == 400
+    )
+    assert (
+        client.get(
+            "/podledger/v1/pods", params={"labelSelector": "a in (x)"}, headers=auth("reader")
+        ).status_code
+        == 400
+    )
 
 
 def test_events_paged_by_position(client):
@@ -188,10 +216,16 @@ def test_events_paged_by_position(client):
     r = client.get("/podledger/v1/events", params={"after": 0, "limit": 2}, headers=auth("reader"))
     body = r.json()
     assert [e["position"] for e in body["items"]] == [1, 2] and body["next"] == 2 and body["head"] == 5
-    r = client.get("/podledger/v1/events", params={"after": body["next"], "limit": 10}, headers=auth("reader"))
+    r = client.get(
+        "/podledger/v1/events", params={"after": body["next"], "limit": 10}, headers=auth("reader")
+    )
     assert [e["position"] for e in r.json()["items"]] == [3, 4, 5]
     e = r.json()["items"][0]
-    assert e["type"] == "PodCreated" and e["meta"]["actor"] == "writer" and e["data"]["object"]["metadata"]["name"] == "p2"
+    assert (
+        e["type"] == "PodCreated"
+        and e["meta"]["actor"] == "writer"
+        and e["data"]["object"]["metadata"]["name"] == "p2"
+    )
     r = client.get("/podledger/v1/events", params={"stream": "pod/b/"}, headers=auth("reader"))
     assert [x["stream"] for x in r.json()["items"]] == ["pod/b/p2", "pod/b/p3"]
     r = client.get("/podledger/v1/events", params={"type": "NodeCreated"}, headers=auth("reader"))
@@ -201,13 +235,16 @@ def test_events_paged_by_position(client):
 def test_sse_stream_sends_existing_and_live_events(app, client):
     assert apply(client, PODS_YAML).status_code == 200
     with client.stream(
-        "GET", "/podledger/v1/events/stream", params={"after": 3, "max_events": 2, "timeout": 10}, headers=auth("reader")
+        "GET",
+        "/podledger/v1/events/stream",
+        params={"after": 3, "max_events": 2, "timeout": 10},
+        headers=auth("reader"),
     ) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
     blocks = [b for b in text.split("\n\n") if b.startswith("id:")]
     assert [b.splitlines()[0] for b in blocks] == ["id: 4", "id: 5"]
-    assert json.loads(blocks[0].splitlines()[2][len("data: "):])["stream"] == "pod/b/p3"
+    assert json.loads(blocks[0].splitlines()[2][len("data: ") :])["stream"] == "pod/b/p3"
     # live: an event appended while the client waits is delivered
     import threading
 
@@ -219,13 +256,18 @@ def test_sse_stream_sends_existing_and_live_events(app, client):
     t.start()
     t0 = time.monotonic()
     with client.stream(
-        "GET", "/podledger/v1/events/stream", params={"max_events": 1, "timeout": 15}, headers={**auth("reader"), "Last-Event-ID": "5"}
+        "GET",
+        "/podledger/v1/events/stream",
+        params={"max_events": 1, "timeout": 15},
+        headers={**auth("reader"), "Last-Event-ID": "5"},
     ) as r:
         text = "".join(r.iter_text())
     t.join()
     assert "id: 6\nevent: NodeCreated\n" in text and time.monotonic() - t0 < 10
     # bounded by time when nothing comes
-    with client.stream("GET", "/podledger/v1/events/stream", params={"timeout": 0.5}, headers=auth("reader")) as r:
+    with client.stream(
+        "GET", "/podledger/v1/events/stream", params={"timeout": 0.5}, headers=auth("reader")
+    ) as r:
         assert "id:" not in "".join(r.iter_text())
 
 
@@ -237,12 +279,21 @@ def test_explain_history_and_state_at(demo_client):
     assert doc["name"] == "giant" and doc["text"] and "giant" in doc["text"]
     assert doc["condition"] is None or doc["condition"]["status"] == "False"
     first = demo_client.get("/podledger/v1/podgroups/team-a/giant/history", headers=h).json()["items"]
-    assert first[0]["type"] == "PodGroupCreated" and [e["position"] for e in first] == sorted(e["position"] for e in first)
+    assert first[0]["type"] == "PodGroupCreated" and [e["position"] for e in first] == sorted(
+        e["position"] for e in first
+    )
     created_at = first[0]["position"]
-    early = demo_client.get("/podledger/v1/podgroups/team-a/giant/explain", params={"at": created_at}, headers=h)
+    early = demo_client.get(
+        "/podledger/v1/podgroups/team-a/giant/explain", params={"at": created_at}, headers=h
+    )
     assert early.status_code == 200 and early.json()["position"] == created_at
     assert demo_client.get("/podledger/v1/podgroups/team-a/nope/explain", headers=h).status_code == 404
-    assert demo_client.get("/podledger/v1/podgroups/team-a/giant/explain", params={"at": "yesterday"}, headers=h).status_code == 400
+    assert (
+        demo_client.get(
+            "/podledger/v1/podgroups/team-a/giant/explain", params={"at": "yesterday"}, headers=h
+        ).status_code
+        == 400
+    )
     st = demo_client.get("/podledger/v1/state", params={"at": 3}, headers=h)
     assert st.status_code == 200 and st.json()["position"] == 3 and len(st.json()["objects"]) <= 3
     now = demo_client.get("/podledger/v1/state", headers=h).json()
@@ -250,7 +301,9 @@ def test_explain_history_and_state_at(demo_client):
 
 
 def test_whatif_is_an_async_job_with_a_status_url(demo_client):
-    r = demo_client.post("/podledger/v1/whatif", json={"config": {"preemptionAlgorithm": "None"}}, headers=auth("writer"))
+    r = demo_client.post(
+        "/podledger/v1/whatif", json={"config": {"preemptionAlgorithm": "None"}}, headers=auth("writer")
+    )
     assert r.status_code == 202, r.text
     job = r.json()
     assert job["status"] in ("pending", "running", "succeeded") and r.headers["Location"] == job["statusUrl"]
@@ -271,7 +324,9 @@ def test_health_readiness_and_metrics(demo_client, demo_engine):
     demo_client.get("/podledger/v1/pods", headers=auth("reader"))
     text = demo_client.get("/metrics", headers=auth("reader")).text
     with demo_engine.connect() as c:
-        cycles = c.execute(sa.text("SELECT count(*) FROM events WHERE type = 'SchedulingCycleCompleted'")).scalar_one()
+        cycles = c.execute(
+            sa.text("SELECT count(*) FROM events WHERE type = 'SchedulingCycleCompleted'")
+        ).scalar_one()
         pending = c.execute(
             sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Pending'")
         ).scalar_one()
@@ -356,6 +411,10 @@ def test_podledger_routes_live_under_their_own_prefix_not_under_the_kubernetes_p
     assert not [p for p in paths if p == "/api" or p.startswith(("/api/", "/apis"))]
     json_routes = paths - {"/healthz", "/readyz", "/metrics"}
     assert json_routes and all(p.startswith(PREFIX + "/") for p in json_routes), sorted(json_routes)
-    assert {f"{PREFIX}/apply", f"{PREFIX}/events", f"{PREFIX}/{{kind}}/{{namespace}}/{{name}}/explain"} <= paths
+    assert {
+        f"{PREFIX}/apply",
+        f"{PREFIX}/events",
+        f"{PREFIX}/{{kind}}/{{namespace}}/{{name}}/explain",
+    } <= paths
     with TestClient(app) as c:  # the Kubernetes path answers as Kubernetes does
         assert c.get("/api/v1/pods", headers=auth("reader")).json()["kind"] == "PodList"

@@ -27,11 +27,17 @@ NODE = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status
 
 
 def post_node(client: TestClient, headers: dict[str, str]) -> httpx.Response:
-    return client.post("/podledger/v1/apply", content=NODE, headers={"Content-Type": "application/json", **headers})
+    return client.post(
+        "/podledger/v1/apply", content=NODE, headers={"Content-Type": "application/json", **headers}
+    )
 
 
 def test_no_token_or_a_wrong_one_is_401(client, engine):
-    for headers in ({}, {"Authorization": "Bearer nope-nope-nope"}, {"Authorization": f"Basic {TOKENS['admin']}"}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer nope-nope-nope"},
+        {"Authorization": f"Basic {TOKENS['admin']}"},
+    ):
         r = client.get("/podledger/v1/pods", headers=headers)
         assert r.status_code == 401, headers
         assert r.json()["error"] == "unauthorized" and r.headers["WWW-Authenticate"].startswith("Bearer")
@@ -62,17 +68,29 @@ def test_health_and_docs_need_no_token_metrics_does(client, engine):
 def test_several_tokens_per_role_and_named_actors(engine):
     spec = "reader=r-token-0000000001,writer=w-token-0000000001,writer=w-token-0000000002,writer:ci-bot=w-token-0000000003"
     with TestClient(create_app(engine, spec)) as c:
-        for tok, actor in (("w-token-0000000001", "writer"), ("w-token-0000000002", "writer#2"), ("w-token-0000000003", "writer:ci-bot")):
+        for tok, actor in (
+            ("w-token-0000000001", "writer"),
+            ("w-token-0000000002", "writer#2"),
+            ("w-token-0000000003", "writer:ci-bot"),
+        ):
             node = NODE.replace('"n1"', f'"n-{actor.replace(":", "-").replace("#", "-")}"')
             r = c.post("/podledger/v1/apply", content=node, headers={"Authorization": f"Bearer {tok}"})
             assert r.status_code == 200, r.text
-            ev = c.get("/podledger/v1/events", params={"after": r.json()["events"][0]["position"] - 1, "limit": 1},
-                       headers={"Authorization": "Bearer r-token-0000000001"}).json()["items"][0]
+            ev = c.get(
+                "/podledger/v1/events",
+                params={"after": r.json()["events"][0]["position"] - 1, "limit": 1},
+                headers={"Authorization": "Bearer r-token-0000000001"},
+            ).json()["items"][0]
             assert ev["meta"]["actor"] == actor
 
 
 def test_token_settings_are_validated_without_echoing_tokens():
-    for bad in ("reader", "guest=abcdefghijklmnop", "reader=short", "reader=same-token-00001,admin=same-token-00001"):
+    for bad in (
+        "reader",
+        "guest=abcdefghijklmnop",
+        "reader=short",
+        "reader=same-token-00001,admin=same-token-00001",
+    ):
         with pytest.raises(TokenConfigError) as exc:
             parse_tokens(bad)
         for secret in ("abcdefghijklmnop", "short", "same-token-00001"):
@@ -106,7 +124,11 @@ def test_tokens_never_reach_the_log(client, caplog, monkeypatch):
     assert r.status_code == 500 and r.json()["error"] == "internal"
     client.get("/podledger/v1/pods", headers=auth("reader"))
     client.get("/podledger/v1/pods", headers={"Authorization": "Bearer not-a-real-token-xyz"})
-    client.post("/login", content=f"token={TOKENS['admin']}&next=/", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    client.post(
+        "/login",
+        content=f"token={TOKENS['admin']}&next=/",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert "unhandled error on POST /podledger/v1/apply" in caplog.text
     for secret in (*TOKENS.values(), "not-a-real-token-xyz"):
         assert secret not in caplog.text
@@ -124,7 +146,9 @@ def test_dashboard_signs_in_with_a_token_in_an_httponly_cookie(client):
     assert "httponly" in cookie and "samesite=strict" in cookie
     assert client.get("/charts").status_code == 200
     # an open redirect is refused
-    evil = client.post("/login", data={"token": TOKENS["reader"], "next": "//evil.example"}, follow_redirects=False)
+    evil = client.post(
+        "/login", data={"token": TOKENS["reader"], "next": "//evil.example"}, follow_redirects=False
+    )
     assert evil.headers["location"] == "/"
     client.cookies.set(COOKIE, "forged-cookie-value")
     assert client.get("/", follow_redirects=False).status_code == 303
@@ -137,7 +161,9 @@ def test_an_app_without_tokens_refuses_everything_unless_insecure_local(engine):
     with TestClient(create_app(engine, "", insecure_local=True)) as c:
         r = c.post("/podledger/v1/apply", content=NODE)
         assert r.status_code == 200
-        assert c.get("/podledger/v1/events", params={"limit": 1}).json()["items"][0]["meta"]["actor"] == "local"
+        assert (
+            c.get("/podledger/v1/events", params={"limit": 1}).json()["items"][0]["meta"]["actor"] == "local"
+        )
         assert c.get("/").status_code == 200
 
 
@@ -158,7 +184,11 @@ def test_serve_refuses_to_start_without_tokens(db_url):
     r = _cli("serve", "--insecure-local", "--host", "0.0.0.0", env=env)
     assert r.returncode == 1 and "127.0.0.1 only" in r.stderr
     r = _cli("serve", env={**env, "PODLEDGER_TOKENS": "reader=short"})
-    assert r.returncode == 1 and "at least 16 characters" in r.stderr and "short" not in r.stderr.replace("at least", "")
+    assert (
+        r.returncode == 1
+        and "at least 16 characters" in r.stderr
+        and "short" not in r.stderr.replace("at least", "")
+    )
 
 
 @pytest.mark.parametrize("mode", ["tokens", "insecure-local"])
@@ -169,7 +199,9 @@ def test_serve_answers_on_loopback(db_url, mode):
         env["PODLEDGER_TOKENS"] = f"reader={TOKENS['reader']}"
     else:
         args.append("--insecure-local")
-    proc = subprocess.Popen([PODLEDGER, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PODLEDGER, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -77,7 +77,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def live_url(demo_engine) -> Iterator[str]:  # type: ignore[no-untyped-def]
     port = _free_port()
-    config = uvicorn.Config(create_app(demo_engine, TOKEN_SPEC), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(demo_engine, TOKEN_SPEC), host="127.0.0.1", port=port, log_level="warning"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -126,7 +128,9 @@ def test_dashboard_in_chromium(chromium, live_url):
             page.wait_for_url("**/groups/team-a/giant")
             explanation = page.locator("#explanation").inner_text()
             assert "giant" in explanation
-            assert any(w in explanation.lower() for w in ("unschedulable", "mincount", "cannot", "not scheduled"))
+            assert any(
+                w in explanation.lower() for w in ("unschedulable", "mincount", "cannot", "not scheduled")
+            )
             assert page.locator("svg.chart").count() >= 2
             assert page.locator("svg.chart circle.point").count() >= 2  # the timeline has events
             assert page.locator("table.timeline tbody tr").count() >= 2

@@ -18,7 +18,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 GRAFANA = ROOT / "deploy" / "grafana"
-VIEWS = ("v_group_wait_times", "v_unschedulable_reasons", "v_preemptions", "v_node_utilization", "v_quota_usage")
+VIEWS = (
+    "v_group_wait_times",
+    "v_unschedulable_reasons",
+    "v_preemptions",
+    "v_node_utilization",
+    "v_quota_usage",
+)
 
 
 @pytest.fixture(scope="module")
@@ -112,15 +118,23 @@ def test_grafana_dashboard_is_built_on_the_views():
     sql = "\n".join(t["rawSql"] for p in dash["panels"] for t in p["targets"])
     for view in VIEWS:
         assert view in sql, view
-        assert (ROOT / "migrations" / "sql" / f"{view}.sql").exists(), f"{view} is not defined in migrations/sql"
-    ds_uid = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "podledger.yaml").read_text())["datasources"][0]["uid"]
+        assert (ROOT / "migrations" / "sql" / f"{view}.sql").exists(), (
+            f"{view} is not defined in migrations/sql"
+        )
+    ds_uid = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "podledger.yaml").read_text())[
+        "datasources"
+    ][0]["uid"]
     assert {p["datasource"]["uid"] for p in dash["panels"]} == {ds_uid}
     assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
 
 
 def _expand_macros(sql: str) -> str:
-    sql = re.sub(r"\$__timeFilter\((\w+)\)", r"\1 BETWEEN now() - interval '30 days' AND now() + interval '1 day'", sql)
-    sql = re.sub(r"\$__timeGroupAlias\((\w+),\s*'1h'\)", lambda m: f"date_trunc('hour', {m.group(1)}) AS \"time\"", sql)
+    sql = re.sub(
+        r"\$__timeFilter\((\w+)\)", r"\1 BETWEEN now() - interval '30 days' AND now() + interval '1 day'", sql
+    )
+    sql = re.sub(
+        r"\$__timeGroupAlias\((\w+),\s*'1h'\)", lambda m: f"date_trunc('hour', {m.group(1)}) AS \"time\"", sql
+    )
     assert "$__" not in sql, sql
     return sql
 
@@ -151,6 +165,8 @@ def test_health_check_script(db_url):
     from scheduler.worker import LEADER_LOCK
 
     assert LEADER_LOCK == 7243150010
-    down = subprocess.run([sys.executable, script, "api"], env={**env, "PORT": "1"}, capture_output=True, text=True)
+    down = subprocess.run(
+        [sys.executable, script, "api"], env={**env, "PORT": "1"}, capture_output=True, text=True
+    )
     assert down.returncode == 1 and "/readyz" in down.stderr
     assert subprocess.run([sys.executable, script, "bogus"], env=env, capture_output=True).returncode == 2

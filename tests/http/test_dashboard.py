@@ -35,7 +35,11 @@ def test_groups_table_with_conditions_wait_times_and_filters(signed_in, demo_eng
     assert f'<td class="msg">{escape(cond["message"])}</td>' in html
     assert re.search(r"\d+(\.\d+)?(ms|s) <small>waiting</small>", html)  # giant is still waiting
     assert group_names(signed_in.get("/?state=unschedulable").text) == ["giant", "vision-pretrain"]
-    assert group_names(signed_in.get("/?q=pipeline").text) == ["pipeline-1", "pipeline-1-decode", "pipeline-1-prefill"]
+    assert group_names(signed_in.get("/?q=pipeline").text) == [
+        "pipeline-1",
+        "pipeline-1-decode",
+        "pipeline-1-prefill",
+    ]
     assert "No groups match." in signed_in.get("/?q=nothing-like-this").text
     assert html.count("<svg") == 2
 

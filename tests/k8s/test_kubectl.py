@@ -77,7 +77,11 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
     pods = wait_until(
         lambda: (
             (p := _pods(k8s))
-            and all(node for key, node in p.items() if not key.startswith(("team-a/giant", "team-a/vision-pretrain")))
+            and all(
+                node
+                for key, node in p.items()
+                if not key.startswith(("team-a/giant", "team-a/vision-pretrain"))
+            )
             and p
         ),
         120,

@@ -201,7 +201,9 @@ def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatc
     # and nothing beyond them: no duplicate from a retry, no write that was never acknowledged
     notes = int(scalar(engine, "SELECT count(*) FROM events WHERE type = 'NoteRecorded'"))
     assert notes == len(events), info
-    by_writer = rows(engine, "SELECT stream FROM events WHERE type = 'PodCreated' AND meta->>'actor' = 'writer'")
+    by_writer = rows(
+        engine, "SELECT stream FROM events WHERE type = 'PodCreated' AND meta->>'actor' = 'writer'"
+    )
     assert sorted(r[0] for r in by_writer) == sorted(f"pod/default/{p}" for p in pods), info
     # and the log is sound after two restarts (one of them a crash)
     assert double_binds(engine) == {}, info
