@@ -40,6 +40,9 @@ needs_kubectl = pytest.mark.skipif(
 )
 
 
+WORKER_NAME = "k8s-test-worker"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -158,7 +161,7 @@ class Server:
         if self.worker is not None and self.worker.poll() is None:
             return self.worker
         p = subprocess.Popen(
-            [PODLEDGER, "worker", "--interval", "0.2", "--name", "k8s-test-worker"],
+            [PODLEDGER, "worker", "--interval", "0.2", "--name", WORKER_NAME],
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,
@@ -167,6 +170,11 @@ class Server:
         self.procs.append(p)
         self.worker = p
         return p
+
+    def inputs(self) -> int:
+        """Events not written by the test's worker (which keeps retrying unschedulable gangs of
+        the example cluster in the background): what a client's request can have appended."""
+        return self.count("coalesce(meta->>'actor', '') <> :w", w=WORKER_NAME)
 
     def count(self, where: str = "TRUE", **params: Any) -> int:
         with self.engine.connect() as c:

@@ -214,11 +214,11 @@ def test_a_reader_token_cannot_apply(k8s: Server, tmp_path) -> None:  # type: ig
         "apiVersion: v1\nkind: Pod\nmetadata: {name: sneaky, namespace: team-r}\n"
         "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n"
     )
-    before = k8s.count()
+    before = k8s.inputs()
     res = k8s.kubectl("apply", "--server-side", "-f", str(f), role="reader", check=False)
     assert res.returncode != 0
     assert "Forbidden" in res.stderr and 'User "reader" cannot patch resource "pods"' in res.stderr
-    assert k8s.count() == before
+    assert k8s.inputs() == before
     # the same token reads
     assert k8s.kubectl("get", "nodes", role="reader").returncode == 0
 
@@ -229,7 +229,7 @@ def test_invalid_input_is_a_422_status_and_appends_nothing(k8s: Server, tmp_path
         "apiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: team-x}\n"
         "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n"
     )
-    before = k8s.count()
+    before = k8s.inputs()
     res = k8s.kubectl("apply", "--server-side", "-f", str(f), check=False)
     assert res.returncode != 0
     assert (
@@ -237,4 +237,4 @@ def test_invalid_input_is_a_422_status_and_appends_nothing(k8s: Server, tmp_path
         and "Invalid" not in res.stdout
         and "spec.containers[0].resources.requests.cpu" in res.stderr
     )
-    assert k8s.count() == before
+    assert k8s.inputs() == before
