@@ -40,7 +40,15 @@ def list_objects(
     if isinstance(target, Engine):
         with target.connect() as conn:
             return list_objects(conn, kind, namespace, name)
-    q = f"SELECT {_ROW_COLS} FROM objects WHERE kind = :k"
+    return [ObjectRow(*r) for r in _select(target, _ROW_COLS, kind, namespace, name)]
+
+
+def _select(
+    conn: Connection, cols: str, kind: str, namespace: str | None, name: str | None
+) -> list[Sequence[Any]]:
+    """``cols`` of the current objects of ``kind`` (optionally one namespace and/or name), in
+    (namespace, name) order."""
+    q = f"SELECT {cols} FROM objects WHERE kind = :k"
     params: dict[str, Any] = {"k": kind}
     if namespace is not None:
         q += " AND namespace = :n"
@@ -48,8 +56,7 @@ def list_objects(
     if name is not None:
         q += " AND name = :m"
         params["m"] = name
-    q += " ORDER BY namespace, name"
-    return [ObjectRow(*r) for r in target.execute(sa.text(q), params)]
+    return list(conn.execute(sa.text(q + " ORDER BY namespace, name"), params))
 
 
 def get_object(
@@ -298,16 +305,8 @@ def projection_rows(
 ) -> list[dict[str, Any]]:
     """Current objects of a kind with uid and created/updated positions and times, in
     (namespace, name) order (the Kubernetes API's resourceVersion and uid come from them)."""
-    q = f"SELECT {', '.join(PROJECTION_COLS)} FROM objects WHERE kind = :k"
-    params: dict[str, Any] = {"k": kind}
-    if namespace is not None:
-        q += " AND namespace = :n"
-        params["n"] = namespace
-    if name is not None:
-        q += " AND name = :m"
-        params["m"] = name
-    q += " ORDER BY namespace, name"
-    return [dict(zip(PROJECTION_COLS, r, strict=True)) for r in conn.execute(sa.text(q), params)]
+    rows = _select(conn, ", ".join(PROJECTION_COLS), kind, namespace, name)
+    return [dict(zip(PROJECTION_COLS, r, strict=True)) for r in rows]
 
 
 def namespaces_in_use(conn: Connection) -> list[tuple[str, Any]]:

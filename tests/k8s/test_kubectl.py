@@ -6,30 +6,10 @@ import subprocess
 
 import sqlalchemy as sa
 
+from tests.http.conftest import GIANT
 from tests.k8s.conftest import EXAMPLES, PODLEDGER, Server, needs_kubectl, wait_until
 
 pytestmark = needs_kubectl
-
-# A gang that can never fit (3 pods of 200 CPUs): it stays pending with FailedScheduling.
-GIANT = """
-apiVersion: scheduling.k8s.io/v1beta1
-kind: PodGroup
-metadata: {name: giant, namespace: team-a}
-spec:
-  schedulingPolicy: {gang: {minCount: 3}}
-  priorityClassName: training-high
-""" + "".join(
-    f"""---
-apiVersion: v1
-kind: Pod
-metadata: {{name: giant-{i}, namespace: team-a}}
-spec:
-  priorityClassName: training-high
-  schedulingGroup: {{podGroupName: giant}}
-  containers: [{{name: c, resources: {{requests: {{cpu: 200}}}}}}]
-"""
-    for i in range(3)
-)
 
 
 def _pods(k8s: Server) -> dict[str, str | None]:
