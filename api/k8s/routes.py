@@ -68,26 +68,26 @@ async def version() -> Response:
     return _json(discovery.version())
 
 
-@router.get("/api")
-async def core_api(request: Request) -> Response:
+async def _discovery(request: Request, core: bool) -> Response:
+    """``/api`` (core) or ``/apis`` (groups), in the aggregated form when kubectl asks for it."""
+
     async def run() -> Response:
         _principal(request)
         if discovery.wants_aggregated(request.headers.get("accept")):
-            return _json(discovery.aggregated(True), content_type=discovery.AGGREGATED)
-        return _json(discovery.core_versions())
+            return _json(discovery.aggregated(core), content_type=discovery.AGGREGATED)
+        return _json(discovery.core_versions() if core else discovery.group_list())
 
     return await _guard(request, run)
+
+
+@router.get("/api")
+async def core_api(request: Request) -> Response:
+    return await _discovery(request, core=True)
 
 
 @router.get("/apis")
 async def apis(request: Request) -> Response:
-    async def run() -> Response:
-        _principal(request)
-        if discovery.wants_aggregated(request.headers.get("accept")):
-            return _json(discovery.aggregated(False), content_type=discovery.AGGREGATED)
-        return _json(discovery.group_list())
-
-    return await _guard(request, run)
+    return await _discovery(request, core=False)
 
 
 @router.get("/openapi/v3")
