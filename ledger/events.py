@@ -134,6 +134,7 @@ INPUT_KINDS = {
     "ElasticQuota": "Quota",
     "ElasticQuotaTree": "QuotaTree",
     "SchedulerConfig": "SchedulerConfig",
+    "Job": "Job",
 }
 
 for _kind, _prefix in INPUT_KINDS.items():

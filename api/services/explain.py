@@ -9,10 +9,12 @@ from sqlalchemy.engine import Connection, Engine
 
 from api.services.errors import NotFound
 from api.services.history import canonical_kind
+from api.services.jobs import job_pod_group
 from ledger.projections.temporal import quota_used
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at, objects_now
+from ledger.resources.job import owning_job
 from scheduler.bridge import Bridge, config_from
 
 GROUP_DECISIONS = (
@@ -54,9 +56,14 @@ def explain(
     Raises NotFound (a LookupError) if the object does not exist at that position.
     """
     kind = canonical_kind(kind)
-    if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
-        raise ValueError(f"explain supports podgroup, compositepodgroup and pod, not {kind}")
     namespace = namespace or "default"
+    job = None
+    if kind == "Job":  # a Job is explained through the PodGroup its controller compiled
+        with engine.connect() as conn:
+            job_pos = resolve_at(conn, at)
+        job, kind, name = f"{namespace}/{name}", "PodGroup", job_pod_group(engine, namespace, name, job_pos)
+    if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
+        raise ValueError(f"explain supports job, podgroup, compositepodgroup and pod, not {kind}")
     key = f"{namespace}/{name}"
     with engine.connect() as conn:
         head = log_q.head(conn)
@@ -212,6 +219,7 @@ def explain(
         "kind": kind,
         "namespace": namespace,
         "name": name,
+        "job": job or owning_job(obj),
         "position": pos,
         "verdict": verdict,
         "condition": condition,
@@ -294,6 +302,8 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
         f"{doc['kind']} {doc['namespace']}/{doc['name']} (as of position {doc['position']})",
         f"  Verdict:   {doc['verdict']}",
     ]
+    if doc.get("job"):
+        lines.insert(1, f"  Job:       {doc['job']} (batch/v1; its controller created this {doc['kind']})")
     if doc.get("condition"):
         c = doc["condition"]
         lines.append(f"  Condition: {c.get('type')}={c.get('status')} reason={c.get('reason')}")

@@ -100,6 +100,7 @@ KINDS: tuple[KindInfo, ...] = (
         "elasticquotatree.scheduling.sigs.k8s.io",
         True,
     ),
+    KindInfo("Job", ("batch/v1",), "jobs", (), "job.batch", True),
     KindInfo(
         "SchedulerConfig",
         ("podledger.io/v1alpha1",),

@@ -68,6 +68,7 @@ def test_registry_facts() -> None:
         "ElasticQuota": "scheduling.sigs.k8s.io/v1alpha1",
         "ElasticQuotaTree": "scheduling.sigs.k8s.io/v1beta1",
         "SchedulerConfig": "podledger.io/v1alpha1",
+        "Job": "batch/v1",
     }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.resources.admission.immutability import carry_server_fields, immutable_problems, uid_problems
+from ledger.resources.admission.jobs import job_update_problems
 from ledger.resources.admission.outcome import Action, AdmissionOutcome, AdmissionResult, Rejection
 from ledger.resources.admission.priority import admit_priority
 from ledger.resources.admission.quotas import elastic_quota_problems, quota_tree_problems
@@ -30,6 +31,7 @@ from ledger.resources.models import (
     Workload,
     model_for,
 )
+from ledger.resources.models.batch import Job
 
 
 def admit(objects: Sequence[Resource], state: AdmissionState) -> AdmissionOutcome:
@@ -78,6 +80,8 @@ def _admit_one(
     if isinstance(obj, Workload):
         reasons += workload_problems(obj)
     if old is not None:
+        if isinstance(obj, Job) and isinstance(old, Job):
+            reasons += job_update_problems(obj, old)
         return obj, reasons + immutable_problems(obj, old)
     if isinstance(obj, Pod | PodGroup | CompositePodGroup):
         obj, more = admit_priority(obj, batch)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ledger.resources.errors import format_path
 from ledger.resources.kinds import get_kind
+from ledger.resources.models.batch import Job
 from ledger.resources.models.core import Node, Pod
 from ledger.resources.models.meta import Resource
 from ledger.resources.models.podledger import SchedulerConfig, SchedulerConfigSpec
@@ -36,6 +37,7 @@ MODELS: dict[str, type[Resource]] = {
         ElasticQuota,
         ElasticQuotaTree,
         SchedulerConfig,
+        Job,
     )
 }
 
