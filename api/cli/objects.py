@@ -170,8 +170,8 @@ def get(
     ] = False,
 ) -> None:
     """List objects (kubectl-like table) or print them as JSON/YAML."""
-    # not api.services.objects (the write path: admission, the writer): start-up stays short
-    from ledger.queries.objects import list_objects
+    # not api.services.objects (the write path: admission, the writer), and for a plain listing
+    # not even SQLAlchemy or pydantic: one psycopg connection (start-up stays short)
     from ledger.resources.kinds import UnknownKindError, resolve_kind
 
     try:
@@ -205,6 +205,18 @@ def get(
         if path not in FIELD_SELECTORS:
             raise UserError(f'field label not supported: "{path}" (use {", ".join(FIELD_SELECTORS)})')
 
+    if at is None and not watch:
+        from ledger import db
+        from ledger.queries.object_rows import list_objects_pg
+
+        with db.read_connection() as conn:
+            rows = list_objects_pg(conn, info.kind, ns, name)
+        if labels or fields:
+            rows = [r for r in rows if _selected(r, labels, fields)]
+        _print_rows(info, name, ns, rows, output)
+        return
+    from ledger.queries.objects import list_objects
+
     target = engine()
 
     def fetch() -> list[Any]:
@@ -222,6 +234,13 @@ def get(
         return [r for r in rows if _selected(r, labels, fields)]
 
     rows = fetch()
+    namespaces = _print_rows(info, name, ns, rows, output)
+    if watch:
+        _watch(target, info, fetch, rows, output, namespaces=namespaces)
+
+
+def _print_rows(info: Any, name: str | None, ns: str | None, rows: list[Any], output: str) -> bool:
+    """Print ``rows`` as ``get`` does; returns whether the table has a NAMESPACE column."""
     if name and not rows:
         where = f"{ns}/{name}" if info.namespaced else name
         raise UserError(f'{info.kind} "{where}" not found')
@@ -238,16 +257,15 @@ def get(
             )
         else:
             sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
-        return
-    namespaces = info.namespaced and ns is None
+        return False
+    namespaces = bool(info.namespaced and ns is None)
     if rows:
         out.print(_table(info, rows, output, namespaces=namespaces))
     elif ns:
         err.print(f"No resources found in {ns} namespace.")
     else:
         err.print(f"No {info.plural} found.")
-    if watch:
-        _watch(target, info, fetch, rows, output, namespaces=namespaces)
+    return namespaces
 
 
 def _watch(target: Any, info: Any, fetch: Any, rows: list[Any], output: str, *, namespaces: bool) -> None:

@@ -114,7 +114,7 @@ def create_app(
         title="podledger",
         version="1.0.0",
         description=DESCRIPTION,
-        docs_url="/docs",
+        docs_url=None,  # served below from the packaged Swagger UI, not from a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -137,8 +137,34 @@ def create_app(
     app.add_middleware(RequestContext)
     app.add_middleware(BodyLimit)  # outermost: limits hold before anything reads the request
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
+    install_docs(app)
 
     return app
 
 
-__all__ = ["create_app"]
+SWAGGER_STATIC = "/docs/static"
+# an inline SVG: the default favicon is fetched from fastapi.tiangolo.com
+_FAVICON = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3C/svg%3E"
+
+
+def install_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the ``swagger-ui-bundle-v2`` package's files (Swagger UI 5, which
+    renders OpenAPI 3.1), so the page works on a machine without internet access."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount(SWAGGER_STATIC, StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{SWAGGER_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_STATIC}/swagger-ui.css",
+            swagger_favicon_url=_FAVICON,
+        )
+
+
+__all__ = ["create_app", "install_docs"]

@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-_ROW_COLS = "kind, namespace, name, object, status, created_at, updated_position"
+from ledger.queries.object_rows import ROW_COLS, ObjectRow, select_sql
 
-
-@dataclass(frozen=True)
-class ObjectRow:
-    kind: str
-    namespace: str
-    name: str
-    object: dict[str, Any]
-    status: dict[str, Any]
-    created_at: datetime
-    updated_position: int
-
-    def full(self) -> dict[str, Any]:
-        """The object as a user sees it: the stored manifest plus the projected status."""
-        obj = dict(self.object)
-        status = dict(obj.get("status") or {})
-        status.update({k: v for k, v in self.status.items() if v is not None})
-        if status:
-            obj["status"] = status
-        return obj
+_ROW_COLS = ROW_COLS
 
 
 def list_objects(
@@ -48,15 +29,9 @@ def _select(
 ) -> list[Sequence[Any]]:
     """``cols`` of the current objects of ``kind`` (optionally one namespace and/or name), in
     (namespace, name) order."""
-    q = f"SELECT {cols} FROM objects WHERE kind = :k"
-    params: dict[str, Any] = {"k": kind}
-    if namespace is not None:
-        q += " AND namespace = :n"
-        params["n"] = namespace
-    if name is not None:
-        q += " AND name = :m"
-        params["m"] = name
-    return list(conn.execute(sa.text(q + " ORDER BY namespace, name"), params))
+    q = select_sql(cols, namespace, name)
+    params: dict[str, Any] = {"k": kind, "n": namespace, "m": name}
+    return list(conn.execute(sa.text(q), params))
 
 
 def get_object(

@@ -16,55 +16,121 @@ field rules) and ``registry`` (``validate_raw``); ``admission/`` one module per 
 (the entry point ``admit``), ``state`` and ``outcome``.
 """
 
-from ledger.resources.admission import (
-    AdmissionOutcome,
-    AdmissionResult,
-    AdmissionState,
-    InMemoryState,
-    Rejection,
-    admit,
-)
-from ledger.resources.errors import DocumentParseError, FieldError, InvalidObjectError
-from ledger.resources.kinds import (
-    KINDS,
-    KindInfo,
-    UnknownKindError,
-    WrongApiVersionError,
-    check_api_version,
-    get_kind,
-    resolve_kind,
-)
-from ledger.resources.models import (
-    BUILTIN_PRIORITY_CLASSES,
-    MODELS,
-    CompositePodGroup,
-    ElasticQuota,
-    ElasticQuotaTree,
-    Node,
-    ObjectKey,
-    Pod,
-    PodDisruptionBudget,
-    PodGroup,
-    PriorityClass,
-    Resource,
-    SchedulerConfig,
-    SchedulerConfigSpec,
-    Workload,
-    effective_requests,
-    from_normalized,
-    model_for,
-    pod_effective_requests,
-    validate_scheduler_config_spec,
-)
-from ledger.resources.parse import (
-    Document,
-    iter_documents,
-    iter_path,
-    load_objects,
-    parse_documents,
-    validate,
-)
-from ledger.resources.quantity import format_quantity, parse_quantity, to_base_units, to_int, to_milli
+# Every name is imported on first use (PEP 562): ``ledger.resources.kinds`` (the CLI's ``get``)
+# must not pay for pydantic models and admission at start-up.
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ledger.resources.admission import (
+        AdmissionOutcome,
+        AdmissionResult,
+        AdmissionState,
+        InMemoryState,
+        Rejection,
+        admit,
+    )
+    from ledger.resources.errors import DocumentParseError, FieldError, InvalidObjectError
+    from ledger.resources.kinds import (
+        KINDS,
+        KindInfo,
+        UnknownKindError,
+        WrongApiVersionError,
+        check_api_version,
+        get_kind,
+        resolve_kind,
+    )
+    from ledger.resources.models import (
+        BUILTIN_PRIORITY_CLASSES,
+        MODELS,
+        CompositePodGroup,
+        ElasticQuota,
+        ElasticQuotaTree,
+        Node,
+        ObjectKey,
+        Pod,
+        PodDisruptionBudget,
+        PodGroup,
+        PriorityClass,
+        Resource,
+        SchedulerConfig,
+        SchedulerConfigSpec,
+        Workload,
+        effective_requests,
+        from_normalized,
+        model_for,
+        pod_effective_requests,
+        validate_scheduler_config_spec,
+    )
+    from ledger.resources.parse import (
+        Document,
+        iter_documents,
+        iter_path,
+        load_objects,
+        parse_documents,
+        validate,
+    )
+    from ledger.resources.quantity import format_quantity, parse_quantity, to_base_units, to_int, to_milli
+
+_LAZY: dict[str, str] = {
+    "AdmissionOutcome": "ledger.resources.admission",
+    "AdmissionResult": "ledger.resources.admission",
+    "AdmissionState": "ledger.resources.admission",
+    "InMemoryState": "ledger.resources.admission",
+    "Rejection": "ledger.resources.admission",
+    "admit": "ledger.resources.admission",
+    "DocumentParseError": "ledger.resources.errors",
+    "FieldError": "ledger.resources.errors",
+    "InvalidObjectError": "ledger.resources.errors",
+    "KINDS": "ledger.resources.kinds",
+    "KindInfo": "ledger.resources.kinds",
+    "UnknownKindError": "ledger.resources.kinds",
+    "WrongApiVersionError": "ledger.resources.kinds",
+    "check_api_version": "ledger.resources.kinds",
+    "get_kind": "ledger.resources.kinds",
+    "resolve_kind": "ledger.resources.kinds",
+    "BUILTIN_PRIORITY_CLASSES": "ledger.resources.models",
+    "MODELS": "ledger.resources.models",
+    "CompositePodGroup": "ledger.resources.models",
+    "ElasticQuota": "ledger.resources.models",
+    "ElasticQuotaTree": "ledger.resources.models",
+    "Node": "ledger.resources.models",
+    "ObjectKey": "ledger.resources.models",
+    "Pod": "ledger.resources.models",
+    "PodDisruptionBudget": "ledger.resources.models",
+    "PodGroup": "ledger.resources.models",
+    "PriorityClass": "ledger.resources.models",
+    "Resource": "ledger.resources.models",
+    "SchedulerConfig": "ledger.resources.models",
+    "SchedulerConfigSpec": "ledger.resources.models",
+    "Workload": "ledger.resources.models",
+    "effective_requests": "ledger.resources.models",
+    "from_normalized": "ledger.resources.models",
+    "model_for": "ledger.resources.models",
+    "pod_effective_requests": "ledger.resources.models",
+    "validate_scheduler_config_spec": "ledger.resources.models",
+    "Document": "ledger.resources.parse",
+    "iter_documents": "ledger.resources.parse",
+    "iter_path": "ledger.resources.parse",
+    "load_objects": "ledger.resources.parse",
+    "parse_documents": "ledger.resources.parse",
+    "validate": "ledger.resources.parse",
+    "format_quantity": "ledger.resources.quantity",
+    "parse_quantity": "ledger.resources.quantity",
+    "to_base_units": "ledger.resources.quantity",
+    "to_int": "ledger.resources.quantity",
+    "to_milli": "ledger.resources.quantity",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUILTIN_PRIORITY_CLASSES",

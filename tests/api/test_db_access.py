@@ -42,3 +42,37 @@ def test_db_shell_runs_psql_as_the_role(engine):
     assert "podledger_reporting" in res.stdout and "(1 row)" in res.stdout
     denied = cli("db", "shell", "--role", "reporting", "-c", "SELECT count(*) FROM events")
     assert denied.returncode != 0 and "permission denied for table events" in denied.stderr
+
+
+def test_psql_with_the_reporting_url_reads_views_and_cannot_write(engine):
+    """The acceptance line as a user types it: ``psql "$(podledger db url --role reporting)"``."""
+    import shutil
+    import subprocess
+
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.skip("psql is not installed")
+    assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
+    assert cli("schedule").returncode == 0
+    url = cli("db", "url", "--role", "reporting").stdout.strip()
+
+    def run(sql: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [psql, url, "-X", "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    read = run("SELECT name FROM v_group_wait_times WHERE scheduled ORDER BY name")
+    assert read.returncode == 0, read.stderr
+    assert "llm-pretrain" in read.stdout.split()
+    for sql, table in (
+        ("INSERT INTO events (stream, version, type, data) VALUES ('x', 1, 'X', '{}')", "events"),
+        ("UPDATE objects SET status = '{}'", "objects"),
+        ("DELETE FROM objects", "objects"),
+    ):
+        denied = run(sql)
+        assert denied.returncode != 0 and f"permission denied for table {table}" in denied.stderr, (
+            denied.stderr
+        )

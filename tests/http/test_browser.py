@@ -154,3 +154,38 @@ def test_dashboard_in_chromium(chromium, live_url):
             browser.close()
     assert requests_outside == [], f"the dashboard fetched from elsewhere: {requests_outside}"
     assert (OUTPUT / "dashboard-group.png").stat().st_size > 10_000
+
+
+def test_docs_offline_in_chromium(chromium, live_url):
+    """``/docs`` with the network blocked: every request that is not to the local server is
+    aborted, and Swagger UI (served from the packaged files) still lists the API's operations."""
+    from playwright.sync_api import sync_playwright
+
+    OUTPUT.mkdir(exist_ok=True)
+    blocked: list[str] = []
+
+    def only_local(route) -> None:  # type: ignore[no-untyped-def]
+        url = route.request.url
+        if url.startswith(live_url) or url.startswith("data:"):
+            route.continue_()
+        else:
+            blocked.append(url)
+            route.abort()
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.route("**/*", only_local)
+            page.goto(live_url + "/docs", wait_until="load")
+            page.wait_for_selector(".opblock", timeout=30_000)
+            operations = page.locator(".opblock-summary-path").all_inner_texts()
+            assert page.locator(".info .title").first.inner_text().startswith("podledger")
+            page.screenshot(path=str(OUTPUT / "docs-offline.png"), full_page=False)
+        finally:
+            browser.close()
+    paths = {p.replace("\u200b", "").strip() for p in operations}
+    assert len(paths) >= 10, paths
+    assert "/podledger/v1/apply" in paths or any(p.startswith("/podledger/v1/") for p in paths), paths
+    assert "/healthz" in paths, paths
+    assert blocked == [], f"/docs fetched from elsewhere: {blocked}"
