@@ -15,8 +15,8 @@ order: a ``Workload`` (one PodGroup template, the Job's ``spec.scheduling``), a 
   the pods keep that group;
 * names: Workload ``<job>-<hash>``, PodGroup ``<workload>-<template>-<hash>``, pods
   ``<job>-<index>-<suffix>`` (Indexed) or ``<job>-<suffix>``, truncated to fit; upstream derives
-  the hash from the Job's uid, here from the Job's uid when the manifest carries one, else from
-  its namespace and name, so that applying the same Job twice compiles the same objects;
+  the hash from the Job's uid, here from its namespace and name (the ledger fills the uid only
+  after admission), so that applying the same Job twice compiles the same objects;
 * ``suspend: true``: the Workload only (the PodGroup and pods come on resume);
 * ownerReferences: Workload and PodGroup have the Job as controller, the PodGroup also the
   Workload; pods have the Job as controller and the PodGroup. A pod preempted later is recreated
@@ -73,7 +73,9 @@ def pod_group_name(job: Job) -> str:
 
 
 def _identity(job: Job) -> str:
-    return job.metadata.uid or f"{job.metadata.namespace}/{job.name}"
+    # upstream hashes the Job's uid; the ledger fills the uid after admission (and derives it from
+    # the stream), so the names here derive from the Job's namespace and name
+    return f"{job.metadata.namespace or 'default'}/{job.name}"
 
 
 def _job_ref(job: Job) -> dict[str, Any]:

@@ -114,10 +114,17 @@ def test_get_pods_json_matches_what_was_applied(engine):
     doc = json.loads(res.stdout)
     assert doc["kind"] == "List"
     by_name = {(i["metadata"]["namespace"], i["metadata"]["name"]): i for i in doc["items"]}
-    from ledger.resources.parse import iter_path
+    from ledger.resources.job import expand_jobs
+    from ledger.resources.parse import iter_path, validate
 
-    applied = [d.raw for d in iter_path(EXAMPLES) if d.raw.get("kind") == "Pod"]
-    assert len(by_name) == len(applied)
+    docs = list(iter_path(EXAMPLES))
+    applied = [d.raw for d in docs if d.raw.get("kind") == "Pod"]
+    # the example Job's pods, compiled by the Job controller's step
+    jobs = [validate(d)[0] for d in docs if d.raw.get("kind") == "Job"]
+    compiled = [o for o in expand_jobs([j for j in jobs if j is not None])[0] if o.KIND == "Pod"]
+    assert compiled and len(by_name) == len(applied) + len(compiled)
+    for pod in compiled:
+        assert by_name[(pod.namespace, pod.name)]["metadata"]["labels"]["batch.kubernetes.io/job-name"]
     for raw in applied:
         got = by_name[(raw["metadata"].get("namespace", "default"), raw["metadata"]["name"])]
         assert got["status"]["phase"] == "Pending"
