@@ -146,6 +146,8 @@ def demo(
         for row in rows:
             table.add_row(*row[:4])
         out.print(table)
+    for job, group in report.jobs:
+        out.print(f"Job {job} (batch/v1, .spec.scheduling) → PodGroup {group}  (podledger explain job {job})")
     table = Table(title="Nodes", title_justify="left")
     for c in ("NODE", "RACK", "ZONE", "CPU (used/alloc)", "MEMORY (GiB)", "GPU", "PODS"):
         table.add_column(c)

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from ledger.queries.log import latest_placements
 from ledger.queries.objects import list_objects
+from ledger.resources.job import owning_job
 from scheduler.bridge import pod_requests
 
 GROUP_CONDITIONS = (
@@ -26,6 +27,8 @@ class DemoReport:
     nodes: list[tuple[str, ...]] = field(default_factory=list)
     # (namespace/name, why) of every pod without a node
     pending: list[tuple[str, str]] = field(default_factory=list)
+    # (job namespace/name, its PodGroup namespace/name): groups a Job's controller compiled
+    jobs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _where_or_why(cond: dict[str, Any] | None, spec: dict[str, Any], placement: str | None) -> str:
@@ -71,6 +74,9 @@ def demo_report(engine: Engine) -> DemoReport:
             continue
         table = report.groups.setdefault(kind, [])
         for r in rows:
+            job = owning_job(r.object)
+            if job:
+                report.jobs.append((job, f"{r.namespace}/{r.name}"))
             cond = next((c for c in r.status.get("conditions") or [] if c.get("type") == ctype), None)
             if cond is None:
                 table.append((r.namespace, r.name, "(not attempted)", "", ""))

@@ -197,6 +197,17 @@ def test_demo_tells_the_story_in_order(engine):
     history = text.index("PodGroupScheduled", scheduled)
     replayed = text.index(" 0 mismatches", history)
     assert verdict < why < quota < scheduled < history < replayed
+    # the example Job (batch/v1 with .spec.scheduling) is compiled into a gang that schedules
+    job_line = next(line for line in text.splitlines() if line.startswith("Job team-b/feature-etl "))
+    group = job_line.split("PodGroup ", 1)[1].split()[0]
+    assert group.startswith("team-b/feature-etl-")
+    assert any(group.split("/")[1] in line and "Scheduled" in line for line in text[:verdict].splitlines())
+    explained = cli("explain", "job", "team-b/feature-etl")
+    assert explained.returncode == 0, explained.stderr
+    assert (
+        "Job:       team-b/feature-etl" in explained.stdout
+        and "Verdict:   Scheduled (4/4 pods bound)" in explained.stdout
+    )
     assert "node-r4-5" in text[scheduled:history]  # it fits only once the node has joined
     tail = text[replayed:]
     assert "Try next:" in tail and "FROM v_group_wait_times" in tail
