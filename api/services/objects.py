@@ -239,6 +239,7 @@ def delete_objects(
     """
     if not refs:
         return []
+    refs = _with_dependents(engine, refs)
     keys: list[tuple[str, str, str]] = []
     for kind, namespace, name in refs:
         info = get_kind(kind)
@@ -264,6 +265,28 @@ def delete_objects(
             for i, ((kind, ns, name), stream) in enumerate(zip(keys, streams, strict=True))
         ]
         return writer.write(conn, events, {s: state.versions[s] for s in streams})
+
+
+def _with_dependents(
+    engine: Any, refs: Sequence[tuple[str, str | None, str]]
+) -> list[tuple[str, str | None, str]]:
+    """``refs`` followed by what the garbage collector deletes with them: a Job's Workload,
+    PodGroup and pods (its controller ownerReference names the Job), as with kubectl's default
+    background propagation."""
+    out = list(refs)
+    jobs = [
+        (ns or "default", name) for kind, ns, name in refs if resolve_kind(kind).kind == "Job"
+    ]
+    if not jobs:
+        return out
+    named = {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
+    with engine.connect() as conn:
+        for ns, name in jobs:
+            for kind, child in objects_q.controlled_by(conn, ns, "Job", name):
+                if (kind, ns, child) not in named:
+                    named.add((kind, ns, child))
+                    out.append((kind, ns, child))
+    return out
 
 
 # ------------------------------------------------------------------- requests with conditions

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -240,7 +241,24 @@ def all_objects(conn: Connection) -> list[dict[str, Any]]:
     return [{"kind": r[0], "namespace": r[1], "name": r[2], "object": r[3], "status": r[4]} for r in rows]
 
 
+def controlled_by(
+    conn: Connection, namespace: str, owner_kind: str, owner_name: str
+) -> list[tuple[str, str]]:
+    """``(kind, name)`` of the objects of ``namespace`` whose controller ownerReference is
+    ``owner_kind``/``owner_name`` (what a garbage collector deletes with the owner), by kind and name."""
+    ref = [{"kind": owner_kind, "name": owner_name, "controller": True}]
+    rows = conn.execute(
+        sa.text(
+            "SELECT kind, name FROM objects WHERE namespace = :n "
+            "AND object->'metadata'->'ownerReferences' @> CAST(:ref AS jsonb) ORDER BY kind, name"
+        ),
+        {"n": namespace, "ref": json.dumps(ref)},
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
 __all__ = [
+    "controlled_by",
     "ObjectRow",
     "all_objects",
     "bound_pod_specs",
