@@ -21,9 +21,11 @@ order: a ``Workload`` (one PodGroup template, the Job's ``spec.scheduling``), a 
 * ownerReferences: Workload and PodGroup have the Job as controller, the PodGroup also the
   Workload; pods have the Job as controller and the PodGroup. A pod preempted later is recreated
   by ``scheduler/controllers.py`` (its controller reference is the Job).
-* pods: ``min(parallelism, completions)`` of them, labelled ``batch.kubernetes.io/job-name``,
-  ``batch.kubernetes.io/controller-uid`` (when the uid is known) and, for Indexed Jobs,
-  ``batch.kubernetes.io/job-completion-index`` (label and annotation).
+* pods: ``min(parallelism, completions)`` of them, labelled ``batch.kubernetes.io/job-name`` and
+  ``job-name`` and, for Indexed Jobs, ``batch.kubernetes.io/job-completion-index`` (label and
+  annotation). Upstream also writes the Job's uid (``controller-uid`` label, ownerReference
+  ``uid``); the ledger fills that uid only after admission, and a compiled object must not change
+  with it, so it is left out.
 
 Everything is derived from the Job's manifest: the same Job always compiles to the same objects,
 so a replay of the log needs no controller at all.
@@ -39,7 +41,6 @@ from ledger.resources.models import Resource, model_for
 from ledger.resources.models.batch import Job
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 TEMPLATE_NAME = "job"  # the Workload's single PodGroup template
 COMPILED_BY = "job-controller"  # the actor of the compiled objects' events
@@ -79,10 +80,15 @@ def _identity(job: Job) -> str:
 
 
 def _job_ref(job: Job) -> dict[str, Any]:
-    ref: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "Job", "name": job.name}
-    if job.metadata.uid:
-        ref["uid"] = job.metadata.uid
-    return {**ref, "controller": True, "blockOwnerDeletion": True}
+    # no uid: the compiled objects must not depend on whether the manifest carried the Job's uid
+    # (``get job -o yaml | apply -f -`` must change nothing)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": job.name,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _policy(job: Job) -> dict[str, Any]:
@@ -157,8 +163,6 @@ def compile_job(job: Job) -> list[Resource]:
         suffix = _suffix(f"{_identity(job)}/pod/{i}")
         name = _name(job.name, str(i), suffix=suffix) if indexed else _name(job.name, suffix=suffix)
         labels = {**(tmeta.get("labels") or {}), JOB_NAME_LABEL: job.name, "job-name": job.name}
-        if job.metadata.uid:
-            labels[CONTROLLER_UID_LABEL] = job.metadata.uid
         annotations = dict(tmeta.get("annotations") or {})
         if indexed:
             labels[COMPLETION_INDEX] = annotations[COMPLETION_INDEX] = str(i)

@@ -30,6 +30,13 @@ RESOURCE_LISTS: dict[str, tuple[str, ...]] = {
         "spec.overhead",
     ),
     "ElasticQuota": ("spec.min", "spec.max"),
+    "Job": (
+        "spec.template.spec.containers[].resources.requests",
+        "spec.template.spec.containers[].resources.limits",
+        "spec.template.spec.initContainers[].resources.requests",
+        "spec.template.spec.initContainers[].resources.limits",
+        "spec.template.spec.overhead",
+    ),
 }
 
 

@@ -235,6 +235,7 @@ def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
         "pods",
         "pdb",
         "workloads",
+        "jobs",
     )
     seen = 0
     for kind in kinds:
