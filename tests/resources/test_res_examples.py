@@ -4,6 +4,7 @@ from collections import Counter
 from pathlib import Path
 
 from ledger.resources.admission import InMemoryState, admit
+from ledger.resources.job import expand_jobs
 from ledger.resources.parse import iter_path, validate
 
 CLUSTER = Path(__file__).resolve().parents[2] / "examples" / "cluster"
@@ -19,6 +20,7 @@ def test_example_cluster_admits_cleanly() -> None:
         "20-composite.yaml",
         "30-pdb.yaml",
         "40-blocked.yaml",
+        "50-job.yaml",
     ]
     state = InMemoryState()
     kinds: Counter[str] = Counter()
@@ -29,13 +31,16 @@ def test_example_cluster_admits_cleanly() -> None:
             assert errors == [], [str(e) for e in errors]
             assert obj is not None
             objects.append(obj)
+        objects = expand_jobs(objects)[0]  # a Job brings what its controller compiles
         outcome = admit(objects, state)
         assert not outcome.refused, [str(r) for r in outcome.rejected]
         assert all(r.action == "created" for r in outcome.results)
         state.apply(outcome)
         kinds.update(o.KIND for o in objects)
     assert kinds["Node"] == 16
-    assert kinds["PodGroup"] == 6 and kinds["CompositePodGroup"] == 1 and kinds["Workload"] == 1
+    # 50-job.yaml: one Job, compiled into one Workload, one PodGroup and 4 pods
+    assert kinds["Job"] == 1
+    assert kinds["PodGroup"] == 7 and kinds["CompositePodGroup"] == 1 and kinds["Workload"] == 2
     assert kinds["ElasticQuota"] == 2 and kinds["PodDisruptionBudget"] >= 1 and kinds["PriorityClass"] == 3
 
     nodes = [o for (k, _, _), o in state.objects.items() if k == "Node"]
