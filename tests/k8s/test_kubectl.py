@@ -46,8 +46,13 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
                 sa.text("SELECT meta FROM events WHERE position > :p ORDER BY position"), {"p": before}
             )
         ]
-    assert len(metas) == n_docs
-    assert all(m["fieldManager"] == "kubectl" and m["actor"] == "writer" and m["via"] == "k8s" for m in metas)
+    # ... plus what the example Job's controller compiles (Workload, PodGroup, 4 pods), recorded
+    # in the same request under the actor job-controller
+    compiled = [m for m in metas if m["actor"] == "job-controller"]
+    assert len(compiled) == 6 and all(m["job"] == "team-b/feature-etl" for m in compiled)
+    assert len(metas) == n_docs + len(compiled)
+    assert all(m["fieldManager"] == "kubectl" and m["via"] == "k8s" for m in metas)
+    assert all(m["actor"] == "writer" for m in metas if m not in compiled)
 
     giant = tmp_path / "giant.yaml"
     giant.write_text(GIANT)
