@@ -274,9 +274,7 @@ def _with_dependents(
     PodGroup and pods (its controller ownerReference names the Job), as with kubectl's default
     background propagation."""
     out = list(refs)
-    jobs = [
-        (ns or "default", name) for kind, ns, name in refs if resolve_kind(kind).kind == "Job"
-    ]
+    jobs = [(ns or "default", name) for kind, ns, name in refs if resolve_kind(kind).kind == "Job"]
     if not jobs:
         return out
     named = {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
