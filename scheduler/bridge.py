@@ -22,11 +22,12 @@ re-exported from ``scheduler.translate`` for the callers that import them from h
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import orjson
@@ -127,6 +128,25 @@ DECISION_TYPES = frozenset(
 )
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _as_dict(dec: d.Decision) -> dict[str, Any]:
+    """``dataclasses.asdict`` for a decision (its fields are scalars, tuples of scalars and
+    JSON-like dicts), without asdict's recursive walk over every scalar: dicts and lists are
+    deep-copied, everything else is immutable and taken as is."""
+    names = _FIELD_NAMES.get(type(dec))
+    if names is None:
+        names = _FIELD_NAMES[type(dec)] = tuple(f.name for f in fields(dec))
+    data = {n: getattr(dec, n) for n in names}
+    for n, v in data.items():
+        if isinstance(v, (dict, list)):
+            data[n] = copy.deepcopy(v)
+        elif is_dataclass(v):
+            data[n] = asdict(v)  # type: ignore[arg-type]
+    return data
+
+
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     """(stream, event type, payload) for one decision: the payload is the decision's fields
     (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
@@ -134,7 +154,7 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     if rule is None:
         raise TypeError(f"unknown decision {type(dec).__name__}")
     typ, stream_name = rule.route(dec)
-    data = asdict(dec)
+    data = _as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):

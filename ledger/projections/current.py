@@ -377,8 +377,9 @@ def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool =
             cur.execute(_SELECT, ([k[0] for k in ordered], [k[1] for k in ordered], [k[2] for k in ordered]))
             if namespaces:
                 ucur.execute(_USAGE_READ, (namespaces,))
-            fetched = cur.fetchall()
-            used_rows = ucur.fetchall() if namespaces else []
+        # the results arrived with the pipeline's one sync; fetching reads no more
+        fetched = cur.fetchall()
+        used_rows = ucur.fetchall() if namespaces else []
         for r in fetched:
             rows[(r[0], r[1], r[2])] = {
                 "uid": r[3],
