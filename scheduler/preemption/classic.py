@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from scheduler import quota as quota_mod
 from scheduler.framework import Code, PostFilterRequest, PostFilterResult, Status, fit_error_message
@@ -100,8 +101,21 @@ class ClassicPreemption(WorkloadPreemption):
         rows = [*snap.resource_rows(pi.demand), R_PODS]
         need = [*pi.demand.amounts, 1]
         nrows = len(rows)
-        reserved = self._reserved(req)
-        reserved_keys = {nm: tuple((d.names, d.amounts) for d in ds) for nm, ds in reserved.items()}
+        # The nominated pods that count on a node (as ``_reserved``), built for the nodes the
+        # loop visits only: the whole map costs O(every nominated pod) per preemption, which
+        # made a burst of preemptions quadratic.
+        own = {p.key for p in req.pods}
+        nominated = getattr(ps, "nominated", {})
+        has = snap.has_pod
+        prio = req.priority
+
+        def reserved_on(name: str) -> tuple[list[Demand], tuple[Any, ...]]:
+            per = nominated.get(name)
+            if not per:
+                return [], ()
+            ds = [d for k, (pr, d) in per.items() if k not in own and pr >= prio and not has(k)]
+            return ds, tuple((d.names, d.amounts) for d in ds)
+
         units = Units(st)
         want = min(n, max(MIN_CANDIDATES_ABSOLUTE, n * MIN_CANDIDATES_PERCENT // 100))
         found: list[tuple[tuple[int, ...], int, NodeResult]] = []
@@ -128,8 +142,8 @@ class ClassicPreemption(WorkloadPreemption):
                 not_helpful += 1
                 continue
             name = snap.names[i]
-            res_here = reserved.get(name, ())
-            key = (question, versions.get(i, 0), reserved_keys.get(name, ()))
+            res_here, res_key = reserved_on(name)
+            key = (question, versions.get(i, 0), res_key)
             hit = cache.get(i) if cache is not None else None
             if hit is not None and hit[0] == key:
                 victims_c = hit[1]
