@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler import quota as quota_mod
@@ -24,6 +24,8 @@ from scheduler.preemption.pdb import Budgets
 from scheduler.preemption.units import RANK_POD, Unit, Units
 from scheduler.preemption.workload import WorkloadPreemption
 from scheduler.snapshot import R_PODS, Demand
+
+NO_RESERVED: tuple[tuple[Demand, ...], tuple[Any, ...]] = ((), ())
 
 
 class ClassicPreemption(WorkloadPreemption):
@@ -109,10 +111,7 @@ class ClassicPreemption(WorkloadPreemption):
         has = snap.has_pod
         prio = req.priority
 
-        def reserved_on(name: str) -> tuple[list[Demand], tuple[Any, ...]]:
-            per = nominated.get(name)
-            if not per:
-                return [], ()
+        def reserved_on(per: Mapping[str, tuple[int, Demand]]) -> tuple[list[Demand], tuple[Any, ...]]:
             ds = [d for k, (pr, d) in per.items() if k not in own and pr >= prio and not has(k)]
             return ds, tuple((d.names, d.amounts) for d in ds)
 
@@ -142,7 +141,8 @@ class ClassicPreemption(WorkloadPreemption):
                 not_helpful += 1
                 continue
             name = snap.names[i]
-            res_here, res_key = reserved_on(name)
+            per = nominated.get(name) if nominated else None
+            res_here, res_key = reserved_on(per) if per else NO_RESERVED
             key = (question, versions.get(i, 0), res_key)
             hit = cache.get(i) if cache is not None else None
             if hit is not None and hit[0] == key:
