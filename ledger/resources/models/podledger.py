@@ -79,7 +79,10 @@ class SchedulerConfigSpec(K8sModel):
         )
         if self.pod_max_in_unschedulable_pods_duration is None:
             self.pod_max_in_unschedulable_pods_duration = DEFAULT_UNSCHEDULABLE_FLUSH_SECONDS
-        gates = {**DEFAULT_FEATURE_GATES, **(self.feature_gates or {})}
+        user = self.feature_gates or {}
+        # a merged gate left out follows GenericWorkload (KEP-4671: merged into it in 1.37)
+        generic = bool(user.get("GenericWorkload", True))
+        gates = {**DEFAULT_FEATURE_GATES, "WorkloadAwarePreemption": generic, **user}
         self.feature_gates = {g: gates[g] for g in sorted(gates)}
         return self
 
