@@ -217,6 +217,7 @@ class Scheduler(Reading):
         self.state.config = config
         self.state.podsched.set_config(config)
         self.queue.cluster_changed()
+        self.state.snap.touched_groups.update(self.state.pod_groups)  # a gate may have turned on
         # feature gates can change group membership / entity keys
         now = max(self.state.added_at.values(), default=0.0)
         for pk in sorted(self.queue.entity_of):
