@@ -26,10 +26,11 @@ def satisfied_changes(state: State) -> list[Decision]:
     touched = state.snap.touched_groups
     if not touched:
         return []
+    if not (state.workloads_on and state.gate(GATE)):
+        touched.clear()
+        return []
     keys = sorted(touched)
     touched.clear()
-    if not (state.workloads_on and state.gate(GATE)):
-        return []
     out: list[Decision] = []
     for gk in keys:
         pg = state.pod_groups.get(gk)
