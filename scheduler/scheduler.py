@@ -13,6 +13,8 @@ Decision order inside one ``CycleResult``:
   ``PodUnschedulable``... (every pending pod that did not bind), ``GroupConditionChanged``...
   (leaf PodGroups, then CompositePodGroups, pre-order), ``EntityRequeued`` (if pods remain);
 * gated entity: ``PodGated`` for each pod whose gate message is new or changed.
+* status (entity ``status``, gate PodGroupSatisfiedCondition): ``GroupSatisfiedChanged`` for each
+  PodGroup whose live condition changed since the last cycle (``scheduler.satisfied``).
 
 Requeue/termination rule (see ``scheduler.queue``): a failed entity goes to backoff; it is not
 retried at the same ``now`` unless something changed afterwards (an input event or a change of

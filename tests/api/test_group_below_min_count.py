@@ -103,3 +103,16 @@ def test_reporting_roles_read_the_view(ledger):
                 sa.text("SELECT has_table_privilege(:r, 'v_group_below_min_count', 'SELECT')"), {"r": role}
             ).scalar()
             assert ok, role
+
+
+def test_group_history_shows_the_condition_changes(ledger):
+    from api.services.history import history
+
+    lines = [r["summary"] for r in history(ledger, "podgroup", "default", "pg")]
+    sat = [s for s in lines if s.startswith("PodGroupSatisfied=")]
+    assert sat == [
+        "PodGroupSatisfied=False BelowMinCount: 0 of 2 members scheduled",
+        "PodGroupSatisfied=True MinCountSatisfied: 2 of 2 members scheduled",
+        "PodGroupSatisfied=False BelowMinCount: 1 of 2 members scheduled",
+        "PodGroupSatisfied=True MinCountSatisfied: 2 of 2 members scheduled",
+    ]
