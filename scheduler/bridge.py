@@ -108,6 +108,9 @@ DECISION_EVENTS: dict[type[d.Decision], EventRule] = {
         ("PodUnschedulable",), lambda x: ("PodUnschedulable", stream("pod", x.pod))
     ),
     d.PodGated: EventRule(("PodGated",), lambda x: ("PodGated", stream("pod", x.pod))),
+    d.GroupSatisfiedChanged: EventRule(
+        ("PodGroupSatisfiedChanged",), lambda x: ("PodGroupSatisfiedChanged", stream("podgroup", x.group))
+    ),
     d.GroupConditionChanged: EventRule(
         ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"), _condition_route
     ),
@@ -166,6 +169,8 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
             data["gpus"] = list(dec.gpus)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
+    elif isinstance(dec, d.PodGated) and dec.report:
+        data.pop("report")  # payloads written with the condition reported stay as they were
     return stream_name, typ, data
 
 
@@ -291,6 +296,15 @@ class Bridge:
             kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
             sch.seed_condition(
                 kind, data["group"], data["type"], data["status"], data["reason"], data["message"]
+            )
+        elif typ == "PodGroupSatisfiedChanged":
+            sch.seed_condition(
+                "PodGroup",
+                data["group"],
+                "PodGroupSatisfied",
+                data["status"],
+                data["reason"],
+                data["message"],
             )
 
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:

@@ -79,6 +79,31 @@ def _set_condition(row: dict[str, Any], cond: dict[str, Any], when: str) -> None
     row["status"] = {**row["status"], "conditions": conds}
 
 
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def _not_ready(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """PodScheduled of a pod that PreEnqueue rejected (KEP-5501): False/NotReadyForScheduling with
+    the plugin's message. The SchedulingGates plugin's message is the kube-apiserver's, and a pod
+    with its own gates keeps the apiserver's reason SchedulingGated (the scheduler does not
+    re-patch an identical message); a member gated by a sibling's gates gets NotReadyForScheduling."""
+    if data["plugin"] == "SchedulingGates":
+        own = ((row.get("object") or {}).get("spec") or {}).get("schedulingGates")
+        reason = "SchedulingGated" if own else "NotReadyForScheduling"
+        return {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": SCHEDULING_GATED_MESSAGE,
+        }
+    return {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "NotReadyForScheduling",
+        "message": data["message"],
+    }
+
+
 def _touch(ev: StoredEvent) -> Iterable[Key]:
     """The objects an event changes (to prefetch them)."""
     typ, data = ev.type, ev.data
@@ -98,6 +123,8 @@ def _touch(ev: StoredEvent) -> Iterable[Key]:
     elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
         kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
         yield (kind, *split_key(data["group"]))
+    elif typ == "PodGroupSatisfiedChanged":
+        yield ("PodGroup", *split_key(data["group"]))
 
 
 def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
@@ -164,6 +191,11 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
         )
     elif typ == "PodGated":
         row["status"] = {**row["status"], "gated": {"plugin": data["plugin"], "message": data["message"]}}
+        if data.get("report", True):
+            _set_condition(row, _not_ready(row, data), when)
+    elif typ == "PodGroupSatisfiedChanged":
+        cond = {k: data[k] for k in ("status", "reason", "message")}
+        _set_condition(row, {"type": "PodGroupSatisfied", **cond}, when)
     elif typ == "PodPreempted":
         row["status"] = {
             **row["status"],
