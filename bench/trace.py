@@ -89,6 +89,12 @@ PROGRESS_EVERY_S = 5.0
 # Clients send no idempotency key by default (as `podledger apply`/`delete` do); set
 # PODLEDGER_TRACE_IDEMPOTENT=1 to send one per request (as `podledger simulate` does).
 IDEMPOTENT = os.environ.get("PODLEDGER_TRACE_IDEMPOTENT", "0") == "1"
+# Group commit per trace timestamp (see ``replay``); PODLEDGER_TRACE_GROUP=0 gives every request
+# and every scheduling run a transaction of its own (the way before, for comparison).
+GROUP = os.environ.get("PODLEDGER_TRACE_GROUP", "1") == "1"
+# Re-run every recorded decision from the resulting log (``replay --verify``) and verify the
+# hash chain after the replay (not part of its wall time); PODLEDGER_TRACE_VERIFY=0 skips both.
+VERIFY = os.environ.get("PODLEDGER_TRACE_VERIFY", "1") == "1"
 
 
 # ----------------------------------------------------------------------------- input
@@ -343,7 +349,13 @@ class Outcome:
     step_ms: list[float] = field(default_factory=list)  # wall time of each trace timestamp
     notes: list[str] = field(default_factory=list)  # unschedulable attempts and preemptions
     input_appends: int = 0  # apply_objects / delete_objects calls (one transaction each)
-    decision_appends: int = 0  # run_until_idle calls that appended decisions (one transaction each)
+    decision_appends: int = 0  # run_until_idle calls that appended decisions
+    commits: int = 0  # group-commit transactions (0 without group commit)
+    verify_s: float = 0.0  # wall time of `replay --verify` and the chain check
+    verify_runs: int = 0  # scheduling runs re-run by `replay --verify`
+    verify_decisions: int = 0
+    mismatches: int | None = None  # None: not verified
+    chain_ok: bool | None = None
 
     def step_percentile(self, q: float) -> float:
         if not self.step_ms:
@@ -390,6 +402,7 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
 
     from api.services import objects as services
     from api.services.simulate import private_ledger
+    from ledger import writer
     from scheduler import decisions as d
     from scheduler.bridge import Bridge, from_ts
 
@@ -443,6 +456,15 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
                         )
 
         now = EPOCH + (times[0] if times else 0)
+        # Group commit (GROUP=1, the default): a trace timestamp is one transaction: the timer
+        # runs due before it, its deletions, its creations and the scheduling runs they cause
+        # (``ledger.writer.grouped`` writes the inline projection once per group, the bridge
+        # reads and appends on the same connection and folds the inputs it just appended
+        # without reading them back). Nothing is acknowledged before that commit.
+        conn_of: list[Any] = []  # the open group's connection (empty: no group)
+
+        def target() -> Any:
+            return services._InTransaction(conn_of[0]) if conn_of else engine
 
         def schedule(at: float) -> None:
             with phase("bridge.run_until_idle"):
@@ -456,13 +478,15 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
             usage.advance(at)
             out.input_appends += 1
             with phase("services.delete_objects"):
-                services.delete_objects(
-                    engine,
+                stored = services.delete_objects(
+                    target(),
                     [("Pod", NAMESPACE, t.name) for t in batch],
                     actor="openb-trace",
                     effective_at=from_ts(at),
                     idempotency_key=key if IDEMPOTENT else None,
                 )
+                if conn_of:
+                    bridge.fold_stored(stored)
             for t in batch:
                 usage.unbind(f"{NAMESPACE}/{t.name}")
 
@@ -472,43 +496,72 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
             out.input_appends += 1
             with phase("services.apply_objects"):
                 result = services.apply_objects(
-                    engine,
+                    target(),
                     objects,
                     actor="openb-trace",
                     source=source,
                     effective_at=from_ts(at),
                     idempotency_key=key if IDEMPOTENT else None,
                 )
-            if not result.ok:
-                raise RuntimeError(f"{source}: apply refused: {result.errors[:3]}")
+                if not result.ok:
+                    raise RuntimeError(f"{source}: apply refused: {result.errors[:3]}")
+                if conn_of:
+                    bridge.fold_stored(result.events)
 
-        apply(
-            priority_class_manifests() + [node_manifest(n) for n in nodes], now, "openb nodes", "openb:setup"
-        )
-        schedule(now)
+        @contextmanager
+        def group() -> Iterator[None]:
+            if not GROUP:
+                yield
+                return
+            with phase("commit"):
+                stack = ExitStack()
+                conn = stack.enter_context(engine.begin())
+                stack.enter_context(bridge.joined(conn))
+                grouped = stack.enter_context(writer.grouped(conn))
+            conn_of.append(grouped)
+            try:
+                yield
+            except BaseException:
+                conn_of.clear()
+                stack.__exit__(*sys.exc_info())
+                raise
+            conn_of.clear()
+            out.commits += 1
+            with phase("commit"):
+                stack.close()  # the group's projection, then COMMIT
+
+        with group():
+            apply(
+                priority_class_manifests() + [node_manifest(n) for n in nodes],
+                now,
+                "openb nodes",
+                "openb:setup",
+            )
+            schedule(now)
 
         last_report = time.perf_counter()
         for i, ts in enumerate(times):
             step_start = time.perf_counter()
             at = EPOCH + ts
-            # the discrete-event clock of Simulation.advance: every timer before this timestamp
-            while True:
-                nxt = bridge.scheduler.next_timer(now)
-                if nxt is None or nxt >= at:
-                    break
-                now = max(now, nxt)
+            with group():
+                # the discrete-event clock of Simulation.advance: every timer before this timestamp
+                while True:
+                    nxt = bridge.scheduler.next_timer(now)
+                    if nxt is None or nxt >= at:
+                        break
+                    now = max(now, nxt)
+                    usage.advance(now)
+                    schedule(now)
+                now = at
                 usage.advance(now)
+                delete(deletes.get(ts, []), now, f"openb:{ts}:delete")
+                batch = creates.get(ts)
+                if batch:
+                    apply([pod_manifest(t) for t in batch], now, f"openb t={ts}", f"openb:{ts}:apply")
                 schedule(now)
-            now = at
-            usage.advance(now)
-            delete(deletes.get(ts, []), now, f"openb:{ts}:delete")
-            batch = creates.get(ts)
-            if batch:
-                apply([pod_manifest(t) for t in batch], now, f"openb t={ts}", f"openb:{ts}:apply")
-            schedule(now)
-            if ts in same_second:
-                delete(same_second[ts], now, f"openb:{ts}:delete-same-second")
-                schedule(now)
+                if ts in same_second:
+                    delete(same_second[ts], now, f"openb:{ts}:delete-same-second")
+                    schedule(now)
             out.steps += 1
             out.step_ms.append((time.perf_counter() - step_start) * 1000)
             if time.perf_counter() - last_report >= PROGRESS_EVERY_S:
@@ -559,6 +612,24 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
             problems.append(f"{stored_binds} PodBound events stored, {out.binds} decided")
         out.check = "; ".join(problems) or "ok"
         out.pending_at_end = sum(1 for p in bridge.scheduler.pods() if p.node_name is None)
+        if VERIFY:
+            from api.services.replay import verify_replay
+            from ledger.verify import verify_chain
+
+            _progress("  trace: replay --verify on the resulting log ...")
+            v0 = time.perf_counter()
+            rep = verify_replay(engine)
+            out.verify_runs, out.verify_decisions = rep.runs, rep.decisions
+            out.mismatches = len(rep.mismatches)
+            out.chain_ok = verify_chain(engine).ok
+            out.verify_s = time.perf_counter() - v0
+            if rep.mismatches:
+                problems.append(
+                    f"replay --verify: {len(rep.mismatches)} mismatches, first {rep.mismatches[0]}"
+                )
+            if not out.chain_ok:
+                problems.append("verify: the hash chain does not verify")
+            out.check = "; ".join(problems) or "ok"
 
     out.final_cpu = usage.cpu / usage.total_cpu
     out.final_gpu = usage.gpu / max(1, usage.total_gpu)
@@ -575,7 +646,11 @@ def metrics_of(o: Outcome) -> list[Metric]:
     wall = o.wall_s
     return [
         Metric(
-            "trace replay wall time", wall, "s", goal=f"wall <= {GOAL_WALL_S:g} s", met=wall <= GOAL_WALL_S
+            "trace replay wall time",
+            wall,
+            "s",
+            goal=f"wall <= {GOAL_WALL_S:g} s",
+            met=wall <= GOAL_WALL_S and o.mismatches == 0,
         ),
         Metric(
             "peak RSS (this process)",
@@ -590,7 +665,19 @@ def metrics_of(o: Outcome) -> list[Metric]:
         Metric("trace timestamp p50 (apply/delete + cycles)", o.step_percentile(0.5), "ms", goal="reported"),
         Metric("trace timestamp p99", o.step_percentile(0.99), "ms", goal="reported"),
         Metric("events appended", float(o.events), "events", goal="reported"),
-        Metric("append transactions", float(o.input_appends + o.decision_appends), "txns", goal="reported"),
+        Metric(
+            "transactions (commits)",
+            float(o.commits or o.input_appends + o.decision_appends),
+            "txns",
+            goal="reported",
+        ),
+        Metric(
+            "replay --verify mismatches (decisions re-run from the log)",
+            float(o.mismatches if o.mismatches is not None else -1),
+            f"of {o.verify_decisions:,}",
+            goal="= 0",
+            met=o.mismatches == 0 and bool(o.chain_ok),
+        ),
         Metric("tasks ever bound", o.ever_bound, "fraction", goal="reported"),
         Metric("final CPU allocation", o.final_cpu, "fraction", goal="reported"),
         Metric("final GPU allocation (whole GPUs)", o.final_gpu, "fraction", goal="reported"),
@@ -628,10 +715,18 @@ def main() -> None:
         f"{o.nodes:,} nodes, {o.tasks:,} tasks, {o.steps:,} trace timestamps over {o.virtual_days:.1f} virtual days; "
         f"{o.cycles:,} cycles, {o.binds:,} binds, {o.unschedulable:,} unschedulable attempts, "
         f"{o.preempted:,} preemptions, {o.pending_at_end:,} pods pending at the end; {o.events:,} events in "
-        f"{o.input_appends:,} input + {o.decision_appends:,} decision transactions.\n"
+        f"{o.input_appends:,} input requests + {o.decision_appends:,} decision appends in "
+        f"{o.commits or o.input_appends + o.decision_appends:,} transactions"
+        f"{' (group commit per trace timestamp)' if o.commits else ''}.\n"
         f"wall {o.wall_s:.1f} s, CPU of this process {o.cpu_s:.1f} s, CPU of the ledger's PostgreSQL backends "
         f"{'n/a' if o.server_cpu_s is None else f'{o.server_cpu_s:.1f} s'}; consistency check: {o.check}\n"
-        f"by phase: {o.phases.summary()}"
+        f"by phase: {o.phases.summary()}\n"
+        + (
+            f"replay --verify: {o.verify_runs:,} runs, {o.verify_decisions:,} decision events re-derived, "
+            f"{o.mismatches} mismatches; hash chain {'ok' if o.chain_ok else 'BROKEN'} ({o.verify_s:.1f} s)"
+            if o.mismatches is not None
+            else "replay --verify: skipped (PODLEDGER_TRACE_VERIFY=0)"
+        )
     )
     for note in o.notes[:20]:
         print(f"  {note}")

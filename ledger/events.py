@@ -233,6 +233,23 @@ class PodGated(Payload):
     pod: str
     plugin: str
     message: str
+    report: bool = True  # False: PodScheduled not updated (gate SchedulerPreEnqueuePodStatus off)
+
+    @model_serializer(mode="wrap")
+    def _omit_reported(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("report") is True:
+            data.pop("report", None)  # a payload field only when False: older payloads stay as they were
+        return data
+
+
+class GroupSatisfiedChanged(Payload):
+    group: str
+    status: str
+    reason: str
+    message: str
+    scheduled: int
+    min_count: int
 
 
 class GroupConditionChanged(Payload):
@@ -301,6 +318,7 @@ register("PodBound", PodBound, version=2)
 register("PodNominated", PodNominated)
 register("PodUnschedulable", PodUnschedulable)
 register("PodGated", PodGated)
+register("PodGroupSatisfiedChanged", GroupSatisfiedChanged)
 register("PodGroupConditionChanged", GroupConditionChanged)
 register("CompositePodGroupConditionChanged", GroupConditionChanged)
 register("PodGroupScheduled", GroupScheduled)

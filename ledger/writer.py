@@ -1,13 +1,26 @@
-"""One request, one transaction: append events and update the inline projection together."""
+"""One request, one transaction: append events and update the inline projection together.
+
+Group commit (``grouped``): several consecutive requests, and the scheduling decisions they
+cause, may share one transaction. The appends then go to the log at once (positions are drawn
+under the ledger lock, so they are final), while the inline projection of the whole group is
+written once, before anything reads the projection rows the group changed (``settle``) and at
+the latest right before the commit. Nothing is visible to other sessions before the commit, and
+the commit is the only acknowledgement of every request of the group.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection, Engine
 
-from ledger.projections.current import project
+from ledger.projections.current import project, touched_keys
 from ledger.store import NewEvent, StoredEvent, append_stored
+
+_DEFERRED = "podledger.deferred_projection"  # Connection.info key: the group's unprojected events
+
+Key = tuple[str, str, str]
 
 
 def write(
@@ -18,12 +31,49 @@ def write(
     """Append ``events`` and fold them into ``objects`` atomically; returns the stored events.
 
     An idempotent re-send (every event id already stored) returns the original positions and
-    changes nothing.
+    changes nothing. Inside ``grouped`` the projection is deferred to the group's ``settle``.
     """
     if isinstance(target, Engine):
         with target.begin() as conn:
             return write(conn, events, expected_versions)
     stored, new = append_stored(target, events, expected_versions)
     if new:
-        project(target, stored)
+        pending: list[StoredEvent] | None = target.info.get(_DEFERRED)
+        if pending is None:
+            project(target, stored)
+        else:
+            pending.extend(stored)
     return stored
+
+
+@contextmanager
+def grouped(conn: Connection) -> Iterator[Connection]:
+    """Defer the inline projection of every ``write`` on ``conn`` until ``settle`` (or the end
+    of the block); the caller owns the transaction and commits after the block."""
+    if _DEFERRED in conn.info:
+        yield conn  # already grouped: the outer block settles
+        return
+    conn.info[_DEFERRED] = []
+    try:
+        yield conn
+        settle(conn)
+    finally:
+        conn.info.pop(_DEFERRED, None)
+
+
+def settle(conn: Connection, keys: Iterable[Key] | None = None, kinds: Iterable[str] = ()) -> None:
+    """Write the deferred projection of ``conn``'s group now: always when ``keys`` is None,
+    otherwise only if a deferred event touches one of ``keys`` or an object of ``kinds`` (what
+    a reader of the projection is about to read)."""
+    pending: list[StoredEvent] | None = conn.info.get(_DEFERRED)
+    if not pending:
+        return
+    if keys is not None:
+        wanted = set(keys)
+        kind_set = set(kinds)
+        touched = {k for ev in pending for k in touched_keys(ev)}
+        if not (touched & wanted) and not any(k[0] in kind_set for k in touched):
+            return
+    batch = list(pending)
+    pending.clear()
+    project(conn, batch)

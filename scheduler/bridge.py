@@ -22,14 +22,16 @@ re-exported from ``scheduler.translate`` for the callers that import them from h
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import orjson
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from ledger import store, writer
 from ledger.events import INPUT_KINDS
@@ -106,6 +108,9 @@ DECISION_EVENTS: dict[type[d.Decision], EventRule] = {
         ("PodUnschedulable",), lambda x: ("PodUnschedulable", stream("pod", x.pod))
     ),
     d.PodGated: EventRule(("PodGated",), lambda x: ("PodGated", stream("pod", x.pod))),
+    d.GroupSatisfiedChanged: EventRule(
+        ("PodGroupSatisfiedChanged",), lambda x: ("PodGroupSatisfiedChanged", stream("podgroup", x.group))
+    ),
     d.GroupConditionChanged: EventRule(
         ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"), _condition_route
     ),
@@ -126,6 +131,25 @@ DECISION_TYPES = frozenset(
 )
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _as_dict(dec: d.Decision) -> dict[str, Any]:
+    """``dataclasses.asdict`` for a decision (its fields are scalars, tuples of scalars and
+    JSON-like dicts), without asdict's recursive walk over every scalar: dicts and lists are
+    deep-copied, everything else is immutable and taken as is."""
+    names = _FIELD_NAMES.get(type(dec))
+    if names is None:
+        names = _FIELD_NAMES[type(dec)] = tuple(f.name for f in fields(dec))
+    data = {n: getattr(dec, n) for n in names}
+    for n, v in data.items():
+        if isinstance(v, (dict, list)):
+            data[n] = copy.deepcopy(v)
+        elif is_dataclass(v):
+            data[n] = asdict(v)  # type: ignore[arg-type]
+    return data
+
+
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     """(stream, event type, payload) for one decision: the payload is the decision's fields
     (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
@@ -133,7 +157,7 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     if rule is None:
         raise TypeError(f"unknown decision {type(dec).__name__}")
     typ, stream_name = rule.route(dec)
-    data = asdict(dec)
+    data = _as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):
@@ -145,6 +169,8 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
             data["gpus"] = list(dec.gpus)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
+    elif isinstance(dec, d.PodGated) and dec.report:
+        data.pop("report")  # payloads written with the condition reported stay as they were
     return stream_name, typ, data
 
 
@@ -171,6 +197,10 @@ class Bridge:
     # pod key -> manifest of pods with a controller ownerReference (re-created when preempted)
     _owned: dict[str, dict[str, Any]] = field(default_factory=dict)
     _preempted_at: dict[str, int] = field(default_factory=dict)  # victim -> PodPreempted position (last run)
+    # group commit (``joined``): the caller's transaction, and whether ``position`` is the log's
+    # head under the ledger lock that transaction holds (nobody else can append before it ends)
+    _conn: Connection | None = None
+    _at_head: bool = False
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
@@ -180,6 +210,16 @@ class Bridge:
     def catch_up(self, upto: int | None = None) -> int:
         """Fold every event after ``self.position`` (up to ``upto``); returns how many."""
         n = 0
+        if self._conn is not None and upto is None:
+            if self._at_head:
+                return 0  # our transaction appended last and holds the ledger lock
+            while True:  # read inside the caller's transaction (it may hold uncommitted events)
+                page = store.read_all(self._conn, after=self.position, limit=TAIL_PAGE)
+                for ev in page:
+                    self.fold(ev)
+                    n += 1
+                if len(page) < TAIL_PAGE:
+                    return n
         if upto is None:
             # The usual tail is a few events: one read on an autocommit connection (no BEGIN
             # and ROLLBACK round trips). A full page means a long tail (a bootstrap): the rest
@@ -195,6 +235,32 @@ class Bridge:
             self.fold(ev)
             n += 1
         return n
+
+    @contextmanager
+    def joined(self, conn: Connection) -> Iterator[Bridge]:
+        """Group commit: runs inside the block read and append on ``conn`` (the caller's
+        transaction, usually inside ``ledger.writer.grouped``) instead of transactions of their
+        own. The caller commits after the block; if the transaction fails, this bridge's
+        in-memory state is ahead of the log and must be dropped (as the worker does)."""
+        self._conn, self._at_head = conn, False
+        try:
+            yield self
+        finally:
+            self._conn, self._at_head = None, False
+
+    def fold_stored(self, stored: Sequence[StoredEvent]) -> None:
+        """Fold events the caller just appended in the joined transaction without reading them
+        back, when they directly follow ``position`` (else: a catch-up)."""
+        if not stored:
+            return
+        first, last = stored[0].position, stored[-1].position
+        if self._conn is not None and first == self.position + 1 and last - first == len(stored) - 1:
+            for ev in stored:
+                self.fold(ev)
+            self._at_head = True  # the append took the ledger lock of the joined transaction
+        else:
+            self._at_head = False
+            self.catch_up()
 
     def fold(self, ev: StoredEvent) -> None:
         self.position = ev.position
@@ -230,6 +296,15 @@ class Bridge:
             kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
             sch.seed_condition(
                 kind, data["group"], data["type"], data["status"], data["reason"], data["message"]
+            )
+        elif typ == "PodGroupSatisfiedChanged":
+            sch.seed_condition(
+                "PodGroup",
+                data["group"],
+                "PodGroupSatisfied",
+                data["status"],
+                data["reason"],
+                data["message"],
             )
 
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
@@ -360,7 +435,7 @@ class Bridge:
         if not self._pending:
             return []
         batch, self._pending = self._pending, []
-        stored = writer.write(self.engine, batch)
+        stored = writer.write(self._conn if self._conn is not None else self.engine, batch)
         self._own.update(e.position for e in stored)
         self.note_stored(stored)
         return stored
@@ -394,8 +469,11 @@ class Bridge:
         if not victims:
             return []
         batch = controllers.recreations(victims, self._owned, self._preempted_at, from_ts(now), EVENT_NS)
-        stored = writer.write(self.engine, batch)
-        self.catch_up()
+        stored = writer.write(self._conn if self._conn is not None else self.engine, batch)
+        if self._conn is not None:
+            self.fold_stored(stored)
+        else:
+            self.catch_up()
         return stored
 
     def _run_once(self, now: float, max_cycles: int) -> list[d.CycleResult]:
@@ -433,6 +511,7 @@ class Bridge:
             # `fold` skips: move past them without the round trip.
             self.position = last
             self._own.difference_update(e.position for e in stored)
+            self._at_head = self._conn is not None
         elif stored:
             self.catch_up()
         # Nothing appended: the catch-up at the start of the next run folds whatever other

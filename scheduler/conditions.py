@@ -2,13 +2,15 @@
 
 After a group attempt every evaluated leaf PodGroup, then every CompositePodGroup of the tree
 (pre-order), gets its completed status as a condition: ``True/Scheduled``, ``False/Unschedulable``
-or ``False/SchedulerError`` with the status message. A condition that is already True never
+or ``False/SchedulerError`` with the status message; a CompositePodGroup whose hierarchy has an
+invalid layout (cycle, depth over 4) gets ``False/Invalid``. A condition that is already True never
 regresses, and an unchanged condition emits nothing.
 """
 
 from __future__ import annotations
 
 from scheduler.cycle import GroupAttempt
+from scheduler.cycle.validation import is_layout_violation
 from scheduler.decisions import Decision, GroupConditionChanged
 from scheduler.framework import Status
 from scheduler.state import CPG, PG, State
@@ -43,6 +45,8 @@ def group_conditions(state: State, attempt: GroupAttempt, statuses: dict[str, St
 def set_condition(state: State, kind: str, key: str, ctype: str, s: Status) -> Decision | None:
     if s.ok:
         new = ("True", "Scheduled", "")
+    elif kind == KIND_CPG and is_layout_violation(s):
+        new = ("False", "Invalid", s.message)
     elif s.is_error:
         new = ("False", "SchedulerError", s.message)
     else:

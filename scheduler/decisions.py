@@ -42,11 +42,16 @@ class PodUnschedulable(Decision):
 
 @dataclass(frozen=True, slots=True)
 class PodGated(Decision):
-    """PreEnqueue refused the entity: the pod waits and was never attempted."""
+    """PreEnqueue refused the entity: the pod waits and was never attempted.
+
+    ``report``: the pod's PodScheduled condition shows the rejection (NotReadyForScheduling,
+    KEP-5501; gate SchedulerPreEnqueuePodStatus). A payload field only when False.
+    """
 
     pod: str
     plugin: str
     message: str
+    report: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,20 @@ class GroupConditionChanged(Decision):
     status: str  # "True" | "False"
     reason: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSatisfiedChanged(Decision):
+    """Event type: PodGroupSatisfiedChanged. The live condition PodGroupSatisfied of a PodGroup
+    (KEP-6413, gate PodGroupSatisfiedCondition): True/MinCountSatisfied or False/BelowMinCount,
+    message "N of M members scheduled"; emitted whenever it changes (see scheduler.satisfied)."""
+
+    group: str
+    status: str  # "True" | "False"
+    reason: str  # MinCountSatisfied | BelowMinCount
+    message: str
+    scheduled: int  # scheduled (bound) members
+    min_count: int  # the group's minCount (1 for a Basic group)
 
 
 @dataclass(frozen=True, slots=True)

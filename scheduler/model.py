@@ -269,6 +269,15 @@ class QuotaNode:
     parent: str | None = None
 
 
+# Defaults of the gates that are not in ``SchedulerConfig.feature_gates`` unless configured (the
+# others default to on). GenericWorkload also stands for GangScheduling and
+# WorkloadAwarePreemption, merged into it in Kubernetes 1.37 (KEP-4671).
+GATE_DEFAULTS: Mapping[str, bool] = {
+    "PodGroupSatisfiedCondition": False,
+    "SchedulerPreEnqueuePodStatus": True,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     scoring_strategy: str = "LeastAllocated"  # LeastAllocated | MostAllocated
@@ -299,7 +308,7 @@ class SchedulerConfig:
     )
 
     def gate(self, name: str) -> bool:
-        return bool(self.feature_gates.get(name, True))
+        return bool(self.feature_gates.get(name, GATE_DEFAULTS.get(name, True)))
 
 
 _POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)

@@ -70,6 +70,10 @@ class SchedulingQueue:
         self.cluster_stamp = 0
         self._active: list[tuple[tuple[int, float, int, str], int, str]] = []
         self._timers: list[tuple[float, int, str]] = []
+        # the entries of _timers: an entry already queued is not pushed again (a parked entity
+        # is re-examined on every cluster change; re-pushing its unchanged timer each time grew
+        # the heap quadratically in a preemption burst)
+        self._timer_set: set[tuple[float, int, str]] = set()
         self._after: list[tuple[float, int, str]] = []
         self._parked: set[str] = set()
         self._changed_parked: set[str] = set()
@@ -170,11 +174,21 @@ class SchedulingQueue:
         e.state = PARKED
         self._parked.add(e.key)
         if not e.needs_change and e.not_before > e.attempt_time:
-            heapq.heappush(self._timers, (e.not_before, e.version, e.key))
+            self._push_timer((e.not_before, e.version, e.key))
         elif not e.needs_change:
             heapq.heappush(self._after, (e.attempt_time, e.version, e.key))
         if e.needs_change and e.flush_at != float("inf"):
-            heapq.heappush(self._timers, (e.flush_at, e.version, e.key))
+            self._push_timer((e.flush_at, e.version, e.key))
+
+    def _push_timer(self, entry: tuple[float, int, str]) -> None:
+        if entry not in self._timer_set:
+            self._timer_set.add(entry)
+            heapq.heappush(self._timers, entry)
+
+    def _pop_timer(self) -> tuple[float, int, str]:
+        entry = heapq.heappop(self._timers)
+        self._timer_set.discard(entry)
+        return entry
 
     def _valid(self, key: str, version: int) -> Entity | None:
         e = self.entities.get(key)
@@ -190,7 +204,7 @@ class SchedulingQueue:
             self._scanned_stamp = self.cluster_stamp
             return
         while t and t[0][0] <= now:
-            _, ver, key = heapq.heappop(t)
+            _, ver, key = self._pop_timer()
             e = self._valid(key, ver)
             if e is not None and self.ready(e, now):
                 self._push_active(e)
@@ -215,7 +229,7 @@ class SchedulingQueue:
             if self.ready(e, now):
                 self._push_active(e)
             elif e.not_before > now:
-                heapq.heappush(self._timers, (e.not_before, e.version, e.key))
+                self._push_timer((e.not_before, e.version, e.key))
 
     def activate(self, e: Entity, now: float) -> None:
         """PreEnqueue passed for a gated (or new) entity: active unless still backing off."""
@@ -285,7 +299,7 @@ class SchedulingQueue:
     def next_timer(self, now: float) -> float | None:
         t = self._timers
         while t and self._valid(t[0][2], t[0][1]) is None:
-            heapq.heappop(t)
+            self._pop_timer()
         if not t:
             return None
         if t[0][0] > now:

@@ -13,6 +13,8 @@ Decision order inside one ``CycleResult``:
   ``PodUnschedulable``... (every pending pod that did not bind), ``GroupConditionChanged``...
   (leaf PodGroups, then CompositePodGroups, pre-order), ``EntityRequeued`` (if pods remain);
 * gated entity: ``PodGated`` for each pod whose gate message is new or changed.
+* status (entity ``status``, gate PodGroupSatisfiedCondition): ``GroupSatisfiedChanged`` for each
+  PodGroup whose live condition changed since the last cycle (``scheduler.satisfied``).
 
 Requeue/termination rule (see ``scheduler.queue``): a failed entity goes to backoff; it is not
 retried at the same ``now`` unless something changed afterwards (an input event or a change of
@@ -56,13 +58,14 @@ from scheduler.preemption import Preemption
 from scheduler.profile import default_profile
 from scheduler.queue import Entity, SchedulingQueue
 from scheduler.quota import Quotas
+from scheduler.reading import Reading
 from scheduler.reason_codes import codes_of
-from scheduler.reference import NodeVerdict, node_verdicts
+from scheduler.satisfied import satisfied_changes
 from scheduler.snapshot import make_demand
 from scheduler.state import CPG, PG, State, split_entity
 
 
-class Scheduler:
+class Scheduler(Reading):
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
         self.state = State(self.config)
@@ -159,6 +162,7 @@ class Scheduler:
         if old is not None:
             st.unlink_group(old.key, old.parent, old.namespace, False)
         st.pod_groups[pg.key] = pg
+        st.snap.touched_groups.add(pg.key)  # PodGroupSatisfied: created, or minCount edited
         st.link_group(pg.key, pg.parent, pg.namespace, False)
         self.queue.cluster_changed()
         self._rekey_groups({pg.key}, now)
@@ -215,6 +219,7 @@ class Scheduler:
         self.state.config = config
         self.state.podsched.set_config(config)
         self.queue.cluster_changed()
+        self.state.snap.touched_groups.update(self.state.pod_groups)  # a gate may have turned on
         # feature gates can change group membership / entity keys
         now = max(self.state.added_at.values(), default=0.0)
         for pk in sorted(self.queue.entity_of):
@@ -338,6 +343,8 @@ class Scheduler:
     def run_cycle(self, now: float) -> CycleResult | None:
         q = self.queue
         self.state.snap.refresh()
+        if self.state.snap.touched_groups and (sat := satisfied_changes(self.state)):
+            return self._result("status", now, "status", sat)
         q.promote(now)
         while (ekey := q.pop_dirty()) is not None:
             e = q.entities.get(ekey)
@@ -361,10 +368,11 @@ class Scheduler:
                 continue
             q.gate(e)
             msg = (s.plugin, s.message)
+            report = self.state.gate("SchedulerPreEnqueuePodStatus")  # KEP-5501
             decisions: list[Decision] = []
             for p in pods:
                 if self.queue.gated.get(p.key) != msg:
-                    decisions.append(PodGated(p.key, s.plugin, s.message))
+                    decisions.append(PodGated(p.key, s.plugin, s.message, report))
                 self.queue.gated[p.key] = msg
                 self.queue.pending_reason[p.key] = msg
             if decisions:
@@ -562,38 +570,3 @@ class Scheduler:
         if c.generated:
             counts = {"placements_generated": c.generated, "placements_scored": c.scored}
         return self._result(e.key, now, result, decisions, counts)
-
-    # ============================================================ reading
-    def pod(self, key: str) -> Pod | None:
-        return self.state.pods.get(key)
-
-    def pods(self) -> list[Pod]:
-        return [self.state.pods[k] for k in sorted(self.state.pods)]
-
-    def seed_condition(self, kind: str, key: str, ctype: str, status: str, reason: str, message: str) -> None:
-        """Record a condition written earlier (e.g. by a previous scheduler process), so that a
-        True PodGroupInitiallyScheduled is never regressed after a restart."""
-        self.state.conditions.setdefault((kind, key), {})[ctype] = (status, reason, message)
-
-    def group_conditions(self, key: str) -> dict[str, tuple[str, str, str]]:
-        c = self.state.conditions.get((KIND_PG, key))
-        if c is None:
-            c = self.state.conditions.get((KIND_CPG, key))
-        return dict(c) if c else {}
-
-    def pending_reason(self, pod_key: str) -> tuple[str, str] | None:
-        p = self.state.pods.get(pod_key)
-        if p is None or p.node_name is not None:
-            return None
-        return self.queue.pending_reason.get(pod_key)
-
-    def node_usage(self) -> list[tuple[str, dict[str, int], dict[str, int]]]:
-        return self.state.snap.usage()
-
-    def node_verdicts(self, pod_keys: Sequence[str]) -> list[NodeVerdict]:
-        """For each known pod of ``pod_keys`` (in that order) and each node (snapshot order): does
-        it pass the filters, else the first rejecting plugin and its reasons (what ``explain``
-        shows). Computed by the pure-Python reference on the bound pods' usage."""
-        snap = self.state.snap
-        snap.refresh()
-        return node_verdicts(snap.nodes, self.pods(), pod_keys)

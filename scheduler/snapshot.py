@@ -176,6 +176,7 @@ class Snapshot:
         # scheduled pods per node / per group (assigned + assumed), on known nodes or not
         self.node_pods: dict[str, set[str]] = {}
         self.group_pods: dict[str, dict[str, str]] = {}
+        self.touched_groups: set[str] = set()  # groups whose scheduled pods changed (scheduler.satisfied)
         # pod-aware plugins: the Pod object of every scheduled pod (through ``resolve``, set by
         # the owner: the scheduler's pod table) and ``pod_log``, (+1 | -1, pod) per change in
         # order, which their incremental caches fold in (reset with ``epoch``)
@@ -323,6 +324,7 @@ class Snapshot:
         self.node_pods.setdefault(node_name, set()).add(key)
         if group is not None:
             self.group_pods.setdefault(group, {})[key] = node_name
+            self.touched_groups.add(group)
         if not self._stale:
             i = self.index.get(node_name)
             if i is not None:
@@ -344,6 +346,7 @@ class Snapshot:
             if not s:
                 del self.node_pods[node_name]
         if group is not None:
+            self.touched_groups.add(group)
             g = self.group_pods.get(group)
             if g is not None:
                 g.pop(key, None)

@@ -42,20 +42,20 @@ class Resource:
 def _from_kinds() -> list[Resource]:
     out = []
     for k in KINDS:
-        api_version = k.api_version
-        group, _, version = api_version.rpartition("/")
-        out.append(
-            Resource(
-                group=group,
-                version=version,
-                kind=k.kind,
-                plural=k.plural,
-                singular=k.singular,
-                namespaced=k.namespaced,
-                short_names=k.short_names,
-                status=k.kind in ("Pod", "Node", "PodGroup", "CompositePodGroup", "PodDisruptionBudget"),
+        for api_version in k.api_versions:  # every served version (Workload/PodGroup: v1beta1 and v1)
+            group, _, version = api_version.rpartition("/")
+            out.append(
+                Resource(
+                    group=group,
+                    version=version,
+                    kind=k.kind,
+                    plural=k.plural,
+                    singular=k.singular,
+                    namespaced=k.namespaced,
+                    short_names=k.short_names,
+                    status=k.kind in ("Pod", "Node", "PodGroup", "CompositePodGroup", "PodDisruptionBudget"),
+                )
             )
-        )
     return out
 
 

@@ -51,6 +51,9 @@ def _summary(e: StoredEvent | dict[str, Any]) -> str:
         "PodGroupConditionChanged": lambda: (
             f"{d.get('type')}={d.get('status')} {d.get('reason')}: {d.get('message')}"
         ),
+        "PodGroupSatisfiedChanged": lambda: (
+            f"PodGroupSatisfied={d.get('status')} {d.get('reason')}: {d.get('message')}"
+        ),
         "CompositePodGroupConditionChanged": lambda: (
             f"{d.get('type')}={d.get('status')} {d.get('reason')}: {d.get('message')}"
         ),

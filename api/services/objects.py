@@ -71,6 +71,9 @@ class _DbState:
         self._lists: dict[str, list[Mapping[str, Any]]] = {}
         self.versions: dict[str, int] = {}  # stream -> version (0 = none) of each requested object
         keys = list(keys)
+        # In a group commit (writer.grouped) the projection of earlier requests of the group is
+        # written first if it changes what this request reads.
+        writer.settle(conn, keys, (self.PRELOADED,))
         streams = [stream_for(k, n or None, m) for k, n, m in keys]
         preloaded: list[tuple[str, str, Mapping[str, Any]]] = []
         for kind, ns, name, obj, stream, version in objects_q.manifests_with_versions(
@@ -90,11 +93,13 @@ class _DbState:
         if key not in self._cache:
             if kind == self.PRELOADED:
                 return None  # every object of that kind was read up front
+            writer.settle(self.conn)
             self._cache[key] = objects_q.manifest(self.conn, *key)
         return self._cache[key]
 
     def list(self, kind: str) -> list[Mapping[str, Any]]:
         if kind not in self._lists:
+            writer.settle(self.conn)
             self._lists[kind] = list(objects_q.manifests(self.conn, kind))
         return self._lists[kind]
 

@@ -332,6 +332,8 @@ def summarize(event_type: str, data: Mapping[str, Any]) -> str:
     if event_type == "PodGroupScheduled":
         placement = data.get("placement")
         return f"scheduled {len(data.get('pods') or [])} pods" + (f" in {placement}" if placement else "")
+    if event_type == "PodGroupSatisfiedChanged":
+        return f"PodGroupSatisfied={data.get('status')} ({data.get('reason')}): {data.get('message')}"
     if event_type.endswith("ConditionChanged"):
         msg = f"{data.get('type')}={data.get('status')} ({data.get('reason')})"
         return msg + (f": {data.get('message')}" if data.get("message") else "")

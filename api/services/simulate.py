@@ -231,6 +231,10 @@ class Simulation:
                 "node": st.get("nodeName") if st.get("phase") == "Bound" else None,
                 "phase": st.get("phase") or "Pending",
                 "nominatedNode": st.get("nominatedNodeName"),
+                "conditions": [
+                    {k: c.get(k) for k in ("type", "status", "reason", "message")}
+                    for c in st.get("conditions") or []
+                ],
             }
         for kind, target in (("PodGroup", groups), ("CompositePodGroup", cgroups)):
             for r in object_service.list_objects(self.engine, kind):
@@ -254,7 +258,9 @@ class Simulation:
 
     def collect(self) -> None:
         s = self._state()
-        self.report.pods, self.report.pod_groups = s["pods"], s["groups"]
+        # the pods of the JSON report keep the fields of the contract (DESIGN.md §5)
+        pods = {k: {f: v for f, v in p.items() if f != "conditions"} for k, p in s["pods"].items()}
+        self.report.pods, self.report.pod_groups = pods, s["groups"]
         self.report.composite_pod_groups, self.report.preemptions = s["cgroups"], s["preemptions"]
         self.report.events = int(s["events"])
 
@@ -284,6 +290,7 @@ class Simulation:
                 fail(
                     f"step {step}: pod {key}: expected nominatedNode {want['nominatedNode']}, got {got['nominatedNode']}"
                 )
+            _check_conditions(fail, step, f"pod {key}", got["conditions"], want.get("conditions"))
         for section, table, ctype in (
             ("podGroups", "groups", "PodGroupInitiallyScheduled"),
             ("compositePodGroups", "cgroups", "CompositePodGroupInitiallyScheduled"),
@@ -292,6 +299,9 @@ class Simulation:
                 got = s[table].get(key)
                 if got is None:
                     fail(f"step {step}: {section} {key}: not found")
+                    continue
+                _check_conditions(fail, step, f"{section} {key}", got["conditions"], want.get("conditions"))
+                if not {"status", "reason", "messageContains"} & set(want):
                     continue
                 cond = next((c for c in got["conditions"] if c["type"] == ctype), None)
                 if cond is None:
@@ -333,6 +343,35 @@ class Simulation:
                     f"step {step}: expected a rejection of {want.get('kind')} {want.get('namespace', '')}/{want.get('name')}"
                     f" containing {want.get('messageContains', '')!r}"
                 )
+
+
+def _check_conditions(
+    fail: Any, step: int, what: str, got: list[dict[str, Any]], want: Mapping[str, Any] | None
+) -> None:
+    """``conditions: {TYPE: {status, reason, messageContains}}``: any condition type of the object
+    (DESIGN.md §5). ``status: Unknown`` (or no status) also accepts a condition not written yet."""
+    for ctype, w in sorted((want or {}).items()):
+        w = w or {}
+        cond = next((c for c in got if c["type"] == ctype), None)
+        if cond is None:
+            if str(w.get("status", "Unknown")) != "Unknown":
+                fail(
+                    f"step {step}: {what}: no {ctype} condition (expected {w.get('status')}/{w.get('reason')})"
+                )
+            continue
+        if "status" in w and cond["status"] != str(w["status"]):
+            fail(
+                f"step {step}: {what}: {ctype}: expected status {w['status']}, got {cond['status']}"
+                f" ({cond['reason']}: {cond['message']})"
+            )
+        if "reason" in w and cond["reason"] != w["reason"]:
+            fail(
+                f"step {step}: {what}: {ctype}: expected reason {w['reason']}, got {cond['reason']} ({cond['message']})"
+            )
+        if "messageContains" in w and str(w["messageContains"]) not in (cond["message"] or ""):
+            fail(
+                f"step {step}: {what}: {ctype}: message {cond['message']!r} does not contain {w['messageContains']!r}"
+            )
 
 
 def load_scenario(doc: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

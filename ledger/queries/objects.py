@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
+from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection, Engine
 
 from ledger.queries.object_rows import ROW_COLS, ObjectRow, select_sql
+from ledger.store import _raw
 
 _ROW_COLS = ROW_COLS
 
@@ -72,25 +75,31 @@ def manifests_with_versions(
     the version of its stream (0 = none), plus every object of ``preloaded_kind`` (with stream
     and version None). Reading both together makes the versions an append expects the ones of
     the state admission judged."""
-    rows = conn.execute(
-        sa.text(
-            "SELECT q.kind, q.namespace, q.name, o.object, q.stream, coalesce(s.version, 0) "
-            "FROM unnest(CAST(:k AS text[]), CAST(:n AS text[]), CAST(:m AS text[]), CAST(:s AS text[])) "
-            "AS q(kind, namespace, name, stream) "
-            "LEFT JOIN objects o ON o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name "
-            "LEFT JOIN streams s ON s.stream = q.stream "
-            "UNION ALL "
-            "SELECT kind, namespace, name, object, NULL, NULL FROM objects WHERE kind = :pk"
-        ),
-        {
-            "k": [k[0] for k in keys],
-            "n": [k[1] for k in keys],
-            "m": [k[2] for k in keys],
-            "s": list(streams),
-            "pk": preloaded_kind,
-        },
-    )
-    return [tuple(r) for r in rows]
+    # On the raw psycopg connection (admission's read is on every apply/delete request: through
+    # SQLAlchemy's text() it cost ~2.5x the round trip's client CPU), arrays in binary form.
+    with _raw(conn).cursor() as cur:
+        set_json_loads(orjson.loads, cur)
+        cur.execute(
+            _MANIFESTS_WITH_VERSIONS,
+            (
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                [k[2] for k in keys],
+                list(streams),
+                preloaded_kind,
+            ),
+        )
+        return cur.fetchall()
+
+
+_MANIFESTS_WITH_VERSIONS = (
+    "SELECT q.kind, q.namespace, q.name, o.object, q.stream, coalesce(s.version, 0) "
+    "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name, stream) "
+    "LEFT JOIN objects o ON o.kind = q.kind AND o.namespace = q.namespace AND o.name = q.name "
+    "LEFT JOIN streams s ON s.stream = q.stream "
+    "UNION ALL "
+    "SELECT kind, namespace, name, object, NULL, NULL FROM objects WHERE kind = %b"
+)
 
 
 def stream_versions(conn: Connection, streams: Sequence[str]) -> dict[str, int]:

@@ -39,7 +39,7 @@ class KindInfo:
 
     @property
     def api_version(self) -> str:
-        """The preferred (and, today, only) apiVersion."""
+        """The preferred apiVersion (the first of ``api_versions``)."""
         return self.api_versions[0]
 
     @property
@@ -50,6 +50,11 @@ class KindInfo:
         """``podgroup.scheduling.k8s.io/job-1`` (the object name only, as kubectl prints it)."""
         return f"{self.group}/{name}"
 
+
+# Workload and PodGroup: v1beta1 (1.37, the preferred version here: what podledger writes and
+# shows when a manifest names none) and v1 (GA); both are the same objects, stored with the
+# apiVersion they were applied with (KEP-4671).
+SCHEDULING_WORKLOAD_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
 
 KINDS: tuple[KindInfo, ...] = (
     KindInfo("Node", ("v1",), "nodes", ("no",), "node", False),
@@ -63,10 +68,10 @@ KINDS: tuple[KindInfo, ...] = (
         False,
     ),
     KindInfo(
-        "Workload", ("scheduling.k8s.io/v1beta1",), "workloads", ("wl",), "workload.scheduling.k8s.io", True
+        "Workload", SCHEDULING_WORKLOAD_VERSIONS, "workloads", ("wl",), "workload.scheduling.k8s.io", True
     ),
     KindInfo(
-        "PodGroup", ("scheduling.k8s.io/v1beta1",), "podgroups", ("pg",), "podgroup.scheduling.k8s.io", True
+        "PodGroup", SCHEDULING_WORKLOAD_VERSIONS, "podgroups", ("pg",), "podgroup.scheduling.k8s.io", True
     ),
     KindInfo(
         "CompositePodGroup",

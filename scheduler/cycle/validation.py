@@ -31,6 +31,14 @@ MSG_POD_POLICY_NOGATE = (
 MSG_PROFILE = "profile not found for scheduler name %s"
 
 VALIDATION = "PodGroupValidation"
+# Layout violations: a CompositePodGroup's condition says ``Invalid`` for them (newest v1alpha3
+# API: "kube-scheduler detected an invalid group layout during runtime validation", e.g. a cycle or
+# a depth over 4); PodGroups, whose API has no such reason, keep ``SchedulerError``.
+LAYOUT_VIOLATIONS = (MSG_CYCLE.split(":")[0], MSG_DEPTH.split(" %d")[0])
+
+
+def is_layout_violation(s: Status) -> bool:
+    return s.is_error and s.message.startswith(LAYOUT_VIOLATIONS)
 
 
 def q(s: str) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from scheduler import quota as quota_mod
 from scheduler.framework import Code, PostFilterRequest, PostFilterResult, Status, fit_error_message
@@ -23,6 +24,8 @@ from scheduler.preemption.pdb import Budgets
 from scheduler.preemption.units import RANK_POD, Unit, Units
 from scheduler.preemption.workload import WorkloadPreemption
 from scheduler.snapshot import R_PODS, Demand
+
+NO_RESERVED: tuple[tuple[Demand, ...], tuple[Any, ...]] = ((), ())
 
 
 class ClassicPreemption(WorkloadPreemption):
@@ -100,8 +103,18 @@ class ClassicPreemption(WorkloadPreemption):
         rows = [*snap.resource_rows(pi.demand), R_PODS]
         need = [*pi.demand.amounts, 1]
         nrows = len(rows)
-        reserved = self._reserved(req)
-        reserved_keys = {nm: tuple((d.names, d.amounts) for d in ds) for nm, ds in reserved.items()}
+        # The nominated pods that count on a node (as ``_reserved``), built for the nodes the
+        # loop visits only: the whole map costs O(every nominated pod) per preemption, which
+        # made a burst of preemptions quadratic.
+        own = {p.key for p in req.pods}
+        nominated = getattr(ps, "nominated", {})
+        has = snap.has_pod
+        prio = req.priority
+
+        def reserved_on(per: Mapping[str, tuple[int, Demand]]) -> tuple[list[Demand], tuple[Any, ...]]:
+            ds = [d for k, (pr, d) in per.items() if k not in own and pr >= prio and not has(k)]
+            return ds, tuple((d.names, d.amounts) for d in ds)
+
         units = Units(st)
         want = min(n, max(MIN_CANDIDATES_ABSOLUTE, n * MIN_CANDIDATES_PERCENT // 100))
         found: list[tuple[tuple[int, ...], int, NodeResult]] = []
@@ -128,8 +141,9 @@ class ClassicPreemption(WorkloadPreemption):
                 not_helpful += 1
                 continue
             name = snap.names[i]
-            res_here = reserved.get(name, ())
-            key = (question, versions.get(i, 0), reserved_keys.get(name, ()))
+            per = nominated.get(name) if nominated else None
+            res_here, res_key = reserved_on(per) if per else NO_RESERVED
+            key = (question, versions.get(i, 0), res_key)
             hit = cache.get(i) if cache is not None else None
             if hit is not None and hit[0] == key:
                 victims_c = hit[1]

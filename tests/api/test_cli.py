@@ -267,3 +267,21 @@ def test_python_dash_m_api_cli_is_the_same_command_line():
     )
     assert res.returncode == 1
     assert res.stderr.startswith('error: the server doesn\'t have a resource type "nosuchkind"'), res.stderr
+
+
+def test_podgroup_at_v1_and_v1beta1_is_one_object_shown_at_its_version(engine):
+    """Issue 16: scheduling.k8s.io/v1 and v1beta1 Workload/PodGroup are the same objects."""
+    doc = "apiVersion: scheduling.k8s.io/{v}\nkind: PodGroup\nmetadata: {{name: g, namespace: ns}}\nspec: {{schedulingPolicy: {{gang: {{minCount: 2}}}}}}\n"
+    res = cli("apply", "-f", "-", stdin=doc.format(v="v1"))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "podgroup.scheduling.k8s.io/g created"
+    got = yaml.safe_load(cli("get", "podgroup", "ns/g", "-o", "yaml").stdout)
+    assert (
+        got["apiVersion"] == "scheduling.k8s.io/v1"
+        and got["spec"]["schedulingPolicy"]["gang"]["minCount"] == 2
+    )
+    res = cli("apply", "-f", "-", stdin=doc.format(v="v1beta1"))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().startswith("podgroup.scheduling.k8s.io/g ") and "created" not in res.stdout
+    got = yaml.safe_load(cli("get", "podgroups", "-A", "-o", "yaml").stdout)
+    assert [i["apiVersion"] for i in got["items"]] == ["scheduling.k8s.io/v1beta1"]

@@ -53,6 +53,14 @@ def test_discovery_lists_every_kind_at_its_upstream_group_version(demo: TestClie
         for r in demo.get("/apis/scheduling.k8s.io/v1beta1", headers=R).json()["resources"]
     }
     assert beta["podgroups"] == "PodGroup" and beta["workloads"] == "Workload"
+    # v1: the same Workload and PodGroup objects, shown at the version of the path
+    ga = {r["name"]: r["kind"] for r in demo.get("/apis/scheduling.k8s.io/v1", headers=R).json()["resources"]}
+    assert ga["podgroups"] == "PodGroup" and ga["workloads"] == "Workload" and ga["priorityclasses"]
+    for version in ("v1", "v1beta1"):
+        obj = demo.get(
+            f"/apis/scheduling.k8s.io/{version}/namespaces/team-a/podgroups/giant", headers=R
+        ).json()
+        assert obj["apiVersion"] == f"scheduling.k8s.io/{version}" and obj["metadata"]["name"] == "giant"
     sigs = demo.get("/apis/scheduling.sigs.k8s.io/v1beta1", headers=R).json()["resources"]
     assert [r["kind"] for r in sigs] == ["ElasticQuotaTree"]
     agg = demo.get("/apis", headers={**R, "Accept": AGG})

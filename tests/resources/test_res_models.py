@@ -488,3 +488,71 @@ def test_validate_scheduler_config_spec() -> None:
     assert (
         problems == [("featureGates.Nope", problems[0][1])] and "unrecognized feature gate" in problems[0][1]
     )
+
+
+def test_feature_gates_of_the_newest_workload_api() -> None:
+    """Issue 16: gates beyond the five defaults are accepted but written only when set; the gates
+    merged into GenericWorkload in 1.37 follow it and may not contradict it."""
+    spec, problems = validate_scheduler_config_spec({})
+    assert problems == [] and spec is not None
+    assert "PodGroupSatisfiedCondition" not in spec["featureGates"]
+    assert "SchedulerPreEnqueuePodStatus" not in spec["featureGates"]
+    spec, problems = validate_scheduler_config_spec(
+        {"featureGates": {"PodGroupSatisfiedCondition": True, "SchedulerPreEnqueuePodStatus": False}}
+    )
+    assert problems == [] and spec is not None
+    assert spec["featureGates"]["PodGroupSatisfiedCondition"] is True
+    assert spec["featureGates"]["SchedulerPreEnqueuePodStatus"] is False
+    # GenericWorkload off: WorkloadAwarePreemption (merged into it) follows when left out
+    spec, problems = validate_scheduler_config_spec({"featureGates": {"GenericWorkload": False}})
+    assert problems == [] and spec is not None
+    assert spec["featureGates"]["WorkloadAwarePreemption"] is False
+    spec, problems = validate_scheduler_config_spec({"featureGates": {"GangScheduling": True}})
+    assert problems == [] and spec is not None
+    for gate in ("GangScheduling", "WorkloadAwarePreemption"):
+        spec, problems = validate_scheduler_config_spec({"featureGates": {gate: False}})
+        assert spec is None
+        assert problems[0][0] == f"featureGates.{gate}"
+        assert "merged into GenericWorkload since Kubernetes 1.37" in problems[0][1]
+
+
+def test_scheduler_gate_defaults() -> None:
+    from scheduler.model import SchedulerConfig as CoreConfig
+    from scheduler.translate import config_from, config_hash
+
+    core = CoreConfig()
+    assert core.gate("SchedulerPreEnqueuePodStatus") is True
+    assert core.gate("PodGroupSatisfiedCondition") is False
+    assert config_from({"spec": {"featureGates": {"PodGroupSatisfiedCondition": True}}}).gate(
+        "PodGroupSatisfiedCondition"
+    )
+    # configurations that leave the new gates out keep their hash
+    assert config_hash(config_from({"spec": {}})) == config_hash(core)
+
+
+def test_workload_and_podgroup_at_v1_and_v1beta1() -> None:
+    for version in ("scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"):
+        pg = valid(
+            "PodGroup",
+            {
+                "apiVersion": version,
+                "kind": "PodGroup",
+                "metadata": {"name": "pg"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+            },
+        )
+        assert pg.normalized()["apiVersion"] == version
+        wl = valid(
+            "Workload",
+            {
+                "apiVersion": version,
+                "kind": "Workload",
+                "metadata": {"name": "wl"},
+                "spec": {"podGroupTemplates": [{"name": "t", "schedulingPolicy": {"basic": {}}}]},
+            },
+        )
+        assert wl.normalized()["apiVersion"] == version
+    from ledger.resources.kinds import WrongApiVersionError, check_api_version
+
+    with pytest.raises(WrongApiVersionError, match="scheduling.k8s.io/v1beta1 or scheduling.k8s.io/v1"):
+        check_api_version("PodGroup", "scheduling.k8s.io/v1alpha1")

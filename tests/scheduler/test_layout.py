@@ -80,6 +80,7 @@ def test_decision_events_table_covers_every_decision() -> None:
         "PodBound", "PodNominated", "PodUnschedulable", "PodGated", "PodGroupConditionChanged",
         "CompositePodGroupConditionChanged", "PodGroupScheduled", "PodGroupUnschedulable", "PodGroupRetried",
         "PodPreempted", "PodGroupRequeued", "PodRequeued", "SchedulingCycleCompleted",
+        "PodGroupSatisfiedChanged",
     }  # fmt: skip
     req = decisions.EntityRequeued
     assert decision_event(req("pg/ns/g", "backoff", 1, 2.0))[:2] == (
@@ -95,3 +96,6 @@ def test_decision_events_table_covers_every_decision() -> None:
     stream, typ, data = decision_event(cond)
     assert (stream, typ) == ("sched/compositepodgroup/ns/r", "CompositePodGroupConditionChanged")
     assert "kind" not in data and set(data) == {f.name for f in dataclasses.fields(cond)} - {"kind"}
+    # PodGated: "report" is in the payload only when False (gate SchedulerPreEnqueuePodStatus off)
+    assert "report" not in decision_event(decisions.PodGated("ns/p", "X", "m"))[2]
+    assert decision_event(decisions.PodGated("ns/p", "X", "m", False))[2]["report"] is False

@@ -103,7 +103,9 @@ class Resource(K8sModel):
         if not self.api_version:
             self.api_version = info.api_version
         elif self.api_version not in info.api_versions:
-            raise ValueError(f"{info.kind} is served as {info.api_version}, not {self.api_version!r}")
+            raise ValueError(
+                f"{info.kind} is served as {' or '.join(info.api_versions)}, not {self.api_version!r}"
+            )
         if info.namespaced:
             if not self.metadata.namespace:
                 self.metadata.namespace = "default"

@@ -20,6 +20,18 @@ FEATURE_GATES = (
     "WorkloadAwarePreemption",
 )
 DEFAULT_FEATURE_GATES: dict[str, bool] = dict.fromkeys(FEATURE_GATES, True)
+# Gates known but not written into the normalized spec unless set (so that existing
+# configurations keep their payloads), with their defaults:
+# - SchedulerPreEnqueuePodStatus (KEP-5501, beta, on): a pod that PreEnqueue rejects gets
+#   PodScheduled=False with reason NotReadyForScheduling and the plugin's message;
+# - PodGroupSatisfiedCondition (KEP-6413, proposed, off): the live PodGroupSatisfied condition.
+EXTRA_FEATURE_GATES: dict[str, bool] = {
+    "PodGroupSatisfiedCondition": False,
+    "SchedulerPreEnqueuePodStatus": True,
+}
+# Merged into GenericWorkload in 1.37 (KEP-4671): accepted when they agree with it, no effect of their own.
+MERGED_FEATURE_GATES = ("GangScheduling", "WorkloadAwarePreemption")
+KNOWN_FEATURE_GATES = (*FEATURE_GATES, *EXTRA_FEATURE_GATES, "GangScheduling")
 DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {"cpu": 1, "memory": 1}
 DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
     "NodeAffinity": 2,
@@ -67,18 +79,32 @@ class SchedulerConfigSpec(K8sModel):
         )
         if self.pod_max_in_unschedulable_pods_duration is None:
             self.pod_max_in_unschedulable_pods_duration = DEFAULT_UNSCHEDULABLE_FLUSH_SECONDS
-        gates = {**DEFAULT_FEATURE_GATES, **(self.feature_gates or {})}
+        user = self.feature_gates or {}
+        # a merged gate left out follows GenericWorkload (KEP-4671: merged into it in 1.37)
+        generic = bool(user.get("GenericWorkload", True))
+        gates = {**DEFAULT_FEATURE_GATES, "WorkloadAwarePreemption": generic, **user}
         self.feature_gates = {g: gates[g] for g in sorted(gates)}
         return self
 
     def check(self, path: str = "spec") -> Problems:
         problems: Problems = []
-        for gate in self.feature_gates or {}:
-            if gate not in DEFAULT_FEATURE_GATES:
+        gates = self.feature_gates or {}
+        for gate in gates:
+            if gate not in KNOWN_FEATURE_GATES:
                 problems.append(
                     (
                         f"{path}.featureGates.{gate}",
-                        f"unrecognized feature gate {gate!r} (known: {', '.join(FEATURE_GATES)})",
+                        f"unrecognized feature gate {gate!r} (known: {', '.join(KNOWN_FEATURE_GATES)})",
+                    )
+                )
+        generic = gates.get("GenericWorkload", True)
+        for gate in MERGED_FEATURE_GATES:
+            if gate in gates and gates[gate] != generic:
+                problems.append(
+                    (
+                        f"{path}.featureGates.{gate}",
+                        f"{gate} is merged into GenericWorkload since Kubernetes 1.37 and cannot differ from it"
+                        f" (GenericWorkload={str(generic).lower()})",
                     )
                 )
         for field, weights in (
