@@ -143,6 +143,8 @@ class Remote:
             ("timeoutSeconds", timeout_seconds),
         ]
         # the read timeout is what notices a server that went silent: bookmarks keep a live watch busy
+        from urllib3.exceptions import HTTPError
+
         resp = self._call("GET", w.path(namespace), query, timeout=(10.0, self.request_timeout))
         try:
             for line in _lines(resp):
@@ -153,7 +155,7 @@ class Remote:
                         raise Gone(obj.get("message") or "Gone")
                     raise RemoteError(f"watch {w.plural}: {obj.get('message')}", obj.get("code"))
                 yield typ, obj
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, HTTPError) as exc:  # a dropped connection, a cut-off line
             raise RemoteError(f"watch {w.plural}: {type(exc).__name__}: {exc}") from None
         finally:
             resp.release_conn()

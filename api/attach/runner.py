@@ -232,7 +232,7 @@ class Attach:
             except Gone:
                 json_line(event="gone", attach=self.name, stream=st.name, resourceVersion=st.seen_rv)
                 need_list = True
-            except RemoteError as exc:
+            except Exception as exc:  # RemoteError, or anything unexpected: a watch thread never dies
                 st.reconnects += 1
                 self.metrics.reconnects.labels(st.w.kind).inc()
                 json_line(
