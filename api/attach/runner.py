@@ -254,7 +254,14 @@ class Attach:
                 st = Stream(w, scope)
                 cursor = self.mirror.cursor(w, scope)
                 if cursor is None:
-                    listed = self.remote.list(w, scope)
+                    try:
+                        listed = self.remote.list(w, scope)
+                    except RemoteError as exc:
+                        if exc.status != 404:
+                            raise
+                        # the cluster does not serve this kind (a CRD not installed): skip it
+                        json_line(event="unserved", attach=self.name, kind=w.kind, error=str(exc)[:200])
+                        continue
                     self.sync_list(st, listed.items, listed.resource_version)
                 else:
                     st.seen_rv = st.done_rv = cursor

@@ -60,7 +60,9 @@ class Churn(threading.Thread):
                 alive.append(p.metadata.name)
                 if i % 3 == 2:
                     name = self.rng.choice(alive)
-                    p = self.v1.patch_namespaced_pod(name, self.ns, {"metadata": {"labels": {"round": str(i)}}})
+                    p = self.v1.patch_namespaced_pod(
+                        name, self.ns, {"metadata": {"labels": {"round": str(i)}}}
+                    )
                     self.changes.add((p.metadata.uid, p.metadata.resource_version, "PodUpdated"))
                 if i % 4 == 3:
                     name = alive.pop(self.rng.randrange(len(alive)))
@@ -82,7 +84,9 @@ def test_kill_and_restart_mid_watch_loses_and_duplicates_nothing(
     churn.start()
 
     def recorded() -> int:
-        return ledger.count("meta->'attach'->>'scope' = '' AND data->'object'->'metadata'->>'namespace' = :n", n=ns)
+        return ledger.count(
+            "meta->'attach'->>'scope' = '' AND data->'object'->'metadata'->>'namespace' = :n", n=ns
+        )
 
     for kill in sorted(rng.sample(range(2, 20), 2)):
         wait_until(lambda k=kill: recorded() >= k or not churn.is_alive(), 120, f"{kill} changes recorded")

@@ -3,11 +3,13 @@ examples/cluster, through its Kubernetes API only (the read-only kubeconfig)."""
 
 from __future__ import annotations
 
+import urllib.request
 from typing import Any
 
 from api.attach.kinds import WATCHED
 from tests.attach.conftest import Cluster, Ledger, needs_kubectl
 from tests.attach.helpers import differences, remote_objects
+from tests.k8s.conftest import free_port
 from tests.reliability.conftest import wait_until
 
 pytestmark = needs_kubectl
@@ -34,7 +36,8 @@ def test_mirror_copies_every_object_and_the_bindings(cluster: Cluster, ledger: L
         120,
         "the cluster's scheduler to bind the example pods",
     )
-    proc = ledger.attach(cluster.kubeconfigs["reader"])
+    port = free_port()
+    proc = ledger.attach(cluster.kubeconfigs["reader"], "--metrics-port", str(port))
     proc.wait_for(_synced, 120, "attach to list the cluster")
     try:
         wait_until(lambda: _no_differences(cluster, ledger), 120, "the ledger to equal the cluster")
@@ -57,6 +60,14 @@ def test_mirror_copies_every_object_and_the_bindings(cluster: Cluster, ledger: L
     assert bound and {tuple(r) for r in bound} == {("k8s-test-worker", "true")}
     assert len(bound) == cluster.count("type = 'PodBound'")
 
+    # Prometheus metrics: changes by kind and outcome, the lag gauges
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    n_bound = _metric(text, 'podledger_attach_changes_total{kind="Pod",outcome="bound"}')
+    assert n_bound == len(bound)
+    assert _metric(text, "podledger_attach_lag_resource_versions") is not None
+    assert _metric(text, "podledger_attach_lag_seconds") is not None
+
     # a restarted attach appends nothing: unchanged objects are not written again
     before = ledger.count()
     proc.stop()
@@ -66,6 +77,13 @@ def test_mirror_copies_every_object_and_the_bindings(cluster: Cluster, ledger: L
     assert ledger.count() == before
     assert not differences(cluster, ledger)
     again.stop()
+
+
+def _metric(text: str, name: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rpartition(" ")[2])
+    return None
 
 
 def _prefix(kind: str) -> str:
