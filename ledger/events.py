@@ -308,3 +308,22 @@ register("PodGroupRetried", GroupRetried)
 register("PodPreempted", PodPreempted)
 register("PodGroupRequeued", EntityRequeued)
 register("PodRequeued", EntityRequeued)
+
+
+# ---------------------------------------------------------------------------------------------
+# Observations of a live cluster (``podledger attach``, api/attach/).
+
+
+class PodBindingObserved(Payload):
+    """A binding a live cluster's own scheduler made, recorded by ``attach --mode shadow`` beside
+    podledger's own decision for the same pod. It is not folded into the state: in shadow mode
+    the ledger's state is podledger's model of the cluster, and this is what the cluster did."""
+
+    pod: str
+    node: str
+    group: str | None = None
+    scheduler: str
+    cluster: str
+
+
+register("PodBindingObserved", PodBindingObserved)

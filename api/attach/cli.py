@@ -15,7 +15,13 @@ MODES = ("mirror", "shadow", "schedule")
 @app.command()
 def attach(
     kubeconfig: Annotated[Path, typer.Option(help="kubeconfig of the cluster to attach to.")],
-    mode: Annotated[str, typer.Option(help="mirror (record the cluster's objects and bindings).")] = "mirror",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="mirror (record the cluster's objects and bindings) or shadow (mirror, but the "
+            "cluster's bindings are recorded beside podledger's own decisions: run `podledger worker`)."
+        ),
+    ] = "mirror",
     context: Annotated[
         str | None, typer.Option(help="kubeconfig context (default: the current one).")
     ] = None,
@@ -36,7 +42,8 @@ def attach(
     """Attach to a live cluster through its Kubernetes API (leader-elected, runs until SIGTERM).
 
     mirror: list then watch its objects and append each change as podledger's input events
-    (read-only on the cluster). See docs/attach.md."""
+    (read-only on the cluster); shadow: the same, with the cluster's bindings recorded as
+    PodBindingObserved beside podledger's own decisions. See docs/attach.md."""
     import os
     import socket
 
@@ -47,8 +54,8 @@ def attach(
 
     if mode not in MODES:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if mode != "mirror":
-        raise UserError(f"--mode {mode} is not implemented yet: only mirror is (docs/attach.md)")
+    if mode == "schedule":
+        raise UserError(f"--mode {mode} is not implemented yet: mirror and shadow are (docs/attach.md)")
     if not kubeconfig.exists():
         raise UserError(f"--kubeconfig {kubeconfig}: no such file")
     try:

@@ -4,11 +4,13 @@
   admission, the ``<Kind>Created``/``Updated`` event): an object whose manifest did not change
   appends nothing, which is what makes a re-list idempotent.
 - DELETED (or missing from a re-list): ``delete_objects`` (``<Kind>Deleted``).
-- A pod whose ``spec.nodeName`` the cluster set: one ``PodBound`` event, as the pods/binding
+- A pod whose ``spec.nodeName`` the cluster set: in mirror mode one ``PodBound`` event, as the pods/binding
   subresource of ``podledger serve`` records an outside scheduler's decision (no ``cycle`` in the
   meta: replay treats it as an input), with ``observed: true`` and the actor = the scheduler that
   bound it (its ``Scheduled`` Event, else the managedFields manager that set ``spec.nodeName``,
-  else the pod's ``schedulerName``).
+  else the pod's ``schedulerName``). In shadow mode a ``PodBindingObserved`` instead, which the
+  state does not fold: podledger's worker places the pod itself, and the views
+  ``v_shadow_pod_differences`` / ``v_shadow_group_differences`` compare the two.
 
 Every event's meta has ``attach``: cluster, kind, the watched scope, the remote uid and
 resourceVersion. ``cursor`` is the highest resourceVersion recorded for a (kind, scope): where a
@@ -72,10 +74,13 @@ def _bound_by_managed_fields(obj: dict[str, Any]) -> str | None:
 
 
 class Mirror:
-    def __init__(self, engine: Engine, cluster: str, scheduler_of: SchedulerOf | None = None) -> None:
+    def __init__(
+        self, engine: Engine, cluster: str, scheduler_of: SchedulerOf | None = None, shadow: bool = False
+    ) -> None:
         self.engine = engine
         self.cluster = cluster
         self.scheduler_of = scheduler_of
+        self.shadow = shadow
         self.actor = f"attach/{cluster}"
 
     # -- the resume point -------------------------------------------------------------------
@@ -85,8 +90,8 @@ class Mirror:
             value = conn.execute(
                 sa.text(
                     "SELECT max((meta->'attach'->>'rv')::bigint) FROM events "
-                    "WHERE meta->'attach'->>'cluster' = :c AND meta->'attach'->>'kind' = :k "
-                    "AND meta->'attach'->>'scope' = :s AND meta->'attach'->>'rv' IS NOT NULL"
+                    "WHERE meta ? 'attach' AND meta->'attach'->>'cluster' = :c "
+                    "AND meta->'attach'->>'kind' = :k AND meta->'attach'->>'scope' = :s"
                 ),
                 {"c": self.cluster, "k": w.kind, "s": scope or ""},
             ).scalar_one()
@@ -200,9 +205,22 @@ class Mirror:
         if not node:
             return None
         _kind, ns, name = key_of(w, obj)
-        current = projection_rows(conn, "Pod", ns, name)
-        if current and (current[0]["status"] or {}).get("nodeName") == node:
-            return None
+        uid = (obj.get("metadata") or {}).get("uid") or ""
+        if self.shadow:
+            # the ledger's state is podledger's own placement: the cluster's is recorded beside it
+            last = conn.execute(
+                sa.text(
+                    "SELECT data->>'node', meta->'attach'->>'uid' FROM events WHERE stream = :s "
+                    "ORDER BY version DESC LIMIT 1"
+                ),
+                {"s": f"attach/pod/{ns}/{name}"},
+            ).first()
+            if last is not None and tuple(last) == (node, uid):
+                return None
+        else:
+            current = projection_rows(conn, "Pod", ns, name)
+            if current and (current[0]["status"] or {}).get("nodeName") == node:
+                return None
         actor = (
             (self.scheduler_of(ns, name) if self.scheduler_of is not None else None)
             or _bound_by_managed_fields(obj)
@@ -218,7 +236,13 @@ class Mirror:
         }
         meta = {"actor": actor, "observed": True, **self._meta(w, scope, obj, rv)}
         eid = uuid.uuid5(ATTACH_NS, self._event_key(obj, rv, "bound"))
-        writer.write(conn, [NewEvent(f"sched/pod/{ns}/{name}", "PodBound", data, meta, eid)])
+        if self.shadow:
+            observed = {"pod": data["pod"], "node": node, "group": data["group"], "scheduler": actor}
+            observed["cluster"] = self.cluster
+            ev = NewEvent(f"attach/pod/{ns}/{name}", "PodBindingObserved", observed, meta, eid)
+        else:
+            ev = NewEvent(f"sched/pod/{ns}/{name}", "PodBound", data, meta, eid)
+        writer.write(conn, [ev])
         return BOUND
 
     # -- a whole list -------------------------------------------------------------------------

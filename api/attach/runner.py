@@ -90,7 +90,9 @@ class Attach:
     _lock_conn: psycopg.Connection[Any] | None = None
 
     def __post_init__(self) -> None:
-        self.mirror = M.Mirror(self.engine, self.cluster, self.remote.scheduled_by)
+        self.mirror = M.Mirror(
+            self.engine, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow"
+        )
         self.q: queue.Queue[Item] = queue.Queue(maxsize=self.queue_size)
         self.streams: list[Stream] = []
         self.counts: dict[str, int] = {}
