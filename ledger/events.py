@@ -327,3 +327,20 @@ class PodBindingObserved(Payload):
 
 
 register("PodBindingObserved", PodBindingObserved)
+
+
+class PodBindingSent(Payload):
+    """``attach --mode schedule`` sent podledger's decision (the PodBound at ``decision_position``)
+    to the cluster through the pods/binding subresource: the outcome of that one call."""
+
+    pod: str
+    node: str
+    cluster: str
+    decision_position: int
+    attempt: int
+    outcome: str  # "bound" | "failed"
+    code: int | None = None
+    message: str = ""
+
+
+register("PodBindingSent", PodBindingSent)

@@ -19,7 +19,8 @@ def attach(
         str,
         typer.Option(
             help="mirror (record the cluster's objects and bindings) or shadow (mirror, but the "
-            "cluster's bindings are recorded beside podledger's own decisions: run `podledger worker`)."
+            "cluster's bindings are recorded beside podledger's own decisions) or schedule (podledger's "
+            "decisions are bound in the cluster); shadow and schedule need `podledger worker` on the ledger."
         ),
     ] = "mirror",
     context: Annotated[
@@ -36,6 +37,9 @@ def attach(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus metrics on 127.0.0.1:PORT.")
     ] = None,
+    scheduler_name: Annotated[
+        str, typer.Option(help="schedule mode: bind only pods with this spec.schedulerName.")
+    ] = "default-scheduler",
     progress_every: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
     queue_size: Annotated[int, typer.Option(help="Changes read ahead of the writer, at most.")] = 1000,
 ) -> None:
@@ -43,7 +47,8 @@ def attach(
 
     mirror: list then watch its objects and append each change as podledger's input events
     (read-only on the cluster); shadow: the same, with the cluster's bindings recorded as
-    PodBindingObserved beside podledger's own decisions. See docs/attach.md."""
+    PodBindingObserved beside podledger's own decisions; schedule: podledger's decisions for
+    pods of --scheduler-name are bound through pods/binding. See docs/attach.md."""
     import os
     import socket
 
@@ -54,8 +59,6 @@ def attach(
 
     if mode not in MODES:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if mode == "schedule":
-        raise UserError(f"--mode {mode} is not implemented yet: mirror and shadow are (docs/attach.md)")
     if not kubeconfig.exists():
         raise UserError(f"--kubeconfig {kubeconfig}: no such file")
     try:
@@ -74,6 +77,7 @@ def attach(
         name=name or f"{socket.gethostname()}:{os.getpid()}",
         queue_size=queue_size,
         progress_every=progress_every,
+        profile=scheduler_name,
     )
     if metrics_port is not None:
         runner.metrics.serve(metrics_port)

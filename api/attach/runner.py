@@ -34,6 +34,7 @@ import psycopg
 from sqlalchemy.engine import Engine
 
 from api.attach import mirror as M
+from api.attach.binder import Binder
 from api.attach.kinds import WATCHED, Watched, resource_version, rv_number
 from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
@@ -85,11 +86,16 @@ class Attach:
     backoff_max: float = 30.0
     watch_timeout: int = 300
     standby_poll: float = 0.5
+    profile: str = "default-scheduler"  # schedule mode: the schedulerName of the pods podledger binds
     metrics: Metrics = field(default_factory=Metrics)
     stop_event: threading.Event = field(default_factory=threading.Event)
     _lock_conn: psycopg.Connection[Any] | None = None
 
     def __post_init__(self) -> None:
+        self.binder: Binder | None = None
+        if self.mode == "schedule":
+            self.binder = Binder(self.engine, self.remote, self.cluster, profile=self.profile)
+        self._last_bind = 0.0
         self.mirror = M.Mirror(
             self.engine, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow"
         )
@@ -293,6 +299,7 @@ class Attach:
             lag_rv=self.lag_rv(),
             lag_seconds=round(self.metrics.lag_seconds._value.get(), 3),
             deferred=len(self.deferred),
+            **({"binds": self.binder.sent, "bind_failures": self.binder.failed} if self.binder else {}),
             **self.counts,
         )
 
@@ -310,6 +317,10 @@ class Attach:
                 if not self._still_leader():
                     json_line(event="leadership-lost", attach=self.name)
                     return
+                if self.binder is not None and time.monotonic() - self._last_bind >= 0.2:
+                    self._last_bind = time.monotonic()
+                    if self.binder.run_once():
+                        self.progress(force=True)
                 try:
                     item = self.q.get(timeout=0.5)
                 except queue.Empty:
