@@ -344,3 +344,22 @@ class PodBindingSent(Payload):
 
 
 register("PodBindingSent", PodBindingSent)
+
+
+class PodEvictionSent(Payload):
+    """``attach --mode schedule`` asked the cluster to evict a victim of podledger's preemption
+    (the PodPreempted at ``decision_position``) through the Eviction API: the outcome of that one
+    call (``evicted``; ``gone``: the pod no longer existed; ``refused``: 429, a disruption budget
+    would be violated; ``failed``: any other error)."""
+
+    pod: str
+    preemptor: str
+    cluster: str
+    decision_position: int
+    attempt: int
+    outcome: str
+    code: int | None = None
+    message: str = ""
+
+
+register("PodEvictionSent", PodEvictionSent)

@@ -299,7 +299,15 @@ class Attach:
             lag_rv=self.lag_rv(),
             lag_seconds=round(self.metrics.lag_seconds._value.get(), 3),
             deferred=len(self.deferred),
-            **({"binds": self.binder.sent, "bind_failures": self.binder.failed} if self.binder else {}),
+            **(
+                {
+                    "binds": self.binder.sent,
+                    "evictions": self.binder.evicted,
+                    "call_failures": self.binder.failed,
+                }
+                if self.binder
+                else {}
+            ),
             **self.counts,
         )
 

@@ -45,7 +45,9 @@ class Cluster(Server):
         return dict(os.environ, PODLEDGER_DATABASE_URL=self.db_url, PODLEDGER_TOKENS=TOKENS, **self.extra_env)
 
 
-def start_cluster(server_url: str, tmp: Path, extra_env: dict[str, str] | None = None) -> Cluster:
+def start_cluster(
+    server_url: str, tmp: Path, extra_env: dict[str, str] | None = None, examples: bool = True
+) -> Cluster:
     url = new_database(server_url)
     engine = db.get_engine(url, migrate_on_start=False)
     cert, key = _make_cert(tmp)
@@ -63,9 +65,10 @@ def start_cluster(server_url: str, tmp: Path, extra_env: dict[str, str] | None =
         path = tmp / f"{role}.kubeconfig"
         path.write_text(out.stdout)
         srv.kubeconfigs[role] = path
-    subprocess.run(
-        [PODLEDGER, "apply", "-f", str(EXAMPLES)], env=srv.env, cwd=ROOT, check=True, capture_output=True
-    )
+    if examples:
+        subprocess.run(
+            [PODLEDGER, "apply", "-f", str(EXAMPLES)], env=srv.env, cwd=ROOT, check=True, capture_output=True
+        )
     srv.start()
     return srv
 
