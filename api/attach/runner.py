@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import signal
 import sys
@@ -32,6 +33,7 @@ from typing import Any
 
 import psycopg
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 from api.attach import mirror as M
 from api.attach.binder import Binder
@@ -40,6 +42,7 @@ from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
 
 ATTACH_LOCK = 7243150018
+log = logging.getLogger("podledger.attach")
 MAX_DEFER_ROUNDS = 3
 
 
@@ -104,6 +107,7 @@ class Attach:
         self.counts: dict[str, int] = {}
         self.deferred: list[tuple[Item, int]] = []
         self._last_progress = 0.0
+        self._lag_seconds = 0.0  # how long the last change written had waited in the queue
 
     # -- leadership (as scheduler/worker.py) ----------------------------------------------------
     def _try_lead(self) -> bool:
@@ -190,8 +194,8 @@ class Attach:
             elif self.deferred and any(o in (M.CREATED, M.UPDATED) for o in change.outcomes):
                 self._retry_deferred()
             st.done_rv = change.rv or st.done_rv
-        lag = time.monotonic() - item.received
-        self.metrics.lag_seconds.set(0.0 if self.q.empty() else lag)
+        self._lag_seconds = time.monotonic() - item.received
+        self.metrics.lag_seconds.set(self._lag_seconds)
 
     def _stream(self, w: Watched, scope: str | None) -> Stream:
         for st in self.streams:
@@ -297,7 +301,7 @@ class Attach:
             attach=self.name,
             queue=self.q.qsize(),
             lag_rv=self.lag_rv(),
-            lag_seconds=round(self.metrics.lag_seconds._value.get(), 3),
+            lag_seconds=round(self._lag_seconds, 3),
             deferred=len(self.deferred),
             **(
                 {
@@ -334,6 +338,7 @@ class Attach:
                 except queue.Empty:
                     if self.deferred:
                         self._retry_deferred(final=True)
+                    self._lag_seconds = 0.0
                     self.metrics.lag_seconds.set(0.0)
                     self.progress()
                     continue
@@ -356,8 +361,13 @@ class Attach:
                     json_line(event="leader", attach=self.name)
                     try:
                         self.lead()
-                    except (RemoteError, psycopg.Error) as exc:
+                    except Exception as exc:
+                        # the cluster or the database went away while starting or writing, or a
+                        # change could not be recorded: the next term starts again from the
+                        # ledger's cursor (what was written is all that counts)
                         json_line(event="error", attach=self.name, error=f"{type(exc).__name__}: {exc}"[:300])
+                        if not isinstance(exc, (RemoteError, psycopg.Error, DBAPIError)):
+                            log.exception("attach term failed; starting again from the ledger")
                         self.stop_event.wait(1.0)
                     self.q = queue.Queue(maxsize=self.queue_size)  # a new term starts from the ledger
                     self.deferred = []
