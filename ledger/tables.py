@@ -79,14 +79,6 @@ events = sa.Table(
         "position",
         postgresql_where=sa.text("type = 'PodUnschedulable'"),
     ),
-    sa.Index(  # podledger attach's resume cursor (api/attach/mirror.py; migration 0015)
-        "events_attach_cursor_idx",
-        sa.text("(meta->'attach'->>'cluster')"),
-        sa.text("(meta->'attach'->>'kind')"),
-        sa.text("(meta->'attach'->>'scope')"),
-        sa.text("((meta->'attach'->>'rv')::bigint)"),
-        postgresql_where=sa.text("meta ? 'attach'"),
-    ),
 )
 
 streams = sa.Table(

@@ -1,8 +1,7 @@
 """attach (issue 18): the shadow-mode views ``v_shadow_pod_differences`` (pods podledger would
 have bound elsewhere than the cluster did) and ``v_shadow_group_differences`` (gangs podledger
 would have admitted or held unlike the cluster), readable by the reporting and application
-roles; an index on the events attach writes, for its resume cursor (the highest resourceVersion
-recorded per cluster, kind and scope).
+roles.
 
 Revision ID: 0015
 Revises: 0009
@@ -25,11 +24,6 @@ VIEWS = ["v_shadow_pod_differences", "v_shadow_group_differences"]
 
 
 def upgrade() -> None:
-    op.execute(
-        "CREATE INDEX events_attach_cursor_idx ON events "
-        "((meta->'attach'->>'cluster'), (meta->'attach'->>'kind'), (meta->'attach'->>'scope'), "
-        "(((meta->'attach'->>'rv'))::bigint)) WHERE meta ? 'attach'"
-    )
     for name in VIEWS:
         op.execute((SQL / f"{name}.sql").read_text())
     for role in ("podledger_reporting", "podledger_app"):
@@ -39,4 +33,3 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name in reversed(VIEWS):
         op.execute(f"DROP VIEW IF EXISTS {name}")
-    op.execute("DROP INDEX IF EXISTS events_attach_cursor_idx")
