@@ -327,3 +327,58 @@ register("PodGroupRetried", GroupRetried)
 register("PodPreempted", PodPreempted)
 register("PodGroupRequeued", EntityRequeued)
 register("PodRequeued", EntityRequeued)
+
+
+# ---------------------------------------------------------------------------------------------
+# Observations of a live cluster (``podledger attach``, api/attach/).
+
+
+class PodBindingObserved(Payload):
+    """A binding a live cluster's own scheduler made, recorded by ``attach --mode shadow`` beside
+    podledger's own decision for the same pod. It is not folded into the state: in shadow mode
+    the ledger's state is podledger's model of the cluster, and this is what the cluster did."""
+
+    pod: str
+    node: str
+    group: str | None = None
+    scheduler: str
+    cluster: str
+
+
+register("PodBindingObserved", PodBindingObserved)
+
+
+class PodBindingSent(Payload):
+    """``attach --mode schedule`` sent podledger's decision (the PodBound at ``decision_position``)
+    to the cluster through the pods/binding subresource: the outcome of that one call."""
+
+    pod: str
+    node: str
+    cluster: str
+    decision_position: int
+    attempt: int
+    outcome: str  # "bound" | "failed"
+    code: int | None = None
+    message: str = ""
+
+
+register("PodBindingSent", PodBindingSent)
+
+
+class PodEvictionSent(Payload):
+    """``attach --mode schedule`` asked the cluster to evict a victim of podledger's preemption
+    (the PodPreempted at ``decision_position``) through the Eviction API: the outcome of that one
+    call (``evicted``; ``gone``: the pod no longer existed; ``refused``: 429, a disruption budget
+    would be violated; ``failed``: any other error)."""
+
+    pod: str
+    preemptor: str
+    cluster: str
+    decision_position: int
+    attempt: int
+    outcome: str
+    code: int | None = None
+    message: str = ""
+
+
+register("PodEvictionSent", PodEvictionSent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+import api.attach.cli  # noqa: F401  (registers attach)
 import api.cli.admin  # noqa: F401  (registers db upgrade, verify, projections rebuild, log)
 import api.cli.anchor  # noqa: F401  (registers checkpoint, prove, db roles)
 import api.cli.audit  # noqa: F401  (registers explain, history, replay)

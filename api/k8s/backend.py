@@ -225,3 +225,34 @@ def format_resources(resources: Mapping[str, int]) -> dict[str, str]:
     from ledger.resources.quantity import format_resources as fmt
 
     return fmt(resources)
+
+
+def blocking_budget(conn: Connection, pod: Row) -> tuple[str, int, int] | None:
+    """The first PodDisruptionBudget (by name) that evicting ``pod`` would violate, as (name,
+    healthy pods it needs, healthy pods it has), or None. Budgets are counted as the scheduler's
+    preemption counts them (scheduler/preemption/pdb.py): a bound pod is healthy; a pod that is
+    not bound does not use up the budget."""
+    from types import SimpleNamespace
+
+    from scheduler.preemption.pdb import Budgets, pdb_matches
+    from scheduler.translate import pdb_from, pod_from
+
+    if not (pod["status"] or {}).get("nodeName"):
+        return None
+    ns = pod["namespace"]
+    pdbs = [pdb_from(r["object"]) for r in rows(conn, "PodDisruptionBudget", ns)]
+    if not pdbs:
+        return None
+    state = SimpleNamespace(pods={}, pdbs={})  # what Budgets reads of the scheduler's State
+    for i, r in enumerate(rows(conn, "Pod", ns)):
+        p = pod_from(r["object"], i, 0.0, r["status"])
+        state.pods[p.key] = p
+    for pdb in pdbs:
+        state.pdbs[pdb.key] = pdb
+    target = pod_from(pod["object"], 0, 0.0, pod["status"])
+    for pdb, allowed in Budgets(state).pdbs:  # type: ignore[arg-type]
+        if pdb_matches(pdb, target) and allowed < 1:
+            matching = [p for p in state.pods.values() if pdb_matches(pdb, p)]
+            healthy = sum(1 for p in matching if p.node_name is not None)
+            return pdb.name, healthy - allowed, healthy
+    return None

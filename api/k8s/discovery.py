@@ -34,7 +34,7 @@ def _subresources(r: Resource) -> list[str]:
     if r.status:
         subs.append("status")
     if r.kind == "Pod" and not r.group:
-        subs.append("binding")
+        subs += ["binding", "eviction"]
     return subs
 
 
@@ -55,14 +55,15 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
             }
         )
         for sub in _subresources(r):
-            if sub == "binding":
+            if sub in ("binding", "eviction"):
                 items.append(
                     {
-                        "name": "pods/binding",
+                        "name": f"pods/{sub}",
                         "singularName": "",
                         "namespaced": True,
-                        "kind": "Binding",
+                        "kind": "Binding" if sub == "binding" else "Eviction",
                         "verbs": ["create"],
+                        **({"group": "policy", "version": "v1"} if sub == "eviction" else {}),
                     }
                 )
             else:
@@ -123,14 +124,11 @@ def _aggregated_resource(r: Resource) -> dict[str, Any]:
         out["shortNames"] = list(r.short_names)
     subs = []
     for sub in _subresources(r):
-        if sub == "binding":
-            subs.append(
-                {
-                    "subresource": "binding",
-                    "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
-                    "verbs": ["create"],
-                }
-            )
+        if sub in ("binding", "eviction"):
+            kind = {"group": "", "version": "v1", "kind": "Binding"}
+            if sub == "eviction":
+                kind = {"group": "policy", "version": "v1", "kind": "Eviction"}
+            subs.append({"subresource": sub, "responseKind": kind, "verbs": ["create"]})
         else:
             subs.append(
                 {

@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from api.http.errors import RETRY_AFTER, ApiError, database_down
-from api.k8s import backend, discovery, handlers, openapi, watch
+from api.k8s import backend, discovery, eviction, handlers, openapi, watch
 from api.k8s import resources as R
 from api.k8s import table as T
 from api.k8s.objects import Selector
@@ -154,7 +154,7 @@ def _check_sub(t: handlers.Target, method: str) -> None:
         return
     if t.sub == "status" and t.res.status and method in ("GET", "PUT", "PATCH"):
         return
-    if t.sub == "binding" and t.res.kind == "Pod" and method == "POST":
+    if t.sub in ("binding", "eviction") and t.res.kind == "Pod" and method == "POST":
         return
     raise K8sError(404, "the server could not find the requested resource")
 
@@ -174,7 +174,7 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
             raise K8sError(404, "the server could not find the requested resource")
         return _json(listing)
     _check_sub(t, method)
-    if t.res.kind == "Pod" and not t.res.group and t.sub == "binding":
+    if t.res.kind == "Pod" and not t.res.group and t.sub in ("binding", "eviction"):
         needed = "writer"
     else:
         needed = "reader" if method == "GET" else "writer"
@@ -204,6 +204,8 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     if method == "POST":
         if t.sub == "binding":
             code, obj = await run_in_threadpool(handlers.bind, eng, t, value, actor, rid)
+        elif t.sub == "eviction":
+            code, obj = await run_in_threadpool(eviction.evict, eng, t, value, actor, rid)
         elif t.name is not None:
             raise K8sError(405, "POST goes to a collection", reason="MethodNotAllowed")
         else:

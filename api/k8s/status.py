@@ -18,6 +18,7 @@ REASONS = {
     413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
     422: "Invalid",
+    429: "TooManyRequests",
     500: "InternalError",
     503: "ServiceUnavailable",
 }

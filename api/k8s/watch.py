@@ -7,10 +7,16 @@ no N: the current objects first, as ADDED), emitting ADDED/MODIFIED/DELETED for 
 objects it changes with ``resourceVersion`` = that event's position. Appends are serialised
 (position order = commit order), so resuming from the last position seen misses nothing and
 repeats nothing. LISTEN/NOTIFY wakes the tail; a one-second poll covers a missed notification.
+
+The log keeps every position, but a cluster's API server keeps only a window of history: with
+``PODLEDGER_K8S_WATCH_WINDOW=N`` a watch from a resourceVersion more than N positions behind
+the head ends at once with an ERROR event holding a 410 ``Expired`` Status, as upstream does
+after compaction ("too old resource version"), and the client must list again.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -58,6 +64,28 @@ def initial_state(eng: Engine, res: Resource, p: WatchParams) -> tuple[int, dict
         k: v for k, v in folded.items() if p.namespace is None or not res.namespaced or k[1] == p.namespace
     }
     return p.start, state, False
+
+
+def window() -> int | None:
+    """Positions of history a watch may start behind the head (None: all of the log)."""
+    raw = os.environ.get("PODLEDGER_K8S_WATCH_WINDOW", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+def expired(start: int | None, head: int) -> dict[str, Any] | None:
+    """The 410 Status of a watch from ``start`` when that is older than the window, else None."""
+    keep = window()
+    if keep is None or start is None or start <= 0 or start >= head - keep:
+        return None
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"too old resource version: {start} ({head - keep})",
+        "reason": "Expired",
+        "code": 410,
+    }
 
 
 def _encode(kind: str, obj: dict[str, Any]) -> bytes:
@@ -124,6 +152,10 @@ async def stream(eng: Engine, res: Resource, p: WatchParams, request: Any) -> As
     em = _Emitter(eng, res, p)
     lst = await run_in_threadpool(backend.listener, eng)  # LISTEN before the first catch-up read
     try:
+        gone = expired(p.start, await run_in_threadpool(_head, eng))
+        if gone is not None:
+            yield _encode("ERROR", gone)
+            return
         pos, state, send_initial = await run_in_threadpool(initial_state, eng, res, p)
         t0 = last = time.monotonic()
         if send_initial:
@@ -166,6 +198,11 @@ async def stream(eng: Engine, res: Resource, p: WatchParams, request: Any) -> As
 
 def _bookmark(res: Resource, pos: int) -> dict[str, Any]:
     return {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(pos)}}
+
+
+def _head(eng: Engine) -> int:
+    with eng.connect() as conn:
+        return backend.head(conn)
 
 
 def _read(eng: Engine, after: int) -> list[Any]:

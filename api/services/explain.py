@@ -251,6 +251,9 @@ def explain(
             for p in pods
         ],
     }
+    shadow = shadow_section(engine, namespace, doc["pods"], pos)
+    if shadow:
+        doc["shadow"] = shadow
     if nodes:
         snap = (last or {}).get("meta", {}).get("snapshot_position") if last else None
         table = node_table(
@@ -262,6 +265,32 @@ def explain(
         doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = table
         doc["nodesAt"] = int(snap) if snap is not None else pos
     return doc
+
+
+def shadow_section(
+    engine: Engine, namespace: str, pods: list[dict[str, Any]], pos: int
+) -> list[dict[str, Any]] | None:
+    """On a shadow ledger (``attach --mode shadow``): per pod, where podledger placed it and
+    where the cluster's own scheduler did, and whether they differ. None when the cluster's
+    bindings of these pods were not observed."""
+    keys = [f"{namespace}/{p['name']}" for p in pods]
+    with engine.connect() as conn:
+        seen = log_q.observed_bindings(conn, keys, pos)
+    if not seen:
+        return None
+    out = []
+    for p, key in zip(pods, keys, strict=True):
+        o = seen.get(key) or {}
+        out.append(
+            {
+                "name": p["name"],
+                "podledgerNode": p["node"],
+                "clusterNode": o.get("node"),
+                "clusterScheduler": o.get("scheduler"),
+                "differs": p["node"] != o.get("node"),
+            }
+        )
+    return out
 
 
 def node_table(
@@ -351,6 +380,17 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
         for p in doc["pods"]:
             where = p["node"] or (f"nominated {p['nominatedNode']}" if p.get("nominatedNode") else "-")
             lines.append(f"    {p['name']:<32} {p['phase']:<10} {where}")
+    if doc.get("shadow"):
+        rows = doc["shadow"]
+        n = sum(1 for r in rows if r["differs"])
+        lines.append(f"  Shadow (podledger vs the cluster's scheduler): {n} of {len(rows)} pod(s) differ")
+        for r in rows:
+            mark = "differs" if r["differs"] else "same"
+            who = r["clusterScheduler"] or "-"
+            lines.append(
+                f"    {r['name']:<32} podledger {r['podledgerNode'] or '-':<16} "
+                f"cluster {r['clusterNode'] or '-':<16} ({who}) {mark}"
+            )
     if doc.get("gangNodes") is not None:
         lines.extend(render_nodes(doc, limit))
     return "\n".join(lines)

@@ -295,3 +295,20 @@ def events_of_types(conn: Connection, types: Sequence[str], upto: int) -> list[S
         )
         for r in res
     ]
+
+
+def observed_bindings(conn: Connection, pods: Sequence[str], upto: int) -> dict[str, dict[str, Any]]:
+    """Per pod (``ns/name``), the last binding a live cluster's scheduler was seen to make up to
+    ``upto`` (``PodBindingObserved``, written by ``attach --mode shadow``): node, scheduler,
+    cluster, position. Pods without one are absent."""
+    if not pods:
+        return {}
+    res = conn.execute(
+        sa.text(
+            "SELECT DISTINCT ON (data->>'pod') data->>'pod', data->>'node', data->>'scheduler', "
+            "data->>'cluster', position FROM events WHERE type = 'PodBindingObserved' "
+            "AND data->>'pod' = ANY(:p) AND position <= :u ORDER BY data->>'pod', position DESC"
+        ),
+        {"p": list(pods), "u": upto},
+    )
+    return {r[0]: {"node": r[1], "scheduler": r[2], "cluster": r[3], "position": r[4]} for r in res}

@@ -1,0 +1,98 @@
+"""The resources ``attach`` mirrors, and a remote object as the manifest podledger stores.
+
+The order of ``WATCHED`` is the order of the initial sync: objects that others refer to
+(PriorityClasses, Workloads, PodGroups) come before the objects that refer to them, so
+admission finds the references it checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Metadata the API server fills in: not part of what a user declared. ``uid`` is kept (the
+# mirrored object keeps the cluster's uid) and also recorded in the event meta.
+SERVER_METADATA = (
+    "resourceVersion",
+    "creationTimestamp",
+    "managedFields",
+    "generation",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+@dataclass(frozen=True)
+class Watched:
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+
+WATCHED: tuple[Watched, ...] = (
+    Watched("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+    Watched("Node", "", "v1", "nodes", False),
+    Watched("ElasticQuota", "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", True),
+    Watched("Workload", "scheduling.k8s.io", "v1beta1", "workloads", True),
+    Watched("PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", True),
+    Watched("CompositePodGroup", "scheduling.k8s.io", "v1alpha3", "compositepodgroups", True),
+    Watched("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
+    Watched("Pod", "", "v1", "pods", True),
+)
+BY_KIND = {w.kind: w for w in WATCHED}
+
+
+def to_manifest(w: Watched, obj: dict[str, Any]) -> dict[str, Any]:
+    """The remote object as a podledger manifest: server metadata dropped, the status dropped
+    (podledger derives it) except a Node's (its capacity is an input), and a Pod's
+    ``spec.nodeName`` dropped (the binding is recorded as its own event, by who made it)."""
+    out = {k: v for k, v in obj.items() if k != "status" or w.kind == "Node"}
+    out["apiVersion"] = f"{w.group}/{w.version}" if w.group else w.version
+    out["kind"] = w.kind
+    meta = {
+        k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA and v is not None
+    }
+    for key in ("labels", "annotations", "ownerReferences", "finalizers"):
+        if key in meta and not meta[key]:
+            del meta[key]
+    if not w.namespaced:
+        meta.pop("namespace", None)
+    out["metadata"] = meta
+    if w.kind == "Pod":
+        spec = dict(out.get("spec") or {})
+        spec.pop("nodeName", None)
+        out["spec"] = spec
+    if w.kind == "Node" and isinstance(out.get("status"), dict):
+        # conditions, addresses, images ... change all the time and podledger ignores them
+        keep = ("capacity", "allocatable")
+        out["status"] = {k: v for k, v in out["status"].items() if k in keep}
+    return out
+
+
+def node_name(obj: dict[str, Any]) -> str | None:
+    return (obj.get("spec") or {}).get("nodeName") or None
+
+
+def key_of(w: Watched, obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return (w.kind, (meta.get("namespace") or "default") if w.namespaced else "", meta.get("name") or "")
+
+
+def resource_version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def rv_number(rv: str | None) -> int | None:
+    """A resourceVersion as a number (etcd revisions, podledger's log positions), else None."""
+    if rv is None or not rv.isdigit():
+        return None
+    return int(rv)

@@ -1,0 +1,382 @@
+"""The long-running ``attach`` process: elect, sync, watch, write.
+
+- Leader election as the worker does it (``pg_try_advisory_lock`` on a dedicated autocommit
+  session, its own lock id): one ``attach`` writes to a ledger at a time; a standby takes over
+  when the leader's session dies.
+- Start: per watched (kind, scope), in ``kinds.WATCHED`` order, resume the watch from the
+  ledger's cursor (the highest resourceVersion recorded); without one, list, record the list
+  and watch from its resourceVersion. A 410 Gone lists again: objects gone from the cluster are
+  deleted, then every item is recorded (unchanged ones append nothing).
+- One thread per (kind, scope) watches and puts changes on one bounded queue (a full queue
+  stops the reads: TCP backpressure to the server); the main thread writes them one
+  transaction each. Watch errors reconnect with exponential backoff from the last
+  resourceVersion seen.
+- A JSON progress line on stderr (and Prometheus metrics with ``--metrics-port``): changes by
+  outcome, queue depth, the lag in resourceVersions and seconds.
+- SIGTERM/SIGINT: finish the change being written, release the lock, exit 0. A kill at any
+  moment loses nothing: the next leader resumes from the cursor, which only counts committed
+  events, and a change is appended at most once (event ids derive from uid + resourceVersion).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
+from api.attach import mirror as M
+from api.attach.binder import Binder
+from api.attach.kinds import WATCHED, Watched, resource_version, rv_number
+from api.attach.metrics import Metrics
+from api.attach.remote import Gone, Remote, RemoteError
+
+ATTACH_LOCK = 7243150018
+log = logging.getLogger("podledger.attach")
+MAX_DEFER_ROUNDS = 3
+
+
+def json_line(**fields: Any) -> None:
+    sys.stderr.write(json.dumps({"ts": datetime.now(UTC).isoformat(), **fields}, default=str) + "\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class Item:
+    w: Watched
+    scope: str | None
+    kind: str  # ADDED / MODIFIED / DELETED / LIST / BOOKMARK
+    obj: dict[str, Any]
+    received: float
+    listed: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Stream:
+    w: Watched
+    scope: str | None
+    seen_rv: str = ""  # the last resourceVersion read from the server (events and bookmarks)
+    done_rv: str = ""  # the last resourceVersion written (or found unchanged)
+    reconnects: int = 0
+    relists: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.w.plural}" + (f"/{self.scope}" if self.scope else "")
+
+
+@dataclass
+class Attach:
+    engine: Engine
+    url: str  # libpq URL for the leader lock session
+    remote: Remote
+    cluster: str
+    namespaces: list[str] = field(default_factory=list)
+    mode: str = "mirror"
+    name: str = "attach"
+    queue_size: int = 1000
+    progress_every: float = 10.0
+    backoff_max: float = 30.0
+    watch_timeout: int = 300
+    standby_poll: float = 0.5
+    profile: str = "default-scheduler"  # schedule mode: the schedulerName of the pods podledger binds
+    metrics: Metrics = field(default_factory=Metrics)
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    _lock_conn: psycopg.Connection[Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.binder: Binder | None = None
+        if self.mode == "schedule":
+            self.binder = Binder(self.engine, self.remote, self.cluster, profile=self.profile)
+        self._last_bind = 0.0
+        self.mirror = M.Mirror(
+            self.engine, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow"
+        )
+        self.q: queue.Queue[Item] = queue.Queue(maxsize=self.queue_size)
+        self.streams: list[Stream] = []
+        self.counts: dict[str, int] = {}
+        self.deferred: list[tuple[Item, int]] = []
+        self._last_progress = 0.0
+        self._lag_seconds = 0.0  # how long the last change written had waited in the queue
+
+    # -- leadership (as scheduler/worker.py) ----------------------------------------------------
+    def _try_lead(self) -> bool:
+        try:
+            if self._lock_conn is None or self._lock_conn.closed:
+                self._lock_conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+            row = self._lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (ATTACH_LOCK,)).fetchone()
+            return bool(row and row[0])
+        except psycopg.Error:
+            self._lock_conn = None
+            return False
+
+    def _still_leader(self) -> bool:
+        try:
+            assert self._lock_conn is not None
+            self._lock_conn.execute("SELECT 1")
+            return True
+        except (psycopg.Error, AssertionError):
+            return False
+
+    def _release(self) -> None:
+        if self._lock_conn is not None and not self._lock_conn.closed:
+            try:
+                self._lock_conn.execute("SELECT pg_advisory_unlock_all()")
+                self._lock_conn.close()
+            except psycopg.Error:
+                pass
+        self._lock_conn = None
+
+    # -- writing ----------------------------------------------------------------------------------
+    def _count(self, w: Watched, outcomes: list[str]) -> None:
+        for o in outcomes:
+            self.counts[o] = self.counts.get(o, 0) + 1
+            self.metrics.changes.labels(w.kind, o).inc()
+
+    def _record(self, item: Item, *, defer: bool = True) -> M.Change:
+        change = self.mirror.apply(item.w, item.scope, item.kind, item.obj, defer=defer)
+        self._count(item.w, change.outcomes)
+        if M.INVALID in change.outcomes or M.REJECTED in change.outcomes:
+            json_line(
+                event=change.outcomes[-1],
+                attach=self.name,
+                kind=item.w.kind,
+                object=(item.obj.get("metadata") or {}).get("name"),
+                detail=change.detail[:500],
+            )
+        return change
+
+    def sync_list(self, st: Stream, items: list[dict[str, Any]], rv: str) -> None:
+        """Record a complete list: stale objects deleted first (their events carry no
+        resourceVersion, so the cursor does not move past items not yet recorded), then every
+        item, oldest change first."""
+        for stale in self.mirror.stale(st.w, st.scope, items):
+            self._count(st.w, self.mirror.apply(st.w, st.scope, "DELETED", stale).outcomes)
+        for obj in M.by_resource_version(items):
+            change = self._record(Item(st.w, st.scope, "ADDED", obj, time.monotonic()))
+            if M.DEFERRED in change.outcomes:
+                self.deferred.append((Item(st.w, st.scope, "ADDED", obj, time.monotonic()), 0))
+        st.done_rv = st.seen_rv = rv
+        self._retry_deferred(final=True)
+
+    def _retry_deferred(self, final: bool = False) -> None:
+        """Retry objects admission refused (a reference not mirrored yet); after
+        MAX_DEFER_ROUNDS (or ``final``, when nothing else is queued) record the refusal."""
+        pending, self.deferred = self.deferred, []
+        for item, rounds in pending:
+            last = final or rounds + 1 >= MAX_DEFER_ROUNDS
+            change = self._record(item, defer=not last)
+            if M.DEFERRED in change.outcomes:
+                self.deferred.append((item, rounds + 1))
+
+    def handle(self, item: Item) -> None:
+        st = self._stream(item.w, item.scope)
+        if item.kind == "LIST":
+            st.relists += 1
+            self.metrics.relists.labels(item.w.kind).inc()
+            self.sync_list(st, item.listed or [], resource_version(item.obj))
+        elif item.kind == "BOOKMARK":
+            st.done_rv = resource_version(item.obj) or st.done_rv
+        else:
+            change = self._record(item)
+            if M.DEFERRED in change.outcomes:
+                self.deferred.append((item, 0))
+            elif self.deferred and any(o in (M.CREATED, M.UPDATED) for o in change.outcomes):
+                self._retry_deferred()
+            st.done_rv = change.rv or st.done_rv
+        self._lag_seconds = time.monotonic() - item.received
+        self.metrics.lag_seconds.set(self._lag_seconds)
+
+    def _stream(self, w: Watched, scope: str | None) -> Stream:
+        for st in self.streams:
+            if st.w is w and st.scope == scope:
+                return st
+        raise KeyError((w.kind, scope))
+
+    # -- watching -----------------------------------------------------------------------------
+    def _put(self, item: Item) -> bool:
+        while not self.stop_event.is_set():
+            try:
+                self.q.put(item, timeout=0.5)
+                self.metrics.queue_depth.set(self.q.qsize())
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _watch(self, st: Stream, term: threading.Event) -> None:
+        backoff = 0.2
+        need_list = False
+        while not self.stop_event.is_set() and not term.is_set():
+            try:
+                if need_list:
+                    listed = self.remote.list(st.w, st.scope)
+                    if not self._put(
+                        Item(
+                            st.w,
+                            st.scope,
+                            "LIST",
+                            {"metadata": {"resourceVersion": listed.resource_version}},
+                            time.monotonic(),
+                            listed.items,
+                        )
+                    ):
+                        return
+                    st.seen_rv = listed.resource_version
+                    need_list = False
+                for typ, obj in self.remote.watch(st.w, st.scope, st.seen_rv, self.watch_timeout):
+                    if self.stop_event.is_set() or term.is_set():
+                        return
+                    backoff = 0.2
+                    if not self._put(Item(st.w, st.scope, typ, obj, time.monotonic())):
+                        return
+                    st.seen_rv = resource_version(obj) or st.seen_rv
+            except Gone:
+                json_line(event="gone", attach=self.name, stream=st.name, resourceVersion=st.seen_rv)
+                need_list = True
+            except Exception as exc:  # RemoteError, or anything unexpected: a watch thread never dies
+                st.reconnects += 1
+                self.metrics.reconnects.labels(st.w.kind).inc()
+                json_line(
+                    event="reconnect", attach=self.name, stream=st.name, error=str(exc)[:300], backoff=backoff
+                )
+                if self.stop_event.wait(backoff):
+                    return
+                backoff = min(backoff * 2, self.backoff_max)
+
+    # -- a term as leader -----------------------------------------------------------------------
+    def scopes(self, w: Watched) -> list[str | None]:
+        return list(self.namespaces) if w.namespaced and self.namespaces else [None]
+
+    def start(self) -> None:
+        """Resume or list every stream, in WATCHED order (references before referrers)."""
+        self.streams = []
+        for w in WATCHED:
+            for scope in self.scopes(w):
+                st = Stream(w, scope)
+                cursor = self.mirror.cursor(w, scope)
+                if cursor is None:
+                    try:
+                        listed = self.remote.list(w, scope)
+                    except RemoteError as exc:
+                        if exc.status != 404:
+                            raise
+                        # the cluster does not serve this kind (a CRD not installed): skip it
+                        json_line(event="unserved", attach=self.name, kind=w.kind, error=str(exc)[:200])
+                        continue
+                    self.sync_list(st, listed.items, listed.resource_version)
+                else:
+                    st.seen_rv = st.done_rv = cursor
+                self.streams.append(st)
+        self._retry_deferred(final=True)
+        json_line(event="synced", attach=self.name, mode=self.mode, streams=len(self.streams), **self.counts)
+
+    def lag_rv(self) -> int:
+        lag = 0
+        for st in self.streams:
+            seen, done = rv_number(st.seen_rv), rv_number(st.done_rv)
+            if seen is not None and done is not None:
+                lag = max(lag, seen - done)
+        return lag
+
+    def progress(self, force: bool = False) -> None:
+        now = time.monotonic()
+        self.metrics.lag_rv.set(self.lag_rv())
+        self.metrics.queue_depth.set(self.q.qsize())
+        if not force and now - self._last_progress < self.progress_every:
+            return
+        self._last_progress = now
+        json_line(
+            event="progress",
+            attach=self.name,
+            queue=self.q.qsize(),
+            lag_rv=self.lag_rv(),
+            lag_seconds=round(self._lag_seconds, 3),
+            deferred=len(self.deferred),
+            **(
+                {
+                    "binds": self.binder.sent,
+                    "evictions": self.binder.evicted,
+                    "call_failures": self.binder.failed,
+                }
+                if self.binder
+                else {}
+            ),
+            **self.counts,
+        )
+
+    def lead(self) -> None:
+        self.start()
+        term = threading.Event()
+        threads = [
+            threading.Thread(target=self._watch, args=(st, term), name=f"watch-{st.name}", daemon=True)
+            for st in self.streams
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while not self.stop_event.is_set():
+                if not self._still_leader():
+                    json_line(event="leadership-lost", attach=self.name)
+                    return
+                if self.binder is not None and time.monotonic() - self._last_bind >= 0.2:
+                    self._last_bind = time.monotonic()
+                    if self.binder.run_once():
+                        self.progress(force=True)
+                try:
+                    item = self.q.get(timeout=0.5)
+                except queue.Empty:
+                    if self.deferred:
+                        self._retry_deferred(final=True)
+                    self._lag_seconds = 0.0
+                    self.metrics.lag_seconds.set(0.0)
+                    self.progress()
+                    continue
+                self.handle(item)
+                self.progress(force=self.q.empty() and item.kind != "BOOKMARK")
+        finally:
+            term.set()
+
+    def run(self) -> int:
+        def on_signal(signum: int, _frame: Any) -> None:
+            json_line(event="stopping", attach=self.name, signal=signum)
+            self.stop_event.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        json_line(event="started", attach=self.name, cluster=self.cluster, mode=self.mode)
+        try:
+            while not self.stop_event.is_set():
+                if self._try_lead():
+                    json_line(event="leader", attach=self.name)
+                    try:
+                        self.lead()
+                    except Exception as exc:
+                        # the cluster or the database went away while starting or writing, or a
+                        # change could not be recorded: the next term starts again from the
+                        # ledger's cursor (what was written is all that counts)
+                        json_line(event="error", attach=self.name, error=f"{type(exc).__name__}: {exc}"[:300])
+                        if not isinstance(exc, (RemoteError, psycopg.Error, DBAPIError)):
+                            log.exception("attach term failed; starting again from the ledger")
+                        self.stop_event.wait(1.0)
+                    self.q = queue.Queue(maxsize=self.queue_size)  # a new term starts from the ledger
+                    self.deferred = []
+                    if not self.stop_event.is_set():
+                        self._release()
+                        json_line(event="standby", attach=self.name)
+                    continue
+                self.stop_event.wait(self.standby_poll)
+        finally:
+            self._release()
+            json_line(event="stopped", attach=self.name, **self.counts)
+        return 0
