@@ -44,6 +44,7 @@ import numpy as np
 
 from bench.common import Metric, write
 from bench.trace import DEFAULT_TRACE_DIR
+from scheduler import gpufrag
 from scheduler import gpushare as gs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,8 +209,8 @@ def frag_at(
         cpu[i] -= t.cpu
         for dv in devs:
             free[i, dv] -= t.milli
-    models = [(r.get("model") or "").strip() for r in nodes]
-    amount = float(gs.fragmentation(free, cpu, models, typical).sum())
+    mid = gs.model_ids((r.get("model") or "").strip() for r in nodes)
+    amount = float(gpufrag.fragmentation(free, cpu, mid, typical).sum())
     idle = float(np.maximum(free, 0).sum())
     return amount / 1000, 100 * amount / idle if idle else 0.0
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from scheduler import gpufrag
 from scheduler import gpushare as gs
 from scheduler.decisions import PodBound, PodUnschedulable
 from scheduler.model import GpuShare, Node, Pod, SchedulerConfig
@@ -73,7 +74,7 @@ def view(free: list[list[int]], cpu: list[int], tags: dict[str, list[int]] | Non
         np.arange(len(free), dtype=np.intp),
         np.array(free, dtype=np.int64),
         np.array(cpu, dtype=np.int64),
-        [""] * len(free),
+        np.zeros(len(free), dtype=np.intp),
         {k: np.array(v, dtype=np.int64) for k, v in (tags or {}).items()},
     )
 
@@ -124,7 +125,7 @@ def test_fragmentation_and_fgd_avoid_leaving_a_useless_remainder() -> None:
     assert [(t.milli, round(p, 2)) for t, p in typ] == [(500, 0.75), (0, 0.25)]
     v = view([[1000, 1000], [700, -1]], [8000, 8000])
     # a 500 share fits everywhere (no device < 500); the CPU-only type counts all free milli
-    assert gs.fragmentation(v.free, v.cpu, v.models, typ).tolist() == [500.0, 175.0]
+    assert gpufrag.fragmentation(v.free, v.cpu, v.mid, typ).tolist() == [500.0, 175.0]
     # FGD: on A the share leaves [500, 1000] (frag 0.25*1500); on B [200] (all 200 are fragment)
     s, dev = fgd.score(ctx(v, gpod("p", 500), w))
     a = int(100 / (1 + np.exp(-(500 - 375) / 1000)))
