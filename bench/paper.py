@@ -36,6 +36,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ class Run:
     frag: dict[int, tuple[float, float]] = field(default_factory=dict)  # X -> (GPUs, ratio %)
     verified: str = ""
     placements: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)  # not written
+    inspected: Any = None  # not written
 
 
 def trace_dir() -> Path:
@@ -216,8 +218,16 @@ def frag_at(
 
 
 def run_one(
-    folder: Path, trace: str, policy: str, seed: int, limit: int | None = None, verify: bool = False
+    folder: Path,
+    trace: str,
+    policy: str,
+    seed: int,
+    limit: int | None = None,
+    verify: bool = False,
+    inspect: Callable[[Any], Any] | None = None,
 ) -> Run:
+    """One run in a private ledger; ``inspect(engine)``, when given, runs on the ledger before it
+    is dropped (its result in ``Run.inspected``)."""
     from api.services import objects as services
     from api.services.simulate import private_ledger
     from bench.trace import load
@@ -265,6 +275,8 @@ def run_one(
 
             rep = verify_replay(engine)
             out.verified = "ok" if not rep.mismatches else f"{len(rep.mismatches)} mismatches"
+        if inspect is not None:
+            out.inspected = inspect(engine)
     # allocation and fragmentation curves over arrivals
     cum = alloc = 0
     xs: list[float] = []
@@ -401,7 +413,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        rows = [{k: v for k, v in r.__dict__.items() if k != "placements"} for r in runs]
+        rows = [{k: v for k, v in r.__dict__.items() if k not in ("placements", "inspected")} for r in runs]
         Path(args.out).write_text(json.dumps(rows, indent=1))
     if args.limit is None:
         write("paper", summarize(runs))
