@@ -30,3 +30,14 @@ ALLOC: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("multigpu50", "BestFit"): {90: (89.97, 0.08), 100: (95.62, 0.18), 130: (95.74, 0.19)},
     ("multigpu50", "FGD"): {90: (89.93, 0.12), 100: (97.09, 0.11), 130: (97.18, 0.10)},
 }
+
+# (policy, X) -> (mean %, sd) of the fragmentation ratio (fragmented / idle GPU milli) on the
+# default pod list, seeds 42..51 (``analysis_frag_ratio_discrete.csv``, columns X = 50 and 80)
+FRAG_RATIO: dict[tuple[str, int], tuple[float, float]] = {
+    ("Random", 50): (30.17, 0.74),
+    ("Random", 80): (74.64, 2.20),
+    ("BestFit", 50): (21.62, 0.29),
+    ("BestFit", 80): (41.49, 0.88),
+    ("FGD", 50): (17.86, 0.15),
+    ("FGD", 80): (29.86, 0.19),
+}
