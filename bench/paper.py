@@ -403,6 +403,7 @@ def plot(runs: list[Run], path: Path) -> bool:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--seed0", type=int, default=SEED0, help="first seed (the artifact's: 42)")
     ap.add_argument("--traces", default=",".join(TRACES))
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--limit", type=int, default=None, help="first N pods of each workload (smoke)")
@@ -428,7 +429,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"paper: no trace at {folder}; skipped")
         return
     combos = [
-        (tr, po, SEED0 + s)
+        (tr, po, args.seed0 + s)
         for s in range(args.seeds)
         for tr in args.traces.split(",")
         for po in args.policies.split(",")

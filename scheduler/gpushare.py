@@ -140,11 +140,13 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
     r = ri.get(NVIDIA_GPU)
     cnt = snap.alloc[r][idx] if r is not None else np.zeros(len(idx), dtype=np.int64)
     g = int(cnt.max()) if len(cnt) else 0
-    free = np.full((len(idx), max(g, 1)), -1, dtype=np.int64)
-    for i in range(g):
-        row = ri.get(device_resource(i))
-        used = snap.free[row][idx] if row is not None else 0
-        free[:, i] = np.where(cnt > i, MILLI + used, -1)
+    w = max(g, 1)
+    free = np.full((len(idx), w), MILLI, dtype=np.int64)
+    held = [(i, row) for i in range(g) if (row := ri.get(device_resource(i))) is not None]
+    if held:  # device i's free milli: 1000 + its (negative) synthetic-resource free
+        rows = np.array([row for _, row in held], dtype=np.intp)
+        free[:, np.array([i for i, _ in held], dtype=np.intp)] += snap.free[np.ix_(rows, idx)].T
+    free[np.arange(w)[None, :] >= cnt[:, None]] = -1
     mids = snap.mask_cache.get(("gpushare", "mid"))
     if mids is None:
         mids = snap.mask_cache[("gpushare", "mid")] = model_ids(
@@ -282,6 +284,7 @@ class Workload:
         self.counts: Counter[PodType] = Counter()
         self.version = 0
         self._typical: tuple[int, tuple[tuple[PodType, float], ...]] | None = None
+        self._counted: dict[PodType, int] = {}  # the counts ``_typical`` was computed from
         self.memo: object = None  # FGD's fragmentation memo (scheduler.gpufrag.Memo)
 
     def add(self, pod: Pod) -> None:
@@ -301,6 +304,10 @@ class Workload:
         """Most frequent types covering ``TYPICAL_THRESHOLD`` % of the pods, renormalised."""
         if self._typical is not None and self._typical[0] == self.version:
             return self._typical[1]
+        if self._typical is not None and self.counts == self._counted:  # e.g. a pod was bound
+            self._typical = (self.version, self._typical[1])
+            return self._typical[1]
+        self._counted = dict(self.counts)
         total = sum(self.counts.values())
         ranked = sorted(
             self.counts.items(),

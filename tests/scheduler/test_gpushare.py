@@ -250,3 +250,20 @@ def test_a_topology_gang_keeps_the_devices_of_its_evaluated_placement() -> None:
     # the snapshot holds the devices: a third 600 share fits only a1
     sim.apply(gpod("third", 600))
     assert binds(sim)["default/third"] == ("a1", (0,))
+
+
+def test_view_of_reads_every_device_of_every_node() -> None:
+    sim = Sim()
+    sim.apply(gnode("a", 2), gnode("b", 4, model="T4"), gnode("c", 1), gnode("d", 8))
+    sim.apply(gpod("p", 300), gpod("q", 700), gpod("r", 1000, count=3), gpod("s", 250, models=("T4",)))
+    snap = sim.s.state.podsched.snap
+    v = gs.view_of(snap, np.arange(snap.n, dtype=np.intp), with_tags=True)
+    want: dict[str, list[int]] = {n.name: [1000] * int(n.allocatable[gs.NVIDIA_GPU]) for n in snap.nodes}
+    for key, (node, devs) in binds(sim).items():
+        for dv in devs or ():
+            want[node][dv] -= sim.s.pod(key).gpu.milli  # type: ignore[union-attr]
+    for i, name in enumerate(snap.names):
+        row = v.free[i].tolist()
+        assert row[: len(want[name])] == want[name] and all(x == -1 for x in row[len(want[name]) :])
+    assert v.models == ["", "T4", "", ""] and v.free.shape == (4, 8)
+    assert gs.view_of(snap, np.array([2], dtype=np.intp)).free.tolist() == [want["c"]]
