@@ -286,6 +286,42 @@ def run_one(
     return out
 
 
+def core_cpu(folder: Path, trace: str, policy: str, seed: int, limit: int | None = None) -> tuple[int, float]:
+    """(pods bound, CPU seconds) of the scheduling alone: the run's nodes and pods through the
+    pure core (``Scheduler.run_until_idle``, no database), the policy's share of a run's cost."""
+    from dataclasses import replace as _replace
+
+    from scheduler.model import GpuShare, Node, Pod, SchedulerConfig
+    from scheduler.scheduler import Scheduler
+
+    nodes = read_nodes(folder)
+    tasks = tune(read_tasks(folder, trace), sum(int(r["gpu"]) for r in nodes) * gs.MILLI, seed, limit)
+    cfg = SchedulerConfig(preemption_algorithm="None", plugin_weights={policy: 1})
+    sch = Scheduler(_replace(cfg, backoff_initial_seconds=0.0, backoff_max_seconds=0.0))
+    seq = 0
+    for r in nodes:
+        seq += 1
+        alloc = {"cpu": int(r["cpu_milli"]), "memory": int(r["memory_mib"]) << 20, "pods": 110}
+        model = (r.get("model") or "").strip()
+        sch.upsert_node(
+            Node(
+                r["sn"],
+                {**alloc, gs.NVIDIA_GPU: int(r["gpu"])},
+                {gs.GPU_MODEL: model} if model else {},
+                seq=seq,
+            )
+        )
+    for t in tasks:
+        seq += 1
+        gpu = GpuShare(t.milli, t.count, t.spec) if t.count > 0 else None
+        req = {"cpu": t.cpu, "memory": t.mem << 20}
+        sch.upsert_pod(Pod(NAMESPACE, t.name.lower(), req, priority=100, gpu=gpu, seq=seq), 0.0)
+    c0 = time.process_time()
+    sch.run_until_idle(0.0, max_cycles=10 * len(tasks) + 100)
+    cpu = time.process_time() - c0
+    return sum(1 for t in tasks if (p := sch.pod(f"{NAMESPACE}/{t.name.lower()}")) and p.node_name), cpu
+
+
 def _close(name: str, mean: float, n: int, pub: tuple[float, float] | None, unit: str, pp: float) -> Metric:
     if pub is None:
         return Metric(name, round(mean, 2), unit, goal=f"{n} seed(s); no published value")
@@ -408,6 +444,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--limit", type=int, default=None, help="first N pods of each workload (smoke)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "paper-runs.json"))
+    ap.add_argument("--core", action="store_true", help="only the scheduling CPU per policy (no database)")
     ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
     args = ap.parse_args(argv)
     if args.merge:
@@ -427,6 +464,14 @@ def main(argv: list[str] | None = None) -> None:
     folder = trace_dir()
     if not (folder / NODE_FILE).is_file():
         print(f"paper: no trace at {folder}; skipped")
+        return
+    if args.core:
+        for tr in args.traces.split(","):
+            for po in args.policies.split(","):
+                bound, cpu = core_cpu(folder, tr, po, args.seed0, args.limit)
+                print(
+                    f"core {tr} {po} seed {args.seed0}: {bound} bound, scheduling CPU {cpu:.1f} s", flush=True
+                )
         return
     combos = [
         (tr, po, args.seed0 + s)
