@@ -117,8 +117,12 @@ class GpuView:
     idx: IDX
     free: I64  # (m, G) free milli per device; -1 where the node has no such device
     cpu: I64  # (m,) free milli-CPU
-    models: list[str]  # node GPU model ("" when unlabelled)
+    mid: IDX  # (m,) node GPU model as an id of ``model_id`` (0: unlabelled)
     tags: dict[str, I64] = field(default_factory=dict)  # affinity tag -> pods per node
+
+    @property
+    def models(self) -> list[str]:
+        return [_MODEL_NAMES[int(i)] for i in self.mid]
 
     @property
     def total(self) -> I64:
@@ -136,31 +140,61 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
     r = ri.get(NVIDIA_GPU)
     cnt = snap.alloc[r][idx] if r is not None else np.zeros(len(idx), dtype=np.int64)
     g = int(cnt.max()) if len(cnt) else 0
-    free = np.full((len(idx), max(g, 1)), -1, dtype=np.int64)
-    for i in range(g):
-        row = ri.get(device_resource(i))
-        used = snap.free[row][idx] if row is not None else 0
-        free[:, i] = np.where(cnt > i, MILLI + used, -1)
-    all_models = snap.mask_cache.get(("gpushare", "models"))
-    if all_models is None:
-        all_models = snap.mask_cache[("gpushare", "models")] = [
+    w = max(g, 1)
+    free = np.full((len(idx), w), MILLI, dtype=np.int64)
+    held = [(i, row) for i in range(g) if (row := ri.get(device_resource(i))) is not None]
+    if held:  # device i's free milli: 1000 + its (negative) synthetic-resource free
+        rows = np.array([row for _, row in held], dtype=np.intp)
+        free[:, np.array([i for i, _ in held], dtype=np.intp)] += snap.free[np.ix_(rows, idx)].T
+    free[np.arange(w)[None, :] >= cnt[:, None]] = -1
+    mids = snap.mask_cache.get(("gpushare", "mid"))
+    if mids is None:
+        mids = snap.mask_cache[("gpushare", "mid")] = model_ids(
             nd.labels.get(GPU_MODEL, "") for nd in snap.nodes
-        ]
-    assert isinstance(all_models, list)
-    models = [all_models[int(i)] for i in idx]
+        )
+    assert isinstance(mids, np.ndarray)
     tags: dict[str, I64] = {}
     if with_tags:
         for name, row in ri.items():
             if name.startswith(AFFINITY_PREFIX):
                 tags[name[len(AFFINITY_PREFIX) :]] = -snap.free[row][idx]
-    return GpuView(idx, free, snap.free[R_CPU][idx].copy(), models, tags)
+    return GpuView(idx, free, snap.free[R_CPU][idx].copy(), mids[idx], tags)
 
 
-def model_ok(models: tuple[str, ...], node_models: list[str]) -> BOOL:
+# GPU models as small integer ids (process-wide, grows only; ids are never part of a decision)
+_MODEL_IDS: dict[str, int] = {"": 0}
+_MODEL_NAMES: list[str] = [""]
+_OK_TABLES: dict[tuple[tuple[str, ...], int], BOOL] = {}
+
+
+def model_id(name: str) -> int:
+    i = _MODEL_IDS.get(name)
+    if i is None:
+        i = _MODEL_IDS[name] = len(_MODEL_NAMES)
+        _MODEL_NAMES.append(name)
+    return i
+
+
+def model_ids(names: Iterable[str]) -> IDX:
+    return np.array([model_id(n) for n in names], dtype=np.intp)
+
+
+def model_table(models: tuple[str, ...]) -> BOOL:
+    """Per model id: may a pod allowing ``models`` (empty: any) run on a node of that model?"""
+    key = (models, len(_MODEL_NAMES))
+    t = _OK_TABLES.get(key)
+    if t is None:
+        allowed = set(models)
+        t = np.array([not models or (n != "" and n in allowed) for n in _MODEL_NAMES], dtype=np.bool_)
+        _OK_TABLES[key] = t
+    return t
+
+
+def model_ok(models: tuple[str, ...], mid: IDX) -> BOOL:
     if not models:
-        return np.ones(len(node_models), dtype=np.bool_)
-    allowed = set(models)
-    return np.array([m != "" and m in allowed for m in node_models], dtype=np.bool_)
+        return np.ones(len(mid), dtype=np.bool_)
+    out: BOOL = model_table(models)[mid]
+    return out
 
 
 def with_devices(pod: Pod, devices: tuple[int, ...] | None) -> tuple[Pod, tuple[int, ...] | None]:
@@ -184,7 +218,7 @@ def device_filter(snap: Snapshot, g: GpuShare | None) -> FilterResult | None:
     if g is None or not shares(g):
         return None
     v = view_of(snap, np.arange(snap.n, dtype=np.intp))
-    ok = fits(v, g) & model_ok(g.models, v.models)
+    ok = fits(v, g) & model_ok(g.models, v.mid)
     return FilterResult(NAME, ok, [] if ok.all() else [(INSUFFICIENT_DEVICES, ~ok)])
 
 
@@ -250,6 +284,8 @@ class Workload:
         self.counts: Counter[PodType] = Counter()
         self.version = 0
         self._typical: tuple[int, tuple[tuple[PodType, float], ...]] | None = None
+        self._counted: dict[PodType, int] = {}  # the counts ``_typical`` was computed from
+        self.memo: object = None  # FGD's fragmentation memo (scheduler.gpufrag.Memo)
 
     def add(self, pod: Pod) -> None:
         self.counts[pod_type(pod)] += 1
@@ -268,6 +304,10 @@ class Workload:
         """Most frequent types covering ``TYPICAL_THRESHOLD`` % of the pods, renormalised."""
         if self._typical is not None and self._typical[0] == self.version:
             return self._typical[1]
+        if self._typical is not None and self.counts == self._counted:  # e.g. a pod was bound
+            self._typical = (self.version, self._typical[1])
+            return self._typical[1]
+        self._counted = dict(self.counts)
         total = sum(self.counts.values())
         ranked = sorted(
             self.counts.items(),
@@ -281,61 +321,7 @@ class Workload:
             chosen.append((t, c))
             cum += c
         out = tuple((t, c / cum) for t, c in chosen) if cum else ()
+        if self._typical is not None and self._typical[1] == out:
+            out = self._typical[1]  # the same object while unchanged: FGD's memo keys on it
         self._typical = (self.version, out)
         return out
-
-
-def unique_rows(rows: I64) -> tuple[I64, IDX]:
-    """``np.unique(rows, axis=0, return_inverse=True)`` through one lexsort (much faster)."""
-    if len(rows) == 0:
-        return rows, np.zeros(0, dtype=np.intp)
-    order = np.lexsort(rows.T[::-1])
-    srt = rows[order]
-    new = np.ones(len(rows), dtype=np.bool_)
-    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-    inv = np.empty(len(rows), dtype=np.intp)
-    inv[order] = np.cumsum(new) - 1
-    return srt[new], inv
-
-
-def fragmentation(
-    free: I64, cpu: I64, node_models: list[str], typical: tuple[tuple[PodType, float], ...]
-) -> F64:
-    """FGD's node fragmentation (the simulator's NodeGpuShareFragAmountScore) of each row:
-    sum over typical pods t of p_t * (the free milli of the devices smaller than t's share when
-    t fits the node (class Q3), else all free milli of the node).
-
-    ``free`` is (..., devices) with ``cpu`` of shape (...) and one model per row of the first
-    axis. Equal node states (devices as a multiset, which typical CPU requests fit, model) are
-    computed once."""
-    shape = free.shape[:-1]
-    g = free.shape[-1]
-    thr = sorted({t.cpu for t, _ in typical if t.milli > 0 and t.count > 0})
-    bucket = np.searchsorted(np.array(thr, dtype=np.int64), cpu, side="right")
-    ids: dict[str, int] = {}
-    mid = np.array([ids.setdefault(m, len(ids)) for m in node_models], dtype=np.int64)
-    mid = mid.reshape(mid.shape + (1,) * (len(shape) - 1))
-    rows = np.concatenate(
-        [
-            np.sort(free, axis=-1).reshape(-1, g),
-            np.broadcast_to(bucket, shape).reshape(-1, 1),
-            np.broadcast_to(mid, shape).reshape(-1, 1),
-        ],
-        axis=1,
-    )
-    uniq, inv = unique_rows(rows)
-    uf, ub, um = uniq[:, :g], uniq[:, g], uniq[:, g + 1]
-    names = list(ids)
-    total = np.maximum(uf, 0).sum(axis=1).astype(np.float64)
-    out = np.zeros(len(uniq), dtype=np.float64)
-    for t, p in typical:
-        if t.milli <= 0 or t.count <= 0:
-            out += p * total
-            continue
-        acc = model_ok(t.models, names)[um]
-        ok_dev = uf >= t.milli
-        q3 = (ok_dev.sum(axis=1) >= t.count) & (ub > thr.index(t.cpu)) & acc
-        small = np.where(~ok_dev & (uf > 0), uf, 0).sum(axis=1)
-        out += p * np.where(q3, small, total)
-    res: F64 = out[inv.reshape(-1)].reshape(shape)
-    return res

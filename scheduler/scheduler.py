@@ -490,10 +490,8 @@ class Scheduler(Reading):
             queued.setdefault(st.group_key_of(p), []).append(p)
         attempt = self.cycle.run_group(kind, root, queued, now)
         decisions: list[Decision] = []
-        post = attempt.post
-        waiting = False
-        statuses = dict(attempt.results)
-        root_status = attempt.status
+        post, waiting = attempt.post, False
+        statuses, root_status = dict(attempt.results), attempt.status
         bound: list[str] = []
         failed: list[tuple[Pod, Status]] = []
         if root_status.ok:
@@ -501,11 +499,13 @@ class Scheduler(Reading):
                 lst = statuses.get(f"{PG}:{leaf}", root_status)
                 o = attempt.outcomes.get(leaf)
                 assigned = dict(o.assigned) if (o is not None and lst.ok) else {}
+                devices = o.devices if o is not None else {}
                 for p in queued.get(leaf, ()):
                     if p.key in assigned:
                         name = st.snap.names[assigned[p.key]]
+                        p, gpus = gpushare.with_devices(p, devices.get(p.key))
                         self._bind(p, name, now)
-                        decisions.append(PodBound(p.key, name, leaf))
+                        decisions.append(PodBound(p.key, name, leaf, gpus))
                         bound.append(p.key)
                     else:
                         own = o.pod_status.get(p.key) if (o is not None and lst.ok) else None

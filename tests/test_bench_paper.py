@@ -66,3 +66,50 @@ def test_smoke_run_fgd_1000_pods_is_verified(server_url: str, monkeypatch: pytes
     assert used and max(used.values()) <= 1000
     nodes = {row["sn"]: int(row["gpu"]) for row in paper.read_nodes(folder)}
     assert all(dv < nodes[n] for n, dv in used)
+
+
+@pytest.mark.slow
+def test_whatif_fgd_over_a_recorded_bestfit_run(server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay --config FGD --diff`` over a BestFit run: per pod the placement FGD gives (the
+    same as an FGD run of the same pods), per node the pods and GPUs that moved."""
+    from api.services.placement_diff import render
+    from api.services.whatif import whatif
+
+    folder = paper.trace_dir()
+    if not (folder / paper.NODE_FILE).is_file():
+        pytest.skip(f"no openb trace at {folder}")
+    monkeypatch.setenv("PODLEDGER_DATABASE_URL", server_url)
+    fgd_cfg = {"pluginWeights": {"FGD": 1}, "preemptionAlgorithm": "None"}
+    best = paper.run_one(folder, "default", "BestFit", 42, limit=400, inspect=lambda e: whatif(e, fgd_cfg))
+    fgd_run = paper.run_one(folder, "default", "FGD", 42, limit=400)
+    d = best.inspected["placements"]
+    moved = {r["pod"]: r for r in d["pods"]}
+    assert moved, "FGD and BestFit place these 400 pods differently"
+    for key, (node, devs) in fgd_run.placements.items():  # what-if == a real FGD run
+        want = best.placements.get(key)
+        if (node, devs) == want:
+            assert key not in moved
+        else:
+            assert moved[key]["after"] == {"node": node, "gpus": list(devs)}
+            assert moved[key]["before"] == (
+                None if want is None else {"node": want[0], "gpus": list(want[1])}
+            )
+    tasks = {
+        f"{paper.NAMESPACE}/{t.name.lower()}": t
+        for t in paper.tune(paper.read_tasks(folder, "default"), 6212 * 1000, 42, 400)
+    }
+    milli = {
+        side: sum(tasks[k].gpu_milli for k in r.placements)
+        for side, r in (("before", best), ("after", fgd_run))
+    }
+    assert d["gpuMilli"] == {**milli, "extra": milli["after"] - milli["before"]}
+    assert d["bound"] == {"before": best.bound, "after": fgd_run.bound}
+    for n in d["nodes"]:  # per node: pods and GPUs before/after add up from the per-pod rows
+        ins = [moved[k] for k in n["podsIn"]]
+        outs = [moved[k] for k in n["podsOut"]]
+        assert all(r["after"]["node"] == n["node"] for r in ins) and all(
+            r["before"]["node"] == n["node"] for r in outs
+        )
+        assert n["gpuMilliDelta"] == sum(r["gpuMilli"] for r in ins) - sum(r["gpuMilli"] for r in outs)
+    text = render(d, limit=3)
+    assert text[0].startswith(f"placements: {len(d['pods'])} pod(s) placed differently")

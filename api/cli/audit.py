@@ -111,6 +111,10 @@ def replay(
         out.print(
             f"  preemptions added: {res['preemptionsAdded'] or 'none'}; avoided: {res['preemptionsAvoided'] or 'none'}"
         )
+        from api.services.placement_diff import render
+
+        for line in render(res["placements"]):
+            out.print(line)
         return
     if verify:
         rep = verify_replay(

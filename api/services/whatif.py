@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from api.services import placement_diff
 from api.services.replay import produced_decisions, recorded_runs
 from ledger.store import StoredEvent
 from scheduler.bridge import Bridge, config_from, ts
@@ -34,7 +35,8 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
 
     Returns {changed: [per group whose final condition or time to schedule differs: before,
     after, waitDelta, outcomeChanged], preemptionsAdded, preemptionsAvoided, recordedDecisions,
-    replayedDecisions}. Nothing is appended: the log is only read.
+    replayedDecisions, placements: per pod and per node what was placed differently and the GPUs
+    allocated (``placement_diff.diff``)}. Nothing is appended: the log is only read.
     """
     new_cfg = config_from({"spec": config} if "spec" not in config else config)
     recorded: list[tuple[float, str, dict[str, Any]]] = []
@@ -90,6 +92,10 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
 
     before, v_before = _outcomes(recorded)
     after, v_after = _outcomes(replayed)
+    pods = bridge.scheduler.state.pods
+    placements = placement_diff.diff(
+        placement_diff.placements(recorded), placement_diff.placements(replayed), pods
+    )
     changed = []
     for g in sorted(set(before) | set(after) | set(created)):
         b, a = before.get(g, {}), after.get(g, {})
@@ -115,6 +121,7 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
         "preemptionsAvoided": sorted(v_before - v_after),
         "recordedDecisions": len(recorded),
         "replayedDecisions": len(replayed),
+        "placements": placements,
     }
 
 

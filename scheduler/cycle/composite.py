@@ -104,7 +104,7 @@ class Algorithm(LeafAlgorithm):
         ev, sub_r, sub_o = chosen
         self.placement_of[cpg.key] = ev.placement.name
         for lk, pk, nd in self.successful_proposals(cpg.key, sub_r, sub_o):
-            snap.assume(pk, nd, self.ps.info(self.state.pods[pk]).demand, lk)
+            snap.assume(pk, nd, self.demand(pk, sub_o[lk].devices), lk)
         for o in sub_o.values():
             if o.placement is None:
                 o.placement = ev.placement.name

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from scheduler import gpushare
 from scheduler.cycle.diagnosis import pod_failure
 from scheduler.cycle.results import (
     MSG_NOMINATED_NO_POD,
@@ -57,6 +58,8 @@ class LeafAlgorithm:
         concerns: their outcome per placement is predicted from per-node capacities."""
         if not infos:
             return True
+        if any(pi.pod.gpu is not None for pi in infos):  # devices are placed pod by pod
+            return False
         k = infos[0].fit_key
         if not all(pi.fit_key == k for pi in infos[1:]):
             return False
@@ -109,11 +112,16 @@ class LeafAlgorithm:
             pi = ps.info(pod)
             node = -1
             ikey = ps.interchange_key(pi) if ps.pod_filters else pi.fit_key
+            if pod.gpu is not None:  # device requests are not part of the fit key
+                ikey = (ikey, pod.gpu)
             if ikey not in failed:
-                node = ps.best_node(pi, subset) if snap.n else -1
+                node = ps.schedule(pod, subset)[0]  # device-aware for GPU-share pods / GPU policies
+            devs = ps.gpu_choice.pop(pod.key, None)
             if node >= 0:
-                snap.assume(pod.key, node, pi.demand, pg.key)
+                snap.assume(pod.key, node, gpushare.demand_with(pod, devs) if devs else pi.demand, pg.key)
                 out.assigned.append((pod.key, node))
+                if devs:
+                    out.devices[pod.key] = devs
                 s += 1
                 failed.clear()
             else:
@@ -165,6 +173,12 @@ class LeafAlgorithm:
             for res, amt in zip(*self._req(pk), strict=True):
                 added[res] = added.get(res, 0) + amt
         return PlacementEval(p, out.status, len(props), out.any_scheduled, out, props, added, before)
+
+    def demand(self, pod_key: str, devices: Mapping[str, tuple[int, ...]]) -> Demand:
+        """The snapshot demand of a proposed pod (with its GPU devices when it holds any)."""
+        pod = self.state.pods[pod_key]
+        devs = devices.get(pod_key)
+        return gpushare.demand_with(pod, devs) if devs else self.ps.info(pod).demand
 
     def _req(self, pod_key: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
         pod = self.state.pods[pod_key]
@@ -304,7 +318,7 @@ class LeafAlgorithm:
             # re-assume the evaluated proposals
             mark = snap.backup()
             for pk, node in best.proposals:
-                snap.assume(pk, node, self.ps.info(self.state.pods[pk]).demand, pg.key)
+                snap.assume(pk, node, self.demand(pk, best.outcome.devices), pg.key)
             snap.release(mark)
             out = best.outcome
         else:

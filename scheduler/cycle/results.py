@@ -20,6 +20,7 @@ class LeafOutcome:
     status: Status = SUCCESS
     assigned: list[tuple[str, int]] = field(default_factory=list)  # kept in the snapshot on success
     tried: list[tuple[str, int]] = field(default_factory=list)  # proposals of a failed evaluation
+    devices: dict[str, tuple[int, ...]] = field(default_factory=dict)  # GPU-share pods' devices
     pod_status: dict[str, Status] = field(default_factory=dict)
     any_scheduled: bool = False
     diag: Diagnosis | None = None

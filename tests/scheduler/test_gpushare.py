@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from scheduler import gpufrag
 from scheduler import gpushare as gs
 from scheduler.decisions import PodBound, PodUnschedulable
 from scheduler.model import GpuShare, Node, Pod, SchedulerConfig
@@ -73,7 +74,7 @@ def view(free: list[list[int]], cpu: list[int], tags: dict[str, list[int]] | Non
         np.arange(len(free), dtype=np.intp),
         np.array(free, dtype=np.int64),
         np.array(cpu, dtype=np.int64),
-        [""] * len(free),
+        np.zeros(len(free), dtype=np.intp),
         {k: np.array(v, dtype=np.int64) for k, v in (tags or {}).items()},
     )
 
@@ -124,7 +125,7 @@ def test_fragmentation_and_fgd_avoid_leaving_a_useless_remainder() -> None:
     assert [(t.milli, round(p, 2)) for t, p in typ] == [(500, 0.75), (0, 0.25)]
     v = view([[1000, 1000], [700, -1]], [8000, 8000])
     # a 500 share fits everywhere (no device < 500); the CPU-only type counts all free milli
-    assert gs.fragmentation(v.free, v.cpu, v.models, typ).tolist() == [500.0, 175.0]
+    assert gpufrag.fragmentation(v.free, v.cpu, v.mid, typ).tolist() == [500.0, 175.0]
     # FGD: on A the share leaves [500, 1000] (frag 0.25*1500); on B [200] (all 200 are fragment)
     s, dev = fgd.score(ctx(v, gpod("p", 500), w))
     a = int(100 / (1 + np.exp(-(500 - 375) / 1000)))
@@ -188,3 +189,81 @@ def test_annotations_translate_to_a_gpu_share_request() -> None:
     bound = pod_from(obj, 1, 0.0, {"nodeName": "n1"})
     assert bound.gpu == GpuShare(250, 1, (), (1,))
     assert gs.bound_demand(bound).as_dict()[gs.device_resource(1)] == 250
+
+
+# ----------------------------------------------------------------------------- gangs
+def test_share_pods_in_a_gang_get_devices_and_a_gang_that_fits_no_devices_waits() -> None:
+    from tests.scheduler.sched_helpers import pg
+
+    def member(name: str, milli: int, group: str) -> Pod:
+        return replace(gpod(name, milli), pod_group=group)
+
+    sim = Sim()
+    sim.apply(gnode("n1", 2))
+    sim.apply(pg("duo", 2), member("d-1", 600, "duo"), member("d-2", 600, "duo"))
+    got = binds(sim)
+    assert {got["default/d-1"], got["default/d-2"]} == {("n1", (0,)), ("n1", (1,))}
+    assert sim.s.pod("default/d-1").gpu.index == got["default/d-1"][1]  # type: ignore[union-attr]
+    # three 600-milli members: n1's devices have 400 left each, n2 holds one -> minCount 3 fails
+    # although the cluster has 1,800 milli free in total
+    sim.apply(gnode("n2", 1))
+    sim.apply(pg("trio", 3), *(member(f"t-{i}", 600, "trio") for i in range(3)))
+    assert not any(k.startswith("default/t-") for k in binds(sim))
+    cond = sim.cond("trio")
+    assert cond is not None and cond[:2] == ("False", "Unschedulable") and "minCount (3) cannot" in cond[2]
+    # four 400-milli members fit: n1's two remainders and n2's device (twice)
+    sim.apply(pg("four", 4), *(member(f"f-{i}", 400, "four") for i in range(4)))
+    got = binds(sim)
+    used: dict[tuple[str, int], int] = {}
+    for key, (node, devs) in got.items():
+        for dv in devs or ():
+            used[(node, dv)] = used.get((node, dv), 0) + sim.s.pod(key).gpu.milli  # type: ignore[union-attr]
+    assert all(f"default/f-{i}" in got for i in range(4))
+    assert used == {("n1", 0): 1000, ("n1", 1): 1000, ("n2", 0): 800}
+
+
+def test_a_gang_under_a_gpu_policy_is_placed_by_the_policy() -> None:
+    from tests.scheduler.sched_helpers import pg
+
+    sim = Sim(replace(ZERO_BACKOFF, plugin_weights={"FGD": 1}))
+    sim.apply(gnode("a", 1), gnode("b", 1))
+    sim.apply(gpod("x", 500))  # on a (equal scores: the lowest index)
+    sim.apply(pg("g", 2), replace(gpod("g-1", 500), pod_group="g"), replace(gpod("g-2", 1000), pod_group="g"))
+    got = binds(sim)
+    # FGD fills a's half-used device with the 500 share and puts the whole GPU on b
+    assert got["default/g-1"] == ("a", (0,)) and got["default/g-2"] == ("b", (0,))
+
+
+def test_a_topology_gang_keeps_the_devices_of_its_evaluated_placement() -> None:
+    from tests.scheduler.sched_helpers import pg
+
+    def rack_node(name: str, rack: str, gpus: int) -> Node:
+        n = gnode(name, gpus)
+        return replace(n, labels={**n.labels, "rack": rack})
+
+    sim = Sim()
+    # rack a: one GPU; rack b: two GPUs. A pair of 600-milli shares fits only rack b
+    sim.apply(rack_node("a1", "a", 1), rack_node("b1", "b", 2))
+    sim.apply(pg("pair", 2, key="rack"), *(replace(gpod(f"p-{i}", 600), pod_group="pair") for i in range(2)))
+    got = binds(sim)
+    assert {got["default/p-0"], got["default/p-1"]} == {("b1", (0,)), ("b1", (1,))}
+    # the snapshot holds the devices: a third 600 share fits only a1
+    sim.apply(gpod("third", 600))
+    assert binds(sim)["default/third"] == ("a1", (0,))
+
+
+def test_view_of_reads_every_device_of_every_node() -> None:
+    sim = Sim()
+    sim.apply(gnode("a", 2), gnode("b", 4, model="T4"), gnode("c", 1), gnode("d", 8))
+    sim.apply(gpod("p", 300), gpod("q", 700), gpod("r", 1000, count=3), gpod("s", 250, models=("T4",)))
+    snap = sim.s.state.podsched.snap
+    v = gs.view_of(snap, np.arange(snap.n, dtype=np.intp), with_tags=True)
+    want: dict[str, list[int]] = {n.name: [1000] * int(n.allocatable[gs.NVIDIA_GPU]) for n in snap.nodes}
+    for key, (node, devs) in binds(sim).items():
+        for dv in devs or ():
+            want[node][dv] -= sim.s.pod(key).gpu.milli  # type: ignore[union-attr]
+    for i, name in enumerate(snap.names):
+        row = v.free[i].tolist()
+        assert row[: len(want[name])] == want[name] and all(x == -1 for x in row[len(want[name]) :])
+    assert v.models == ["", "T4", "", ""] and v.free.shape == (4, 8)
+    assert gs.view_of(snap, np.array([2], dtype=np.intp)).free.tolist() == [want["c"]]

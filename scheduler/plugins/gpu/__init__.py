@@ -59,7 +59,7 @@ def take(v: gs.GpuView, rows: npt.NDArray[np.intp]) -> gs.GpuView:
         v.idx[rows],
         v.free[rows],
         v.cpu[rows],
-        [v.models[int(r)] for r in rows],
+        v.mid[rows],
         {t: c[rows] for t, c in v.tags.items()},
     )
 
@@ -71,7 +71,7 @@ def gpu_fit(snap: Snapshot, pod: Pod, ok: BOOL) -> tuple[BOOL, gs.GpuView]:
     v = gs.view_of(snap, idx, with_tags=True)
     g = gs.request_of(pod)
     if g.count > 0 and g.milli > 0:
-        f = gs.fits(v, g) & gs.model_ok(g.models, v.models)
+        f = gs.fits(v, g) & gs.model_ok(g.models, v.mid)
         if not f.all():
             v = take(v, np.flatnonzero(f))
             ok = np.zeros_like(ok)

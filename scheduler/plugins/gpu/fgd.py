@@ -1,8 +1,9 @@
 """FGD (fragmentation gradient descent): place the pod where the node's fragmentation
-(``gpushare.fragmentation`` over the typical pods) grows least. Score
+(``gpufrag.fragmentation`` over the typical pods) grows least. Score
 ``int(100 * sigmoid((F_before - F_after) / 1000))``; for a share pod every device that holds it
 is tried and the first best kept (that device is the one used), a multi-GPU pod takes the first
-free devices, a pod without GPU only lowers the node's free CPU."""
+free devices, a pod without GPU only lowers the node's free CPU. F_before and F_after come from
+the workload's memo (``gpufrag.Memo``): only nodes whose state changed are computed again."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler import gpufrag
 from scheduler import gpushare as gs
 
 if TYPE_CHECKING:
@@ -27,22 +29,15 @@ def _score(before: gs.F64, after: gs.F64) -> I64:
 
 def score(ctx: Ctx) -> tuple[I64, I64 | None]:
     v, g = ctx.view, ctx.g
-    typ = ctx.workload.typical()
-    before = gs.fragmentation(v.free, v.cpu, v.models, typ)
-    cpu_after = v.cpu - ctx.cpu
+    m = len(v.idx)
+    memo = gpufrag.memo_for(ctx.workload, int(v.idx.max()) + 1 if m else 0, v.free.shape[1])
+    free = gpufrag.padded(v.free, memo.w)
+    before = memo.before_of(v.idx, free, v.cpu, v.mid)
+    after = memo.after_of(v.idx, free, v.cpu, v.mid, (ctx.cpu, g.milli, g.count))
     if g.count == 1 and 0 < g.milli < gs.MILLI:
-        m, n_dev = v.free.shape
-        after_free = np.repeat(v.free[:, None, :], n_dev, axis=1)  # (m, device tried, device)
-        eye = np.eye(n_dev, dtype=np.bool_)[None, :, :]
-        after_free = np.where(eye, after_free - g.milli, after_free)
-        after = gs.fragmentation(after_free, cpu_after[:, None], v.models, typ)
         s = _score(before[:, None], after)
-        s = np.where(v.free >= g.milli, s, -1)
+        s = np.where(free >= g.milli, s, -1)
         dev = np.argmax(s, axis=1)
         out: I64 = s[np.arange(m), dev]
         return out, dev.astype(np.int64)
-    after_free = v.free
-    if g.count > 0 and g.milli > 0:  # the first ``count`` fully free devices (the filter ensured them)
-        full = v.free == gs.MILLI
-        after_free = np.where(full & (np.cumsum(full, axis=1) <= g.count), 0, v.free)
-    return _score(before, gs.fragmentation(after_free, cpu_after, v.models, typ)), None
+    return _score(before, after), None

@@ -1,0 +1,215 @@
+"""FGD's node fragmentation (the simulator's NodeGpuShareFragAmountScore), vectorised, and the
+memo that makes one FGD decision cost the nodes that changed since the last one.
+
+``fragmentation(free, cpu, mid, typical)``: for each node state (free milli per device, free
+milli-CPU, GPU model id) the sum over the typical pods t of p_t * (the free milli of the devices
+smaller than t's share when t fits the node, class Q3; else all free milli of the node). The sum
+runs over the typical pods in their order, one addition at a time, so every caller gets the same
+floating-point value for the same state.
+
+``Memo``: per typical-pod list, the fragmentation of each node's current state ("before") and,
+per pod shape (cpu, milli, count), of the state after placing such a pod on it ("after", per
+device for a share). An entry is reused only when the node's stored state (devices, CPU, model)
+equals the queried one, so a memo hit is the value a full computation gives: the memo changes
+the cost, never a decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scheduler import gpushare as gs
+from scheduler.gpushare import BOOL, F64, I64, IDX, PodType
+
+Typical = tuple[tuple[PodType, float], ...]
+SMALL_BATCH = 64  # states computed directly; larger batches are deduplicated first
+
+
+@dataclass(slots=True)
+class TypicalArrays:
+    """The typical pods as arrays (T = their number)."""
+
+    typical: Typical
+    p: F64
+    milli: I64
+    count: I64
+    gpu: BOOL  # the type asks for a GPU (the others count all free milli)
+    thr: I64  # the distinct CPU requests of the GPU types, sorted (CPU buckets)
+    rank: I64  # per type: its CPU request's index in ``thr`` (0 for CPU-only types)
+    models: list[tuple[str, ...]]
+    _acc: dict[int, BOOL] = field(default_factory=dict)
+
+    def acc(self, mid: IDX) -> BOOL:
+        """(len(mid), T): may each type run on a node of model ``mid``?"""
+        n = len(gs._MODEL_NAMES)
+        table = self._acc.get(n)
+        if table is None:
+            cols = [gs.model_table(m) for m in self.models]
+            table = self._acc[n] = np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=np.bool_)
+        out: BOOL = table[mid]
+        return out
+
+
+def arrays(typical: Typical) -> TypicalArrays:
+    gpu = [t.milli > 0 and t.count > 0 for t, _ in typical]
+    thr = sorted({t.cpu for (t, _), g in zip(typical, gpu, strict=True) if g})
+    return TypicalArrays(
+        typical,
+        np.array([p for _, p in typical], dtype=np.float64),
+        np.array([t.milli for t, _ in typical], dtype=np.int64),
+        np.array([t.count for t, _ in typical], dtype=np.int64),
+        np.array(gpu, dtype=np.bool_),
+        np.array(thr, dtype=np.int64),
+        np.array(
+            [thr.index(t.cpu) if g else 0 for (t, _), g in zip(typical, gpu, strict=True)], dtype=np.int64
+        ),
+        [t.models for t, _ in typical],
+    )
+
+
+def unique_rows(rows: I64) -> tuple[I64, IDX]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` through one lexsort (much faster)."""
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.intp)
+    order = np.lexsort(rows.T[::-1])
+    srt = rows[order]
+    new = np.ones(len(rows), dtype=np.bool_)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    inv = np.empty(len(rows), dtype=np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
+def _rows(free: I64, bucket: I64, mid: IDX, ta: TypicalArrays) -> F64:
+    """Fragmentation of S states: ``free`` (S, W), CPU bucket and model id (S,)."""
+    total = np.maximum(free, 0).sum(axis=1).astype(np.float64)
+    if len(ta.p) == 0:
+        return np.zeros(len(free), dtype=np.float64)
+    f3 = free[:, None, :]
+    ok_dev = f3 >= ta.milli[None, :, None]  # (S, T, W)
+    small = np.where(~ok_dev & (f3 > 0), f3, 0).sum(axis=2)
+    q3 = (ok_dev.sum(axis=2) >= ta.count) & (bucket[:, None] > ta.rank) & ta.acc(mid) & ta.gpu
+    terms = ta.p * np.where(q3, small, total[:, None])  # (S, T)
+    out: F64 = terms[:, 0].copy()
+    for j in range(1, terms.shape[1]):  # in the typical pods' order (see the module doc)
+        out += terms[:, j]
+    return out
+
+
+def fragmentation(free: I64, cpu: I64, mid: IDX, typical: Typical | TypicalArrays) -> F64:
+    """FGD's fragmentation of each node state; ``free`` is (..., devices), ``cpu`` and ``mid``
+    broadcast to its leading shape (``mid`` per row of the first axis). Equal states (devices as
+    a multiset, which typical CPU requests fit, model) are computed once."""
+    ta = typical if isinstance(typical, TypicalArrays) else arrays(typical)
+    shape = free.shape[:-1]
+    g = free.shape[-1]
+    bucket = np.searchsorted(ta.thr, cpu, side="right")
+    mids = np.asarray(mid, dtype=np.intp).reshape(np.shape(mid) + (1,) * (len(shape) - np.ndim(mid)))
+    flat_f = free.reshape(-1, g)
+    flat_b = np.broadcast_to(bucket, shape).reshape(-1)
+    flat_m = np.broadcast_to(mids, shape).reshape(-1)
+    if len(flat_f) <= SMALL_BATCH:
+        return _rows(flat_f, flat_b, flat_m, ta).reshape(shape)
+    rows = np.concatenate([np.sort(flat_f, axis=1), flat_b[:, None], flat_m[:, None]], axis=1)
+    uniq, inv = unique_rows(rows)
+    out = _rows(uniq[:, :g], uniq[:, g], uniq[:, g + 1], ta)
+    res: F64 = out[inv].reshape(shape)
+    return res
+
+
+# ----------------------------------------------------------------------------- memo
+@dataclass(slots=True)
+class _Entry:
+    free: I64  # (n, W) the node state each value was computed for (-2: none yet)
+    cpu: I64
+    mid: IDX
+    val: F64  # (n,) or (n, W)
+
+
+def _entry(n: int, w: int, per_device: bool) -> _Entry:
+    return _Entry(
+        np.full((n, w), -2, dtype=np.int64),
+        np.full(n, -1, dtype=np.int64),
+        np.full(n, -1, dtype=np.intp),
+        np.zeros((n, w) if per_device else n, dtype=np.float64),
+    )
+
+
+class Memo:
+    """Fragmentation of node states by node index, for one typical-pod list (module doc)."""
+
+    def __init__(self, typical: Typical, n: int, w: int) -> None:
+        self.typical = typical
+        self.ta = arrays(typical)
+        self.n, self.w = n, w
+        self.before = _entry(n, w, False)
+        self.after: dict[tuple[int, int, int], _Entry] = {}
+
+    def _stale(self, e: _Entry, idx: IDX, free: I64, cpu: I64, mid: IDX) -> IDX:
+        bad = (e.free[idx] != free).any(axis=1) | (e.cpu[idx] != cpu) | (e.mid[idx] != mid)
+        out: IDX = np.flatnonzero(bad)
+        return out
+
+    def _store(self, e: _Entry, idx: IDX, rows: IDX, free: I64, cpu: I64, mid: IDX, val: F64) -> None:
+        at = idx[rows]
+        e.free[at] = free[rows]
+        e.cpu[at] = cpu[rows]
+        e.mid[at] = mid[rows]
+        e.val[at] = val
+
+    def before_of(self, idx: IDX, free: I64, cpu: I64, mid: IDX) -> F64:
+        e = self.before
+        rows = self._stale(e, idx, free, cpu, mid)
+        if len(rows):
+            val = fragmentation(free[rows], cpu[rows], mid[rows], self.ta)
+            self._store(e, idx, rows, free, cpu, mid, val)
+        out: F64 = e.val[idx]
+        return out
+
+    def after_of(self, idx: IDX, free: I64, cpu: I64, mid: IDX, shape: tuple[int, int, int]) -> F64:
+        """Fragmentation after placing a pod of ``shape`` = (cpu, milli, count): per device for a
+        share (every device tried, (m, W)), else on the first ``count`` fully free devices (m,)."""
+        pod_cpu, milli, count = shape
+        share = count == 1 and 0 < milli < gs.MILLI
+        e = self.after.get(shape)
+        if e is None:
+            e = self.after[shape] = _entry(self.n, self.w, share)
+        rows = self._stale(e, idx, free, cpu, mid)
+        if len(rows):
+            f, c, m = free[rows], cpu[rows] - pod_cpu, mid[rows]
+            if share:
+                w = f.shape[1]
+                tried = np.repeat(f[:, None, :], w, axis=1)  # (r, device tried, device)
+                tried = np.where(np.eye(w, dtype=np.bool_)[None, :, :], tried - milli, tried)
+                val = fragmentation(tried, c[:, None], m, self.ta)
+            else:
+                if count > 0 and milli > 0:  # the first ``count`` fully free devices
+                    full = f == gs.MILLI
+                    f = np.where(full & (np.cumsum(full, axis=1) <= count), 0, f)
+                val = fragmentation(f, c, m, self.ta)
+            self._store(e, idx, rows, free, cpu, mid, val)
+        out: F64 = e.val[idx]
+        return out
+
+
+def memo_for(w: gs.Workload, n: int, width: int) -> Memo:
+    """The workload's memo; a new one when the typical pods changed or the nodes (count, device
+    width) outgrew it."""
+    typ = w.typical()
+    m = w.memo
+    if isinstance(m, Memo) and m.typical is typ and n <= m.n and width <= m.w:
+        return m
+    old_n, old_w = (m.n, m.w) if isinstance(m, Memo) else (0, 0)
+    m = Memo(typ, max(n, old_n), max(width, old_w))
+    w.memo = m
+    return m
+
+
+def padded(free: I64, width: int) -> I64:
+    if free.shape[1] == width:
+        return free
+    out = np.full((free.shape[0], width), -1, dtype=np.int64)
+    out[:, : free.shape[1]] = free
+    return out
