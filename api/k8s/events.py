@@ -1,8 +1,9 @@
 """Kubernetes Events (core/v1 and events.k8s.io/v1) derived from the scheduler's decisions.
 
 Nothing is stored for them: every list reads the decisions of the log (PodBound,
-PodUnschedulable, PodGroupUnschedulable/Retried, PodGroupScheduled, PodPreempted) and folds
-repeats of the same message into one Event with a count, as a cluster's event recorder does.
+PodUnschedulable/Retried, PodGroupUnschedulable/Retried, PodGroupScheduled, PodPreempted) and
+folds repeats of the same message into one Event with a count, as a cluster's event recorder does
+(a retry that changed nothing is one PodRetried/PodGroupRetried pointing at its verdict).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from api.k8s import backend
 TYPES = (
     "PodBound",
     "PodUnschedulable",
+    "PodRetried",
     "PodGroupUnschedulable",
     "PodGroupRetried",
     "PodGroupScheduled",
@@ -52,14 +54,14 @@ def _describe(
             f"Successfully assigned {ns}/{name} to {d['node']}",
         )
     if ev.type == "PodUnschedulable":
-        return (
-            "Pod",
-            d["pod"],
-            "Warning",
-            "FailedScheduling",
-            "Scheduling",
-            d.get("message") or d.get("reason", ""),
-        )
+        msg = d.get("message") or d.get("reason", "")
+        diagnoses[ev.position] = (d["pod"], d.get("reason", ""), msg)
+        return ("Pod", d["pod"], "Warning", "FailedScheduling", "Scheduling", msg)
+    if ev.type == "PodRetried":
+        prev = diagnoses.get(int(d.get("diagnosis_position") or 0))
+        if prev is None:
+            return None
+        return ("Pod", d["pod"], "Warning", "FailedScheduling", "Scheduling", prev[2])
     if ev.type == "PodGroupUnschedulable":
         msg = d.get("message") or d.get("reason", "")
         diagnoses[ev.position] = (d["group"], d.get("reason", ""), msg)
