@@ -167,6 +167,8 @@ class Bridge:
     _requests: dict[str, dict[str, int]] = field(default_factory=dict)  # pod key -> effective requests
     on_cycle: Callable[[d.CycleResult], None] | None = None
     follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
+    # False: record every retry in full, as before issue 14 (the baseline of bench.retries)
+    compact_retries: bool = True
     nodes: dict[str, m.Node] = field(default_factory=dict)
     _started: bool = False
     # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis; the
@@ -315,7 +317,7 @@ class Bridge:
         when = from_ts(result.now)
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
-        retry = self._unchanged_retry(result)
+        retry = self._unchanged_retry(result) if self.compact_retries else None
         if retry is not None:
             # A retry that changed nothing: one small event stands for the whole cycle (verdict,
             # requeue and cycle summary); its diagnosis is the one it points to.

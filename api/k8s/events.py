@@ -99,37 +99,84 @@ def derive(conn: Any, upto: int, namespace: str | None) -> list[dict[str, Any]]:
             uids[(kind, r["namespace"], r["name"])] = r["uid"]
     diagnoses: dict[int, tuple[str, str, str]] = {}
     agg: dict[tuple[str, ...], dict[str, Any]] = {}
+    members = _Members()
     for ev in backend.decision_events(conn, TYPES, upto):
         desc = _describe(ev, diagnoses)
         if desc is None:
             continue
-        kind, key, typ, reason, action, message = desc
-        ns, name = _split(key)
-        if namespace is not None and ns != namespace:
-            continue
-        k = (kind, ns, name, typ, reason, message)
-        cur = agg.get(k)
-        if cur is None:
-            agg[k] = {
-                "kind": kind,
-                "namespace": ns,
-                "name": name,
-                "uid": uids.get((kind, ns, name), ""),
-                "type": typ,
-                "reason": reason,
-                "action": action,
-                "message": message,
-                "first": ev.effective_at,
-                "last": ev.effective_at,
-                "first_position": ev.position,
-                "position": ev.position,
-                "count": 1,
-                "actor": (ev.meta or {}).get("actor") or "scheduler",
-            }
-        else:
-            cur["count"] += 1
-            cur["last"], cur["position"] = ev.effective_at, ev.position
+        _count(agg, desc, ev, uids, namespace)
+        for member in members.see(ev, desc):
+            _count(agg, member, ev, uids, namespace)
     return sorted(agg.values(), key=lambda e: (e["namespace"], e["position"]))
+
+
+class _Members:
+    """The failed member pods of each group's last recorded attempt (their PodUnschedulable
+    events follow the group's verdict in the same cycle), so that an unchanged group retry, one
+    PodGroupRetried with ``attempts`` and no member events, still counts a FailedScheduling per
+    member as the full attempt did."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, dict[str, tuple[str, ...]]] = {}  # group -> pod -> its event's desc
+        self.group_of: dict[str, str] = {}
+        self.cycle: tuple[Any, ...] | None = None
+        self.group: str | None = None
+
+    def see(self, ev: Any, desc: tuple[str, ...]) -> list[tuple[str, ...]]:
+        d, cycle = ev.data, ((ev.meta or {}).get("cycle"), ev.effective_at)
+        if ev.type == "PodGroupRetried" and d.get("attempts") is not None:
+            return list(self.last.get(d["group"], {}).values())
+        if ev.type in ("PodGroupUnschedulable", "PodGroupRetried", "PodGroupScheduled"):
+            self.cycle, self.group = cycle, d["group"]
+            self.last[d["group"]] = {}
+        elif ev.type == "PodUnschedulable" and self.group is not None and cycle == self.cycle:
+            self._forget(d["pod"])
+            self.last[self.group][d["pod"]] = desc
+            self.group_of[d["pod"]] = self.group
+        elif ev.type in ("PodBound", "PodPreempted", "PodUnschedulable"):
+            self._forget(d.get("pod") or d.get("victim") or "")
+        return []
+
+    def _forget(self, pod: str) -> None:
+        group = self.group_of.pop(pod, None)
+        if group is not None:
+            self.last.get(group, {}).pop(pod, None)
+
+
+def _count(
+    agg: dict[tuple[str, ...], dict[str, Any]],
+    desc: tuple[str, ...],
+    ev: Any,
+    uids: dict[tuple[str, str, str], str],
+    namespace: str | None,
+) -> None:
+    """Fold one described decision into the aggregated Events (repeats raise the count)."""
+    kind, key, typ, reason, action, message = desc
+    ns, name = _split(key)
+    if namespace is not None and ns != namespace:
+        return
+    k = (kind, ns, name, typ, reason, message)
+    cur = agg.get(k)
+    if cur is None:
+        agg[k] = {
+            "kind": kind,
+            "namespace": ns,
+            "name": name,
+            "uid": uids.get((kind, ns, name), ""),
+            "type": typ,
+            "reason": reason,
+            "action": action,
+            "message": message,
+            "first": ev.effective_at,
+            "last": ev.effective_at,
+            "first_position": ev.position,
+            "position": ev.position,
+            "count": 1,
+            "actor": (ev.meta or {}).get("actor") or "scheduler",
+        }
+    else:
+        cur["count"] += 1
+        cur["last"], cur["position"] = ev.effective_at, ev.position
 
 
 def _involved(e: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 -- What is pending now (issue 21; issue 14: a retry that changed nothing is one PodRetried or one
 -- PodGroupRetried pointing at the verdict it repeats, so a pod's last attempt is its last
--- PodUnschedulable or PodRetried, and its codes and message are those of the verdict).
+-- PodUnschedulable or PodRetried, or its group's last attempt, and its codes and message are
+-- those of the verdict).
 -- Each PodGroup with pending member pods and each pending pod,
 -- with how long it has waited, the reason codes and message of its last unschedulable verdict,
 -- and its position in the queue (priority high first, then first observed first: the order the
@@ -55,9 +56,11 @@ SELECT r.kind, r.namespace, r.name, r."group", r.priority, r.pending_pods, r.que
        coalesce(gl.data->'codes', pl.data->'codes', '[]'::jsonb) AS last_codes,
        coalesce(gl.data->'codes', pl.data->'codes')->>0 AS last_reason_code,
        coalesce(gl.data->>'message', pl.data->>'message') AS last_message,
-       coalesce(gl.effective_at, pl.effective_at) AS last_attempt_at
+       coalesce(gl.effective_at, greatest(pl.effective_at, gm.effective_at)) AS last_attempt_at
 FROM rows r
 LEFT JOIN group_last gl ON r.kind = 'PodGroup' AND gl.namespace = r.namespace AND gl.name = r.name
+-- a member pod was last attempted with its group (an unchanged group retry writes no PodUnschedulable)
+LEFT JOIN group_last gm ON r.kind = 'Pod' AND gm.namespace || '/' || gm.name = r."group"
 LEFT JOIN LATERAL (
     SELECT x.effective_at, coalesce(d.data, x.data) AS data
     FROM events x
