@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
+import orjson
+import psycopg.types.json
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -234,6 +236,22 @@ def app_url(owner_url: str | None = None) -> str:
         return libpq_url(env)
     base = owner_url or server_url()
     return with_login(base, APP_ROLE, os.environ.get("PODLEDGER_APP_PASSWORD"))
+
+
+def _json_loads(data: str | bytes) -> Any:
+    """json/jsonb values as Python objects: orjson (several times faster than the standard
+    library on the 10k-row reads of ``get --at``), falling back to the standard library for what
+    orjson refuses (integers beyond 64 bits)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(data)
+
+
+# every connection psycopg opens from here on decodes json/jsonb with _json_loads
+psycopg.types.json.set_json_loads(_json_loads)
 
 
 def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: bool = False) -> Engine:
