@@ -348,6 +348,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reuse", metavar="URL", help="measure a database kept by --keep (no build)")
     args = ap.parse_args(argv)
     BIG_PODS = args.big_pods
+    if args.reuse:
+        db.server_url()  # the embedded server stops with the process that started it: start it again
     url = args.reuse or fresh_database()
     try:
         engine = db.get_engine(url, migrate_on_start=False)
