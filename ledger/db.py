@@ -265,6 +265,34 @@ def app_url(owner_url: str | None = None) -> str:
     return with_login(base, APP_ROLE, os.environ.get("PODLEDGER_APP_PASSWORD"))
 
 
+def _json_loads(data: str | bytes) -> Any:
+    """json/jsonb values as Python objects: orjson (several times faster than the standard
+    library on the 10k-row reads of ``get --at``), falling back to the standard library for what
+    orjson refuses (integers beyond 64 bits)."""
+    import orjson
+
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(data)
+
+
+_json_installed = False
+
+
+def _install_json_loads() -> None:
+    """Every connection psycopg opens from here on decodes json/jsonb with ``_json_loads``
+    (installed on the first engine or read connection, so importing this module stays cheap)."""
+    global _json_installed
+    if not _json_installed:
+        import psycopg.types.json
+
+        psycopg.types.json.set_json_loads(_json_loads)
+        _json_installed = True
+
+
 def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: bool = False) -> Engine:
     """A pooled engine on the ledger at ``url`` (default: the configured ledger).
 
@@ -272,6 +300,7 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: 
     as the application role (``app_url``), unless ``owner=True`` (maintenance commands) or
     ``PODLEDGER_USE_APP_ROLE=0``.
     """
+    _install_json_loads()
     url = url or server_url()
     as_owner = owner or os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1"
     login = url if as_owner else app_url(url)
@@ -304,6 +333,7 @@ def read_connection(url: str | None = None) -> psycopg.Connection[Any]:
     first when it is not at the schema head (the one-query check of ``at_schema_head``)."""
     import psycopg
 
+    _install_json_loads()
     url = url or os.environ.get("PODLEDGER_DATABASE_URL") or running_embedded_url() or server_url()
     if url not in _migrated:
         if not at_schema_head(url):

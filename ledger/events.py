@@ -276,9 +276,47 @@ class GroupUnschedulable(Payload):
 
 
 class GroupRetried(Payload):
+    """A group attempt whose diagnosis equals the one stored at ``diagnosis_position``.
+
+    With ``attempts`` (issue 14) it is the whole cycle: nothing else changed (the members'
+    verdicts neither), so no PodGroupRequeued, PodUnschedulable or SchedulingCycleCompleted
+    follows; ``attempts`` is the group's UnschedulableCount and ``backoff`` the seconds until
+    its next try. Without ``attempts`` (older logs, or a cycle that changed something else),
+    ``fingerprint`` is set and the cycle's other events follow as usual."""
+
     group: str
     diagnosis_position: int
-    fingerprint: str
+    fingerprint: str | None = None
+    attempts: int | None = None
+    backoff: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("fingerprint", "attempts", "backoff"))
+
+
+class PodRetried(Payload):
+    """A plain pod's unschedulable attempt that changed nothing (issue 14): the same verdict as
+    its PodUnschedulable at ``diagnosis_position``, requeued to the unschedulable queue. It is
+    the whole cycle (no PodUnschedulable, PodRequeued or SchedulingCycleCompleted follows)."""
+
+    pod: str
+    diagnosis_position: int
+    attempts: int
+    backoff: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("backoff",))
+
+
+def _without_none(data: Any, keys: tuple[str, ...]) -> Any:
+    """The payload without the optional ``keys`` that are None (small events stay small)."""
+    if isinstance(data, dict):
+        for k in keys:
+            if data.get(k) is None:
+                data.pop(k, None)
+    return data
 
 
 class PodPreempted(Payload):
@@ -324,6 +362,7 @@ register("CompositePodGroupConditionChanged", GroupConditionChanged)
 register("PodGroupScheduled", GroupScheduled)
 register("PodGroupUnschedulable", GroupUnschedulable)
 register("PodGroupRetried", GroupRetried)
+register("PodRetried", PodRetried)
 register("PodPreempted", PodPreempted)
 register("PodGroupRequeued", EntityRequeued)
 register("PodRequeued", EntityRequeued)

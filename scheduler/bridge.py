@@ -124,11 +124,14 @@ DECISION_EVENTS: dict[type[d.Decision], EventRule] = {
     d.EntityRequeued: EventRule(("PodRequeued", "PodGroupRequeued"), _entity_route),
 }
 RETRIED = "PodGroupRetried"  # a PodGroupUnschedulable identical to the group's last one
+POD_RETRIED = "PodRetried"  # a plain pod's unschedulable retry that changed nothing (one event)
 CYCLE_COMPLETED = "SchedulingCycleCompleted"
 # Event types written by the scheduler (a run's events; `replay --verify` re-derives them).
 DECISION_TYPES = frozenset(
-    {t for rule in DECISION_EVENTS.values() for t in rule.types} | {RETRIED, CYCLE_COMPLETED}
+    {t for rule in DECISION_EVENTS.values() for t in rule.types} | {RETRIED, POD_RETRIED, CYCLE_COMPLETED}
 )
+# Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
+_POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -190,10 +193,16 @@ class Bridge:
     _requests: dict[str, dict[str, int]] = field(default_factory=dict)  # pod key -> effective requests
     on_cycle: Callable[[d.CycleResult], None] | None = None
     follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
+    # False: record every retry in full, as before issue 14 (the baseline of bench.retries)
+    compact_retries: bool = True
     nodes: dict[str, m.Node] = field(default_factory=dict)
     _started: bool = False
-    # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis
-    _last_diag: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis; the
+    # position is None while the diagnosis waits in `_pending` (nothing to point at yet)
+    _last_diag: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    # pod -> (fingerprint, position) of its last PodUnschedulable, dropped by any other event
+    # that changes the pod (so an unchanged retry can be recorded as one PodRetried)
+    _last_pod: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     # pod key -> manifest of pods with a controller ownerReference (re-created when preempted)
     _owned: dict[str, dict[str, Any]] = field(default_factory=dict)
     _preempted_at: dict[str, int] = field(default_factory=dict)  # victim -> PodPreempted position (last run)
@@ -274,6 +283,7 @@ class Bridge:
                 self._fold_input(PREFIX_TO_KIND[typ[: -len(action)]], action, ev, now)
                 return
         sch = self.scheduler
+        self._note_verdict(typ, data, ev.position)
         if typ == "PodBound":
             pod = sch.pod(data["pod"])
             if pod is not None and pod.node_name != data["node"]:
@@ -288,8 +298,6 @@ class Bridge:
                 sch.upsert_pod(replace(pod, nominated_node=data["node"]), now)
         elif typ == "PodPreempted":
             sch.remove_pod(data["victim"], now)
-        elif typ == "PodGroupUnschedulable":
-            self._last_diag[data["group"]] = (diagnosis_fingerprint(data), ev.position)
         elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
             # Seed the core with conditions written earlier, so that a restarted scheduler never
             # regresses a True PodGroupInitiallyScheduled.
@@ -318,6 +326,7 @@ class Bridge:
                 sch.remove_node(name)
             elif kind == "Pod":
                 self._owned.pop(key, None)
+                self._last_pod.pop(key, None)
                 sch.remove_pod(key, now)
             elif kind == "PodGroup":
                 sch.remove_pod_group(key, now)
@@ -342,6 +351,7 @@ class Bridge:
             sch.upsert_node(node)
         elif kind == "Pod":
             pkey = f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
+            self._last_pod.pop(pkey, None)
             requests = self._requests[pkey] = pod_requests(obj.get("spec") or {})
             if controllers.has_controller(obj):
                 self._owned[pkey] = obj
@@ -382,12 +392,23 @@ class Bridge:
         when = from_ts(result.now)
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
+        retry = self._unchanged_retry(result) if self.compact_retries else None
+        if retry is not None:
+            # A retry that changed nothing: one small event stands for the whole cycle (verdict,
+            # requeue and cycle summary); its diagnosis is the one it points to.
+            stream, typ, data = retry
+            self._pending.append(
+                NewEvent(stream, typ, data, meta, self._event_id(result, 0, typ, stream, data), when)
+            )
+            if self.on_cycle is not None:
+                self.on_cycle(result)
+            return
         for j, dec in enumerate(result.decisions):
             stream, typ, data = decision_event(dec)
             if typ == "PodGroupUnschedulable":
                 fp = diagnosis_fingerprint(data)
                 prev = self._last_diag.get(data["group"])
-                if prev is not None and prev[0] == fp:
+                if prev is not None and prev[0] == fp and prev[1] is not None:
                     # Same inputs, same verdict: record only a pointer to the earlier diagnosis.
                     typ = RETRIED
                     data = {"group": data["group"], "diagnosis_position": prev[1], "fingerprint": fp}
@@ -395,6 +416,7 @@ class Bridge:
                 data["requests"] = self._requests.get(data["pod"])
             elif typ == "PodPreempted":
                 data["requests"] = self._requests.get(data["victim"])
+            self._note_verdict(typ, data, None)
             self._pending.append(
                 NewEvent(stream, typ, data, meta, self._event_id(result, j, typ, stream, data), when)
             )
@@ -441,10 +463,55 @@ class Bridge:
         return stored
 
     def note_stored(self, events: Sequence[StoredEvent]) -> None:
-        """Remember where full diagnoses were stored (for PodGroupRetried pointers)."""
+        """Remember where full diagnoses were stored (for PodGroupRetried / PodRetried pointers)."""
         for e in events:
-            if e.type == "PodGroupUnschedulable":
-                self._last_diag[e.data["group"]] = (diagnosis_fingerprint(e.data), e.position)
+            self._note_verdict(e.type, e.data, e.position)
+
+    def _note_verdict(self, typ: str, data: Mapping[str, Any], position: int | None) -> None:
+        """Track each group's and pod's last verdict: (fingerprint, position) of its last full
+        PodGroupUnschedulable / PodUnschedulable (position None while it is not yet stored);
+        any other decision about a pod (bound, nominated, gated, preempted) forgets its verdict."""
+        if typ == "PodUnschedulable":
+            self._last_pod[data["pod"]] = (verdict_fingerprint(data), position)
+        elif typ == "PodGroupUnschedulable":
+            self._last_diag[data["group"]] = (diagnosis_fingerprint(data), position)
+        elif typ in _POD_FIELD:
+            self._last_pod.pop(data[_POD_FIELD[typ]], None)
+
+    def _unchanged_retry(self, result: d.CycleResult) -> tuple[str, str, dict[str, Any]] | None:
+        """(stream, type, payload) of the one event that records ``result`` when the attempt
+        changed nothing: an unschedulable verdict identical to the entity's (and each member
+        pod's) last stored one, followed only by the requeue. ``PodRetried`` for a plain pod,
+        ``PodGroupRetried`` (with ``attempts``) for a group; None when anything changed."""
+        decs = result.decisions
+        if result.result != "unschedulable" or len(decs) < 2 or not isinstance(decs[-1], d.EntityRequeued):
+            return None
+        req, head = decs[-1], decs[0]
+        members = decs[1:-1]
+        if isinstance(head, d.GroupUnschedulable):
+            full = decision_event(head)[2]
+            prev = self._last_diag.get(head.group)
+            if prev is None or prev[1] is None or prev[0] != diagnosis_fingerprint(full):
+                return None
+            owner, key, kind = "group", head.group, "podgroup"
+        elif isinstance(head, d.PodUnschedulable) and not members:
+            members, owner, key, kind = (head,), "pod", head.pod, "pod"
+            prev = None
+        else:
+            return None
+        for dec in members:
+            if not isinstance(dec, d.PodUnschedulable):
+                return None
+            last = self._last_pod.get(dec.pod)
+            if last is None or last[1] is None or last[0] != verdict_fingerprint(decision_event(dec)[2]):
+                return None
+            if prev is None:
+                prev = last
+        assert prev is not None and prev[1] is not None
+        data: dict[str, Any] = {owner: key, "diagnosis_position": prev[1], "attempts": req.attempts}
+        if req.backoff_until is not None:
+            data["backoff"] = round(req.backoff_until - result.now, 3)
+        return stream(kind, key), (RETRIED if owner == "group" else POD_RETRIED), data
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[d.CycleResult]:
         """Catch up with the log, run cycles until idle at ``now``, append every decision.
@@ -517,6 +584,16 @@ class Bridge:
         # Nothing appended: the catch-up at the start of the next run folds whatever other
         # writers appended meanwhile, before any cycle runs.
         return results
+
+
+def verdict_fingerprint(data: Mapping[str, Any]) -> str:
+    """What a plain pod's retry is compared on: its PodUnschedulable reason, message and codes."""
+    key = {
+        "reason": data.get("reason"),
+        "message": data.get("message"),
+        "codes": list(data.get("codes") or []),
+    }
+    return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:

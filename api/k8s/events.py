@@ -1,8 +1,9 @@
 """Kubernetes Events (core/v1 and events.k8s.io/v1) derived from the scheduler's decisions.
 
 Nothing is stored for them: every list reads the decisions of the log (PodBound,
-PodUnschedulable, PodGroupUnschedulable/Retried, PodGroupScheduled, PodPreempted) and folds
-repeats of the same message into one Event with a count, as a cluster's event recorder does.
+PodUnschedulable/Retried, PodGroupUnschedulable/Retried, PodGroupScheduled, PodPreempted) and
+folds repeats of the same message into one Event with a count, as a cluster's event recorder does
+(a retry that changed nothing is one PodRetried/PodGroupRetried pointing at its verdict).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from api.k8s import backend
 TYPES = (
     "PodBound",
     "PodUnschedulable",
+    "PodRetried",
     "PodGroupUnschedulable",
     "PodGroupRetried",
     "PodGroupScheduled",
@@ -52,14 +54,14 @@ def _describe(
             f"Successfully assigned {ns}/{name} to {d['node']}",
         )
     if ev.type == "PodUnschedulable":
-        return (
-            "Pod",
-            d["pod"],
-            "Warning",
-            "FailedScheduling",
-            "Scheduling",
-            d.get("message") or d.get("reason", ""),
-        )
+        msg = d.get("message") or d.get("reason", "")
+        diagnoses[ev.position] = (d["pod"], d.get("reason", ""), msg)
+        return ("Pod", d["pod"], "Warning", "FailedScheduling", "Scheduling", msg)
+    if ev.type == "PodRetried":
+        prev = diagnoses.get(int(d.get("diagnosis_position") or 0))
+        if prev is None:
+            return None
+        return ("Pod", d["pod"], "Warning", "FailedScheduling", "Scheduling", prev[2])
     if ev.type == "PodGroupUnschedulable":
         msg = d.get("message") or d.get("reason", "")
         diagnoses[ev.position] = (d["group"], d.get("reason", ""), msg)
@@ -97,37 +99,84 @@ def derive(conn: Any, upto: int, namespace: str | None) -> list[dict[str, Any]]:
             uids[(kind, r["namespace"], r["name"])] = r["uid"]
     diagnoses: dict[int, tuple[str, str, str]] = {}
     agg: dict[tuple[str, ...], dict[str, Any]] = {}
+    members = _Members()
     for ev in backend.decision_events(conn, TYPES, upto):
         desc = _describe(ev, diagnoses)
         if desc is None:
             continue
-        kind, key, typ, reason, action, message = desc
-        ns, name = _split(key)
-        if namespace is not None and ns != namespace:
-            continue
-        k = (kind, ns, name, typ, reason, message)
-        cur = agg.get(k)
-        if cur is None:
-            agg[k] = {
-                "kind": kind,
-                "namespace": ns,
-                "name": name,
-                "uid": uids.get((kind, ns, name), ""),
-                "type": typ,
-                "reason": reason,
-                "action": action,
-                "message": message,
-                "first": ev.effective_at,
-                "last": ev.effective_at,
-                "first_position": ev.position,
-                "position": ev.position,
-                "count": 1,
-                "actor": (ev.meta or {}).get("actor") or "scheduler",
-            }
-        else:
-            cur["count"] += 1
-            cur["last"], cur["position"] = ev.effective_at, ev.position
+        _count(agg, desc, ev, uids, namespace)
+        for member in members.see(ev, desc):
+            _count(agg, member, ev, uids, namespace)
     return sorted(agg.values(), key=lambda e: (e["namespace"], e["position"]))
+
+
+class _Members:
+    """The failed member pods of each group's last recorded attempt (their PodUnschedulable
+    events follow the group's verdict in the same cycle), so that an unchanged group retry, one
+    PodGroupRetried with ``attempts`` and no member events, still counts a FailedScheduling per
+    member as the full attempt did."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, dict[str, tuple[str, ...]]] = {}  # group -> pod -> its event's desc
+        self.group_of: dict[str, str] = {}
+        self.cycle: tuple[Any, ...] | None = None
+        self.group: str | None = None
+
+    def see(self, ev: Any, desc: tuple[str, ...]) -> list[tuple[str, ...]]:
+        d, cycle = ev.data, ((ev.meta or {}).get("cycle"), ev.effective_at)
+        if ev.type == "PodGroupRetried" and d.get("attempts") is not None:
+            return list(self.last.get(d["group"], {}).values())
+        if ev.type in ("PodGroupUnschedulable", "PodGroupRetried", "PodGroupScheduled"):
+            self.cycle, self.group = cycle, d["group"]
+            self.last[d["group"]] = {}
+        elif ev.type == "PodUnschedulable" and self.group is not None and cycle == self.cycle:
+            self._forget(d["pod"])
+            self.last[self.group][d["pod"]] = desc
+            self.group_of[d["pod"]] = self.group
+        elif ev.type in ("PodBound", "PodPreempted", "PodUnschedulable"):
+            self._forget(d.get("pod") or d.get("victim") or "")
+        return []
+
+    def _forget(self, pod: str) -> None:
+        group = self.group_of.pop(pod, None)
+        if group is not None:
+            self.last.get(group, {}).pop(pod, None)
+
+
+def _count(
+    agg: dict[tuple[str, ...], dict[str, Any]],
+    desc: tuple[str, ...],
+    ev: Any,
+    uids: dict[tuple[str, str, str], str],
+    namespace: str | None,
+) -> None:
+    """Fold one described decision into the aggregated Events (repeats raise the count)."""
+    kind, key, typ, reason, action, message = desc
+    ns, name = _split(key)
+    if namespace is not None and ns != namespace:
+        return
+    k = (kind, ns, name, typ, reason, message)
+    cur = agg.get(k)
+    if cur is None:
+        agg[k] = {
+            "kind": kind,
+            "namespace": ns,
+            "name": name,
+            "uid": uids.get((kind, ns, name), ""),
+            "type": typ,
+            "reason": reason,
+            "action": action,
+            "message": message,
+            "first": ev.effective_at,
+            "last": ev.effective_at,
+            "first_position": ev.position,
+            "position": ev.position,
+            "count": 1,
+            "actor": (ev.meta or {}).get("actor") or "scheduler",
+        }
+    else:
+        cur["count"] += 1
+        cur["last"], cur["position"] = ev.effective_at, ev.position
 
 
 def _involved(e: dict[str, Any]) -> dict[str, Any]:

@@ -11,12 +11,16 @@ from api.services.errors import NotFound
 from api.services.history import canonical_kind
 from api.services.jobs import job_pod_group
 from ledger.projections.temporal import quota_used
+from ledger.queries import explain as explain_q
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at, objects_now
 from ledger.resources.job import owning_job
 from scheduler.bridge import Bridge, config_from
 
+# live explain reads everything in one statement (ledger.queries.explain); False: one query at a
+# time, as --at does (tests compare the two)
+LIVE_ONE_STATEMENT = True
 GROUP_DECISIONS = (
     "PodGroupUnschedulable",
     "PodGroupScheduled",
@@ -64,44 +68,26 @@ def explain(
         job, kind, name = f"{namespace}/{name}", "PodGroup", job_pod_group(engine, namespace, name, job_pos)
     if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
         raise ValueError(f"explain supports job, podgroup, compositepodgroup and pod, not {kind}")
-    key = f"{namespace}/{name}"
-    with engine.connect() as conn:
-        head = log_q.head(conn)
-        pos = resolve_at(conn, at)
-    with objects_at(engine, pos) if pos < head else objects_now(engine) as conn:
-        row = objects_q.get_object(conn, kind, namespace, name)
-        if row is None:
-            raise NotFound(f"{kind} {key} not found at position {pos}")
-        obj, status, _created_at = row
-        if kind == "Pod":
-            pods = [(name, obj, status)]
-            group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-        else:
-            group = name if kind == "PodGroup" else None
-            if kind == "PodGroup":
-                pods = objects_q.group_pods(conn, namespace, name)
-            else:
-                pods = objects_q.composite_pods(conn, namespace, name)
-        quota = objects_q.namespace_quota(conn, namespace)
-        # the usage projection, not a scan of every bound pod of the namespace
-        used = quota_used(conn, namespace, pos if pos < head else None) if quota is not None else {}
-
-    with engine.connect() as conn:
-        subject = f"{namespace}/{group}" if group else None
-        if kind == "CompositePodGroup":
-            decisions = log_q.stream_events(conn, [f"sched/compositepodgroup/{key}"], pos)
-        elif subject:
-            decisions = log_q.group_decisions(conn, subject, GROUP_DECISIONS, pos)
-        else:
-            decisions = []
-        pod_keys = [f"{namespace}/{p[0]}" for p in pods]
-        pod_events = log_q.stream_events(conn, [f"sched/pod/{k}" for k in pod_keys], pos)
-        preemptor_keys = [subject] if subject else []
-        if kind == "Pod":
-            preemptor_keys.append(key)
-        if kind == "CompositePodGroup":
-            preemptor_keys.append(key)
-        preempted = log_q.preemptions_by(conn, preemptor_keys, pos)
+    live = None
+    if LIVE_ONE_STATEMENT and (at is None or at == ""):
+        with engine.connect() as conn:
+            live = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS)
+    if live is not None:
+        pos = live["head"]
+        obj, status = live["object"], live["status"]
+        pods, quota, used = live["pods"], live["quota"], live["used"]
+        group = (
+            (((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName"))
+            if kind == "Pod"
+            else None
+        )
+        if kind == "PodGroup":
+            group = name
+        decisions, pod_events, preempted = live["decisions"], live["pod_events"], live["preempted"]
+    else:
+        pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted = _gather(
+            engine, kind, namespace, name, at
+        )
 
     ctype = {
         "PodGroup": "PodGroupInitiallyScheduled",
@@ -291,6 +277,51 @@ def shadow_section(
             }
         )
     return out
+
+
+def _gather(engine: Engine, kind: str, namespace: str, name: str, at: int | str | None) -> tuple[Any, ...]:
+    """What explain reads as of ``at``, one query at a time (the --at path, and the live path's
+    reference: ``ledger.queries.explain`` reads the same in one statement)."""
+    key = f"{namespace}/{name}"
+    with engine.connect() as conn:
+        head = log_q.head(conn)
+        pos = resolve_at(conn, at)
+    with objects_at(engine, pos) if pos < head else objects_now(engine) as conn:
+        row = objects_q.get_object(conn, kind, namespace, name)
+        if row is None:
+            raise NotFound(f"{kind} {key} not found at position {pos}")
+        obj, status, _created_at = row
+        if kind == "Pod":
+            pods = [(name, obj, status)]
+            group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        else:
+            group = name if kind == "PodGroup" else None
+            if kind == "PodGroup":
+                pods = objects_q.group_pods(conn, namespace, name)
+            else:
+                pods = objects_q.composite_pods(conn, namespace, name)
+        quota = objects_q.namespace_quota(conn, namespace)
+        # the usage projection, not a scan of every bound pod of the namespace
+        used = quota_used(conn, namespace, pos if pos < head else None) if quota is not None else {}
+
+    with engine.connect() as conn:
+        subject = f"{namespace}/{group}" if group else None
+        if kind == "CompositePodGroup":
+            decisions = log_q.stream_events(conn, [f"sched/compositepodgroup/{key}"], pos)
+        elif subject:
+            decisions = log_q.group_decisions(conn, subject, GROUP_DECISIONS, pos)
+        else:
+            decisions = []
+        pod_keys = [f"{namespace}/{p[0]}" for p in pods]
+        pod_events = log_q.stream_events(conn, [f"sched/pod/{k}" for k in pod_keys], pos)
+        preemptor_keys = [subject] if subject else []
+        if kind == "Pod":
+            preemptor_keys.append(key)
+        if kind == "CompositePodGroup":
+            preemptor_keys.append(key)
+        preempted = log_q.preemptions_by(conn, preemptor_keys, pos)
+
+    return pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted
 
 
 def node_table(

@@ -35,6 +35,16 @@ def _fmt_rel(seconds: float) -> str:
     return f"+{h}h{m:02d}m"
 
 
+def _retried(d: dict[str, Any]) -> str:
+    """A retry with the verdict stored at ``diagnosis_position``; with ``attempts`` it is the
+    whole cycle (nothing else changed): requeued, and when it backs off, for how long."""
+    text = f"retried, same verdict as position {d.get('diagnosis_position')}"
+    if d.get("attempts") is not None:
+        text += f" (attempt {d['attempts']}"
+        text += f", next try in {d['backoff']:g}s)" if d.get("backoff") is not None else ")"
+    return text
+
+
 def _summary(e: StoredEvent | dict[str, Any]) -> str:
     t = e["type"] if isinstance(e, dict) else e.type
     d = e["data"] if isinstance(e, dict) else e.data
@@ -62,7 +72,8 @@ def _summary(e: StoredEvent | dict[str, Any]) -> str:
             + (f" in {d['placement']}" if d.get("placement") else "")
         ),
         "PodGroupUnschedulable": lambda: f"{d.get('reason')}: {d.get('message')}",
-        "PodGroupRetried": lambda: f"retried, same inputs as position {d.get('diagnosis_position')}",
+        "PodGroupRetried": lambda: _retried(d),
+        "PodRetried": lambda: _retried(d),
         "PodGroupRequeued": lambda: f"requeued to {d.get('queue')} (attempt {d.get('attempts')})",
         "PodRequeued": lambda: f"requeued to {d.get('queue')} (attempt {d.get('attempts')})",
     }.get(t, lambda: "")()

@@ -70,6 +70,14 @@ def recorded_runs(engine: Engine) -> Iterator[tuple[str, Any]]:
         yield "run", group
 
 
+def is_cycle(ev: StoredEvent) -> bool:
+    """One event per cycle: its SchedulingCycleCompleted, or the one retry event that stands for a
+    cycle that changed nothing (PodRetried, PodGroupRetried with ``attempts``)."""
+    return ev.type in ("SchedulingCycleCompleted", "PodRetried") or (
+        ev.type == "PodGroupRetried" and ev.data.get("attempts") is not None
+    )
+
+
 def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
     """Re-run every recorded scheduling run from its snapshot and compare decisions byte for byte.
 
@@ -113,7 +121,7 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
         bridge.position = snap
         produced = produced_decisions(bridge, ts(item[0].effective_at))
         rep.runs += 1
-        rep.cycles += sum(1 for e in item if e.type == "SchedulingCycleCompleted")
+        rep.cycles += sum(1 for e in item if is_cycle(e))
         rep.decisions += len(recorded)
         if produced != recorded:
             first = next(

@@ -215,12 +215,12 @@ def unschedulable_over_time(conn: Connection) -> tuple[list[str], dict[str, list
                 series.setdefault(key, [0.0] * len(days))[days.index(d)] += n
         ordered = dict(sorted(series.items(), key=lambda kv: -sum(kv[1])))
         return [d.strftime("%Y-%m-%d") for d in days], ordered
-    pts = reports_q.event_times(conn, ["PodGroupUnschedulable", "PodUnschedulable"], "reason")
+    pts = reports_q.event_times(conn, ["PodGroupUnschedulable", "PodUnschedulable", "PodRetried"], "reason")
     return _bucketize(pts)
 
 
 def attempts_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
-    pts = reports_q.event_times(conn, ["SchedulingCycleCompleted"], "result")
+    pts = reports_q.event_times(conn, ["SchedulingCycleCompleted", *reports_q.RETRY_TYPES], "result")
     return _bucketize(pts)
 
 

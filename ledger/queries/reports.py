@@ -59,9 +59,14 @@ def view_wait_times(conn: Connection) -> list[tuple[float, bool]] | None:
 
 
 # the key each chart over time groups events by, read from the event data
+# A retry that changed nothing is one PodRetried, or one PodGroupRetried with `attempts` (issue
+# 14): it stands for a whole cycle whose result was unschedulable (reason Unschedulable).
+RETRY_TYPES = ("PodRetried", "PodGroupRetried")
+WHOLE_CYCLE = "(type <> 'PodGroupRetried' OR data->'attempts' IS NOT NULL)"
+_RETRY = "CASE WHEN type IN ('PodRetried', 'PodGroupRetried') THEN '{}' END"
 _EVENT_KEYS = {
-    "reason": "data->>'reason'",
-    "result": "data->>'result'",
+    "reason": f"coalesce(data->>'reason', {_RETRY.format('Unschedulable')})",
+    "result": f"coalesce(data->>'result', {_RETRY.format('unschedulable')})",
     "rule": "coalesce(data->>'rule', 'preempted')",
 }
 
@@ -74,7 +79,7 @@ def event_times(
     rows = conn.execute(
         sa.text(
             f"SELECT effective_at, {_EVENT_KEYS[key]} FROM ("
-            "SELECT position, effective_at, type, data FROM events WHERE type = ANY(:t) "
+            f"SELECT position, effective_at, type, data FROM events WHERE type = ANY(:t) AND {WHOLE_CYCLE} "
             "ORDER BY position DESC LIMIT :lim) e ORDER BY position"
         ),
         {"t": list(types), "lim": limit},
@@ -128,21 +133,23 @@ def quota_specs(conn: Connection) -> list[tuple[str, str, dict[str, Any]]]:
     return [(ns, name, spec or {}) for ns, name, spec in rows]
 
 
-COUNTED_TYPES = ("SchedulingCycleCompleted", "PodPreempted")
+COUNTED_TYPES = ("SchedulingCycleCompleted", "PodPreempted", *RETRY_TYPES)
 
 
 def counted_events_after(
     conn: Connection, position: int, limit: int = 50000
 ) -> list[tuple[int, str, str | None]]:
-    """(position, type, data.result) of cycle and preemption events after ``position``."""
+    """(position, type, data.result) of cycle and preemption events after ``position``; a retry
+    that changed nothing (a whole cycle in one event) reads as a SchedulingCycleCompleted whose
+    result is unschedulable."""
     rows = conn.execute(
         sa.text(
-            "SELECT position, type, data->>'result' FROM events "
-            "WHERE type = ANY(:t) AND position > :p ORDER BY position LIMIT :lim"
+            f"SELECT position, type, {_EVENT_KEYS['result']} FROM events "
+            f"WHERE type = ANY(:t) AND position > :p AND {WHOLE_CYCLE} ORDER BY position LIMIT :lim"
         ),
         {"t": list(COUNTED_TYPES), "p": position, "lim": limit},
     ).all()
-    return [(int(p), t, r) for p, t, r in rows]
+    return [(int(p), "SchedulingCycleCompleted" if t in RETRY_TYPES else t, r) for p, t, r in rows]
 
 
 def pending_pods(conn: Connection) -> int:
@@ -170,6 +177,7 @@ def unscheduled_groups(conn: Connection) -> dict[str, int]:
 
 __all__ = [
     "COUNTED_TYPES",
+    "RETRY_TYPES",
     "counted_events_after",
     "event_times",
     "group_rows",

@@ -3,7 +3,7 @@
 PodGroupSatisfiedCondition), readable by the reporting and application roles like the other views.
 
 Revision ID: 0013
-Revises: 0009
+Revises: 0011
 Create Date: 2026-12-03
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from alembic import op
 
 revision = "0013"
-down_revision = "0009"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -127,8 +127,14 @@ def test_temporal_state_equals_full_fold_at_every_position(
                     r = now.get(key)
                     if r is None or r["kind"] not in EXPLAINED:
                         continue
-                    new = explain_service.explain(engine, r["kind"], r["namespace"], r["name"], at=p)
+                    live = p == events[-1].position  # at the head: the live path (None)
+                    new = explain_service.explain(
+                        engine, r["kind"], r["namespace"], r["name"], at=None if live else p
+                    )
                     with monkeypatch.context() as mp:
+                        # the reference: one query at a time (at the head, the live path answers
+                        # `new` in one statement)
+                        mp.setattr(explain_service, "LIVE_ONE_STATEMENT", False)
                         mp.setattr(explain_service, "objects_at", oracle.objects_at)
                         mp.setattr(
                             explain_service, "quota_used", lambda c, ns, _p: temporal.scan_quota_used(c, ns)

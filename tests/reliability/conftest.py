@@ -199,14 +199,16 @@ def double_binds(engine: Engine) -> dict[str, Any]:
 
 def decisions_without_cycle(engine: Engine) -> list[Any]:
     """Decision events with no SchedulingCycleCompleted of the same cycle, actor and transaction
-    after them (``tx_id`` is the inserting transaction)."""
+    after them (``tx_id`` is the inserting transaction). A retry that changed nothing (PodRetried,
+    PodGroupRetried with ``attempts``) is a whole cycle in one event: it has none."""
     from scheduler.bridge import DECISION_TYPES
 
     types = sorted(DECISION_TYPES - {"SchedulingCycleCompleted"})
     return rows(
         engine,
         "SELECT d.position, d.type, d.meta->>'cycle' FROM events d "
-        "WHERE d.type = ANY(:types) AND NOT EXISTS ("
+        "WHERE d.type = ANY(:types) AND d.type <> 'PodRetried' "
+        "AND NOT (d.type = 'PodGroupRetried' AND d.data->'attempts' IS NOT NULL) AND NOT EXISTS ("
         "  SELECT 1 FROM events c WHERE c.type = 'SchedulingCycleCompleted' AND c.tx_id = d.tx_id "
         "  AND c.position > d.position AND c.data->>'cycle' = d.meta->>'cycle' "
         "  AND c.meta->>'actor' = d.meta->>'actor') ORDER BY d.position LIMIT 20",

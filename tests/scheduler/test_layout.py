@@ -80,7 +80,7 @@ def test_decision_events_table_covers_every_decision() -> None:
         "PodBound", "PodNominated", "PodUnschedulable", "PodGated", "PodGroupConditionChanged",
         "CompositePodGroupConditionChanged", "PodGroupScheduled", "PodGroupUnschedulable", "PodGroupRetried",
         "PodPreempted", "PodGroupRequeued", "PodRequeued", "SchedulingCycleCompleted",
-        "PodGroupSatisfiedChanged",
+        "PodGroupSatisfiedChanged", "PodRetried",
     }  # fmt: skip
     req = decisions.EntityRequeued
     assert decision_event(req("pg/ns/g", "backoff", 1, 2.0))[:2] == (
