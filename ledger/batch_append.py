@@ -25,8 +25,8 @@ a quarter of the client's work).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -39,7 +39,7 @@ from ledger.copy_rows import copy_chain, copy_parts
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
 
 if TYPE_CHECKING:
-    from ledger.store import _Prepared
+    from ledger.store import NewEvent, _Prepared
 
 COPY_THRESHOLD = 64
 
@@ -91,21 +91,25 @@ def no_gc(n: int) -> Iterator[None]:
         gc.enable()
 
 
-def append_prepared(
+def append_batch(
     raw: psycopg.Connection[Any],
-    prepared: list[_Prepared],
+    events: Sequence[NewEvent],
+    prepare: Callable[[], list[_Prepared]],
     expected_versions: Mapping[str, int] | None,
     *,
     commit: bool,
-) -> tuple[list[int], bool]:
-    """Append ``prepared`` (two or more events); return (positions, whether anything is new).
+) -> tuple[list[int], list[_Prepared], bool]:
+    """Append ``events`` (two or more); return (positions, prepared events, anything new).
 
-    ``commit``: the append is its own transaction on an autocommit connection (BEGIN and
-    COMMIT are sent here, and a failure rolls back); otherwise it joins the connection's
-    transaction and the caller commits or rolls back.
+    ``prepare`` validates and encodes the events (``ledger.store._prepare``). ``commit``: the
+    append is its own transaction on an autocommit connection: BEGIN and COMMIT are sent here,
+    a failure (bad input included) rolls back, and the stream bump is sent before the events
+    are validated so that the server works while the client prepares. Otherwise the append
+    joins the connection's transaction, nothing is sent before every event is valid, and the
+    caller commits or rolls back.
     """
     try:
-        return _append(raw, prepared, expected_versions, commit)
+        return _append(raw, events, prepare, expected_versions, commit)
     except BaseException:
         if commit and not raw.closed and raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
             raw.execute("ROLLBACK")
@@ -122,11 +126,13 @@ def _check_expected(streams: Mapping[str, int], expected: Mapping[str, int] | No
 
 def _append(
     raw: psycopg.Connection[Any],
-    prepared: list[_Prepared],
+    events: Sequence[NewEvent],
+    prepare: Callable[[], list[_Prepared]],
     expected_versions: Mapping[str, int] | None,
     commit: bool,
-) -> tuple[list[int], bool]:
-    given = [p.event_id for p in prepared if p.given_id]
+) -> tuple[list[int], list[_Prepared], bool]:
+    prepared = [] if commit else prepare()
+    given = [ev.event_id for ev in events if ev.event_id is not None]
     if given:
         # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide.
         if len(set(given)) != len(given):
@@ -135,16 +141,20 @@ def _append(
             cur.execute("SELECT event_id, position FROM events WHERE event_id = ANY(%s)", (given,))
             found = dict(cur.fetchall())
         if found:
-            if len(found) == len(prepared):
-                return [int(found[p.event_id]) for p in prepared], False
+            if len(found) == len(events):
+                if not prepared:
+                    prepared = prepare()
+                return [int(found[p.event_id]) for p in prepared], prepared, False
             raise IdempotencyConflict(
-                f"{len(found)} of {len(prepared)} event ids of this batch are already stored; "
+                f"{len(found)} of {len(events)} event ids of this batch are already stored; "
                 "refusing a partial re-send"
             )
 
     counts: dict[str, int] = {}
-    for p in prepared:
-        counts[p.stream] = counts.get(p.stream, 0) + 1
+    for ev in events:
+        counts[ev.stream] = counts.get(ev.stream, 0) + 1
+    if "" in counts:
+        prepare()  # raises, naming the event with the empty stream
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
     copy = len(prepared) >= COPY_THRESHOLD
@@ -157,6 +167,13 @@ def _append(
     if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:
         begin = b"BEGIN; " + begin
     _send(raw, begin)
+    if commit:
+        try:
+            prepared = prepare()
+        except BaseException:
+            with suppress(psycopg.Error):
+                _results(raw)  # drain the bump's results; the caller's handler rolls back
+            raise
     parts = None
     if copy:
         cache: dict[Any, tuple[bytes, bytes]] = {}
@@ -188,7 +205,7 @@ def _append(
             else:
                 cur.execute(_CURRVAL)
                 last = int(cur.fetchone()[0])  # type: ignore[index]
-            return list(range(last - len(prepared) + 1, last + 1)), True
+            return list(range(last - len(prepared) + 1, last + 1)), prepared, True
         for p in prepared:
             p.prev_hash = prev
             p.hash = event_hash(
@@ -226,4 +243,4 @@ def _append(
         positions = sorted(int(r[0]) for r in cur.fetchall())
     if commit:
         raw.execute("COMMIT")
-    return positions, True
+    return positions, prepared, True

@@ -34,7 +34,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ledger import events as registry
 from ledger.batch_append import COPY_THRESHOLD as COPY_THRESHOLD
-from ledger.batch_append import append_prepared, no_gc
+from ledger.batch_append import append_batch, no_gc
 from ledger.canonical import MAX_EVENT_BYTES, canonical, iso
 from ledger.errors import ConcurrencyError, EventValidationError
 
@@ -294,14 +294,15 @@ def _append(
         return [], [], False
     raw = _raw(conn)
     with no_gc(len(events)):
+        if len(events) > 1:
+            return append_batch(
+                raw, events, lambda: _prepare_all(events, validate), expected_versions, commit=False
+            )
         prepared = _prepare_all(events, validate)
-        if len(prepared) == 1:
-            p = prepared[0]
-            _check_expected({p.stream: 1}, expected_versions)
-            position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
-            return [position], prepared, new
-        positions, new = append_prepared(raw, prepared, expected_versions, commit=False)
-    return positions, prepared, new
+        p = prepared[0]
+        _check_expected({p.stream: 1}, expected_versions)
+        position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
+        return [position], prepared, new
 
 
 def _append_batch_autocommit(
@@ -310,14 +311,14 @@ def _append_batch_autocommit(
     """Two or more events as their own transaction, BEGIN and COMMIT sent with the first and
     the last statement (ledger/batch_append.py counts the round trips)."""
     with no_gc(len(events)):
-        prepared = _prepare_all(events, validate)
         fairy = engine.raw_connection()
         try:
             raw = fairy.driver_connection
             assert isinstance(raw, psycopg.Connection)
             raw.autocommit = True
             try:
-                return append_prepared(raw, prepared, expected_versions, commit=True)[0]
+                prepare = lambda: _prepare_all(events, validate)  # noqa: E731
+                return append_batch(raw, events, prepare, expected_versions, commit=True)[0]
             finally:
                 if not raw.closed:
                     raw.autocommit = False
