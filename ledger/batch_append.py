@@ -2,7 +2,7 @@
 
 Round trips, for an append that is its own transaction (an ``Engine`` target, COPY-sized):
 
-1. ``BEGIN; SELECT ... ledger_begin_append(...)`` as one simple-query message, sent without
+1. ``BEGIN; SELECT ... ledger_begin_batch(...)`` as one simple-query message, sent without
    waiting (libpq ``send_query``): bump the stream versions, bound the idle time, take the
    ledger lock, read the chain head. The COPY rows are encoded while the server runs it;
 2. + 3. ``COPY events ... FROM STDIN (FORMAT BINARY)`` (the protocol needs the server's
@@ -56,7 +56,7 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int]) -> bytes:
     ns = orjson.dumps(list(counts)).hex().encode()
     return (
         b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-        b"encode(b.r_head, 'hex') FROM ledger_begin_append("
+        b"encode(b.r_head, 'hex') FROM ledger_begin_batch("
         b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
         b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
         b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
@@ -158,7 +158,7 @@ def _append(
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
     copy = len(prepared) >= COPY_THRESHOLD
-    # One round trip (migrations/sql/ledger_begin_append.sql): bump the stream versions, bound
+    # One round trip (migrations/sql/ledger_begin_batch.sql): bump the stream versions, bound
     # the idle time of this lock-holding transaction, take the ledger lock (the one the insert
     # trigger takes too; re-entrant within a transaction) and read the chain head with a
     # snapshot taken after the lock was granted. The version check below runs before any

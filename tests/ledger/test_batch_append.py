@@ -1,0 +1,132 @@
+"""The batched append (ledger/batch_append.py, migration 0010's ledger_begin_batch): new and
+existing streams, a stream created concurrently, bad input after the bump was sent, and the
+upgrade from revision 0009 of a database holding events."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from alembic.config import Config
+
+from alembic import command
+from ledger import db, store
+from ledger.batch_append import COPY_THRESHOLD
+from ledger.errors import ConcurrencyError, EventValidationError
+from ledger.store import NewEvent
+from ledger.verify import verify_chain
+
+
+def note(stream: str, text: str = "x") -> NewEvent:
+    return NewEvent(stream, "NoteRecorded", {"text": text})
+
+
+def versions(engine: sa.Engine, streams: list[str]) -> dict[str, int]:
+    return {s: store.stream_version(engine, s) for s in streams}
+
+
+def count(engine: sa.Engine) -> int:
+    with engine.connect() as c:
+        return int(c.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+
+
+@pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2])  # unnest INSERT and binary COPY
+def test_mixed_new_and_existing_streams_get_the_next_versions(engine, n):
+    store.append(engine, [note("m/a"), note("m/a"), note("m/c")])
+    # "m/a" and "m/c" exist (versions 2 and 1), the others are new; "m/a" twice more
+    batch = [note("m/a"), note("m/b"), note("m/c")] + [note(f"m/n{i}") for i in range(n - 4)] + [note("m/a")]
+    positions = store.append(engine, batch, {"m/a": 2, "m/b": 0, "m/c": 1})
+    assert len(positions) == n
+    got = [(e.stream, e.version) for e in store.read_all(engine, after=positions[0] - 1, limit=n)]
+    assert got[:3] == [("m/a", 3), ("m/b", 1), ("m/c", 2)] and got[-1] == ("m/a", 4)
+    assert versions(engine, ["m/a", "m/b", "m/c", "m/n0"]) == {"m/a": 4, "m/b": 1, "m/c": 2, "m/n0": 1}
+    # a stale expectation on an existing stream still conflicts, nothing appended
+    before = count(engine)
+    with pytest.raises(ConcurrencyError):
+        store.append(
+            engine, [note("m/new")] + [note(f"m/x{i}") for i in range(n)] + [note("m/c")], {"m/c": 1}
+        )
+    assert count(engine) == before and versions(engine, ["m/new", "m/c"]) == {"m/new": 0, "m/c": 2}
+    assert verify_chain(engine).ok
+
+
+def test_bad_event_after_the_bump_was_sent_appends_nothing(engine):
+    good = [note(f"v/{i}") for i in range(COPY_THRESHOLD)]
+    bad = good[:10] + [NewEvent("v/bad", "NoteRecorded", {"nope": 1})] + good[10:]
+    with pytest.raises(EventValidationError, match="NoteRecorded"):
+        store.append(engine, bad)
+    assert count(engine) == 0 and versions(engine, ["v/0", "v/bad"]) == {"v/0": 0, "v/bad": 0}
+    assert store.append(engine, good)[0] >= 1  # the pooled connection is usable again
+    assert versions(engine, ["v/0"]) == {"v/0": 1}
+
+
+def _wait_until_blocked(admin: psycopg.Connection, pid: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = admin.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)  # polling for an observable state, not a timed synchronisation
+    raise AssertionError("the second append never waited for the first one's stream row")
+
+
+def test_stream_created_concurrently_is_bumped_not_duplicated(engine, db_url):
+    # A (open transaction) creates "r/shared"; B's batch creates it too and must wait for A's
+    # row, then (A committed) fall back from the plain INSERT to the upsert.
+    result: dict[str, object] = {}
+
+    with engine.connect() as a:
+        # A waits for B on purpose: keep the ledger lock's idle limit out of the way
+        a.execute(sa.text("SET LOCAL podledger.ledger_idle_timeout = '600s'"))
+        store.append(a, [note("r/shared"), note("r/a")])
+
+        def b() -> None:
+            try:
+                with engine.begin() as conn:
+                    result["pid"] = store._raw(conn).info.backend_pid
+                    store.append(conn, [note("r/b"), note("r/shared"), note("r/shared")])
+                result["ok"] = True
+            except Exception as exc:  # reported by the assertion below
+                result["error"] = exc
+
+        t = threading.Thread(target=b)
+        t.start()
+        with psycopg.connect(db.libpq_url(db_url), autocommit=True) as admin:
+            deadline = time.monotonic() + 60
+            while "pid" not in result and t.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            _wait_until_blocked(admin, int(result["pid"]))  # type: ignore[call-overload]
+        a.commit()
+        t.join(60)
+    assert result.get("ok") is True, result
+    assert versions(engine, ["r/shared", "r/a", "r/b"]) == {"r/shared": 3, "r/a": 1, "r/b": 1}
+    assert [e.version for e in store.read_stream(engine, "r/shared")] == [1, 2, 3]
+    assert verify_chain(engine).ok
+
+
+def _alembic(url: str) -> Config:
+    cfg = Config(str(db.ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(db.ROOT / "alembic"))
+    cfg.set_main_option("version_locations", str(db.ROOT / "migrations" / "versions"))
+    cfg.attributes["url"] = db.libpq_url(url)
+    return cfg
+
+
+def test_upgrade_from_0009_with_events(engine, db_url):
+    db.dispose_all()
+    command.downgrade(_alembic(db_url), "0009")
+    with psycopg.connect(db.libpq_url(db_url)) as c:
+        assert c.execute("SELECT to_regprocedure('ledger_begin_batch(text[], int[])')").fetchone() == (None,)
+    for i in range(5):  # written at 0009 (the single-append function exists there)
+        store.append(engine, [note(f"u/{i % 2}", str(i))])
+    db.dispose_all()
+    command.upgrade(_alembic(db_url), "head")
+    positions = store.append(
+        engine, [note("u/0"), note("u/1")] + [note(f"u/new{i}") for i in range(COPY_THRESHOLD)]
+    )
+    assert positions[0] == 6
+    assert versions(engine, ["u/0", "u/1", "u/new0"]) == {"u/0": 4, "u/1": 3, "u/new0": 1}
+    assert verify_chain(engine).ok
