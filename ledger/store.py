@@ -373,6 +373,30 @@ def read_all(
         return [_row(r, upcast) for r in cur.fetchall()]
 
 
+def read_tail(engine: Engine, after: int, limit: int = 1000, *, upcast: bool = True) -> list[StoredEvent]:
+    """``read_all`` for a catch-up loop: one statement on a raw pooled psycopg connection in
+    autocommit mode (no SQLAlchemy ``Connection``, no BEGIN/ROLLBACK round trips). The usual
+    tail is empty or a few events; a full page means a long tail (stream the rest through
+    ``iter_all``)."""
+    fairy = engine.raw_connection()
+    try:
+        raw = fairy.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        raw.autocommit = True
+        try:
+            with raw.cursor() as cur:
+                cur.execute(_TAIL_SQL, (after, limit), prepare=True)
+                return [_row(r, upcast) for r in cur.fetchall()]
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+    finally:
+        fairy.close()
+
+
+_TAIL_SQL = f"SELECT {_COLUMNS} FROM events WHERE position > %s ORDER BY position LIMIT %s"
+
+
 def read_stream(target: Engine | Connection, stream: str, from_version: int = 1) -> list[StoredEvent]:
     if isinstance(target, Engine):
         with target.connect() as conn:
