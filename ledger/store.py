@@ -2,11 +2,13 @@
 
 Append protocol (one transaction, see spec/ledger-design.md §2-§3 and §8):
 1. validate every payload against its registered schema, size and JSON-ness (nothing is sent
-   to the database before this passes);
+   to the database before this passes; exception: a batch that is its own transaction sends
+   its stream bump first and rolls back if an event is invalid, see ledger/batch_append.py);
 2. idempotency: if every ``event_id`` of the batch is already stored, return the original
    positions and append nothing; if only some are, raise ``IdempotencyConflict``;
 3. optimistic concurrency in ONE statement: ``INSERT INTO streams ... ON CONFLICT DO UPDATE
-   SET version = version + n RETURNING version``. The row lock taken by the upsert makes
+   SET version = version + n RETURNING version`` (for batches a plain INSERT first, the upsert
+   when a stream exists: migrations/sql/ledger_begin_batch.sql). The row lock makes
    ``returned - n`` the version our batch extends, which is checked against the caller's
    expectation; a mismatch raises ``ConcurrencyError`` before the ledger lock is taken, so a
    loser burns no position;
