@@ -128,18 +128,19 @@ def _prepare(ev: NewEvent, now: datetime, validate: bool, fresh_id: uuid.UUID | 
         )
     if len(meta_bytes) > MAX_EVENT_BYTES:
         raise EventValidationError(f"{ev.type} on {ev.stream}: meta is over the 1 MiB limit")
-    eff = (ev.effective_at or now).astimezone(UTC)
+    # ``now`` is UTC already; positional arguments: this runs once per event of a batch
+    eff = now if ev.effective_at is None else ev.effective_at.astimezone(UTC)
     return _Prepared(
-        stream=ev.stream,
-        type=ev.type,
-        schema_version=registry.current_version(ev.type) if validate else 1,
-        event_id=ev.event_id or fresh_id or uuid.uuid4(),
-        given_id=ev.event_id is not None,
-        obj=data,
-        meta_obj=meta,
-        data=data_bytes,
-        meta=meta_bytes,
-        effective_at=eff,
+        ev.stream,
+        ev.type,
+        registry.current_version(ev.type) if validate else 1,
+        ev.event_id or fresh_id or uuid.uuid4(),
+        ev.event_id is not None,
+        data,
+        meta,
+        data_bytes,
+        meta_bytes,
+        eff,
     )
 
 
