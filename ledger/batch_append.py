@@ -112,7 +112,8 @@ def append_batch(
         return _append(raw, events, prepare, expected_versions, commit)
     except BaseException:
         if commit and not raw.closed and raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-            raw.execute("ROLLBACK")
+            with suppress(psycopg.Error):  # a broken connection: the original error is the news
+                raw.execute("ROLLBACK")
         raise
 
 

@@ -324,7 +324,10 @@ def _append_batch_autocommit(
                 return append_batch(raw, events, prepare, expected_versions, commit=True)[0]
             finally:
                 if not raw.closed:
-                    raw.autocommit = False
+                    try:
+                        raw.autocommit = False
+                    except psycopg.Error:  # still in a transaction: never hand it back to the pool
+                        fairy.invalidate()
         finally:
             fairy.close()
 

@@ -130,3 +130,21 @@ def test_upgrade_from_0009_with_events(engine, db_url):
     assert positions[0] == 6
     assert versions(engine, ["u/0", "u/1", "u/new0"]) == {"u/0": 4, "u/1": 3, "u/new0": 1}
     assert verify_chain(engine).ok
+
+
+def test_batch_on_a_pooled_connection_killed_by_the_server(engine, db_url):
+    store.append(engine, [note("k/1"), note("k/2")])
+    with engine.connect() as c:  # the pooled connection's backend
+        pid = c.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as su:
+        assert su.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        for _ in range(500):  # wait for the backend to be gone (bounded, no fixed sleep)
+            if not su.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                break
+    positions = store.append(engine, [note(f"k/{i}") for i in range(COPY_THRESHOLD)])
+    assert positions == list(range(3, 3 + COPY_THRESHOLD))
+    with engine.connect() as c:  # handed back transactional, not in autocommit
+        c.execute(sa.text("CREATE TEMP TABLE kk (x int)"))
+        c.rollback()
+        assert c.execute(sa.text("SELECT to_regclass('pg_temp.kk')")).scalar() is None
+    assert verify_chain(engine).ok
