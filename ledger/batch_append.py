@@ -35,13 +35,14 @@ from psycopg import generators, pq
 from psycopg.errors import error_from_result
 
 from ledger.canonical import GENESIS, event_hash
-from ledger.copy_rows import copy_chain, copy_parts
+from ledger.copy_rows import COPY_HEADER, COPY_TRAILER, chain_rows, copy_parts
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
 
 if TYPE_CHECKING:
     from ledger.store import NewEvent, _Prepared
 
 COPY_THRESHOLD = 64
+CHUNK = 128  # events prepared and sent at a time by a COPY-sized batch of its own transaction
 
 _COPY_SQL = (
     "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
@@ -94,14 +95,14 @@ def no_gc(n: int) -> Iterator[None]:
 def append_batch(
     raw: psycopg.Connection[Any],
     events: Sequence[NewEvent],
-    prepare: Callable[[], list[_Prepared]],
+    prepare: Callable[[int, int], list[_Prepared]],
     expected_versions: Mapping[str, int] | None,
     *,
     commit: bool,
 ) -> tuple[list[int], list[_Prepared], bool]:
     """Append ``events`` (two or more); return (positions, prepared events, anything new).
 
-    ``prepare`` validates and encodes the events (``ledger.store._prepare``). ``commit``: the
+    ``prepare(lo, hi)`` validates and encodes ``events[lo:hi]`` (``ledger.store._prepare``). ``commit``: the
     append is its own transaction on an autocommit connection: BEGIN and COMMIT are sent here,
     a failure (bad input included) rolls back, and the stream bump is sent before the events
     are validated so that the server works while the client prepares. Otherwise the append
@@ -128,11 +129,12 @@ def _check_expected(streams: Mapping[str, int], expected: Mapping[str, int] | No
 def _append(
     raw: psycopg.Connection[Any],
     events: Sequence[NewEvent],
-    prepare: Callable[[], list[_Prepared]],
+    prepare: Callable[[int, int], list[_Prepared]],
     expected_versions: Mapping[str, int] | None,
     commit: bool,
 ) -> tuple[list[int], list[_Prepared], bool]:
-    prepared = [] if commit else prepare()
+    n = len(events)
+    prepared = [] if commit else prepare(0, n)
     given = [ev.event_id for ev in events if ev.event_id is not None]
     if given:
         # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide.
@@ -142,23 +144,22 @@ def _append(
             cur.execute("SELECT event_id, position FROM events WHERE event_id = ANY(%s)", (given,))
             found = dict(cur.fetchall())
         if found:
-            if len(found) == len(events):
+            if len(found) == n:
                 if not prepared:
-                    prepared = prepare()
+                    prepared = prepare(0, n)
                 return [int(found[p.event_id]) for p in prepared], prepared, False
             raise IdempotencyConflict(
-                f"{len(found)} of {len(events)} event ids of this batch are already stored; "
-                "refusing a partial re-send"
+                f"{len(found)} of {n} event ids of this batch are already stored; refusing a partial re-send"
             )
 
     counts: dict[str, int] = {}
     for ev in events:
         counts[ev.stream] = counts.get(ev.stream, 0) + 1
     if "" in counts:
-        prepare()  # raises, naming the event with the empty stream
+        prepare(0, n)  # raises, naming the event with the empty stream
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
-    copy = len(prepared) >= COPY_THRESHOLD
+    copy = n >= COPY_THRESHOLD
     # One round trip (migrations/sql/ledger_begin_batch.sql): bump the stream versions, bound
     # the idle time of this lock-holding transaction, take the ledger lock (the one the insert
     # trigger takes too; re-entrant within a transaction) and read the chain head with a
@@ -168,17 +169,21 @@ def _append(
     if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:
         begin = b"BEGIN; " + begin
     _send(raw, begin)
+    # Own transaction: the events are prepared in chunks, the first while the server bumps,
+    # the next ones while the server inserts the previous chunk (COPY rows stream as they are
+    # chained). An invalid event in a later chunk aborts the COPY: nothing is appended, but
+    # the positions the earlier chunks drew stay unused (a rollback's hole). In a caller's
+    # transaction everything was prepared before anything was sent.
+    hi = min(CHUNK, n) if commit and copy else n
     if commit:
         try:
-            prepared = prepare()
+            prepared = prepare(0, hi)
         except BaseException:
             with suppress(psycopg.Error):
                 _results(raw)  # drain the bump's results; the caller's handler rolls back
             raise
-    parts = None
-    if copy:
-        cache: dict[Any, tuple[bytes, bytes]] = {}
-        parts = [copy_parts(p, cache) for p in prepared]
+    cache: dict[Any, tuple[bytes, bytes]] = {}
+    parts = [copy_parts(p, cache) for p in prepared] if copy else []
     res = _results(raw)[-1]
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
     new_versions = dict(orjson.loads(r_versions or b"[]"))
@@ -189,16 +194,30 @@ def _append(
         if s in expected and expected[s] != before:
             raise ConcurrencyError(s, expected[s], before)
         next_version[s] = before + 1
-    for p in prepared:
-        p.version = next_version[p.stream]
-        next_version[p.stream] += 1
+
+    def number(chunk: list[_Prepared]) -> None:
+        for p in chunk:
+            p.version = next_version[p.stream]
+            next_version[p.stream] += 1
+
     prev = bytes.fromhex(r_head.decode()) if r_head else GENESIS
 
     with raw.cursor() as cur:
-        if parts is not None:
-            buf = copy_chain(prepared, parts, prev)
+        if copy:
             with cur.copy(_COPY_SQL) as cp:
-                cp.write(buf)
+                cp.write(COPY_HEADER)
+                chunk = prepared
+                while True:
+                    number(chunk)
+                    cp.write(chain_rows(chunk, parts, prev))
+                    prev = chunk[-1].hash
+                    if hi >= n:
+                        break
+                    lo, hi = hi, min(hi + CHUNK, n)
+                    chunk = prepare(lo, hi)
+                    parts = [copy_parts(p, cache) for p in chunk]
+                    prepared.extend(chunk)
+                cp.write(COPY_TRAILER)
             # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
             if commit:
                 _send(raw, _CURRVAL + b"; COMMIT")
@@ -206,7 +225,8 @@ def _append(
             else:
                 cur.execute(_CURRVAL)
                 last = int(cur.fetchone()[0])  # type: ignore[index]
-            return list(range(last - len(prepared) + 1, last + 1)), prepared, True
+            return list(range(last - n + 1, last + 1)), prepared, True
+        number(prepared)
         for p in prepared:
             p.prev_hash = prev
             p.hash = event_hash(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import repeat
@@ -280,11 +280,17 @@ def append_stored(
     ], new
 
 
-def _prepare_all(events: Sequence[NewEvent], validate: bool) -> list[_Prepared]:
-    now = datetime.now(UTC)
+def _prepare_all(events: Sequence[NewEvent], validate: bool, now: datetime | None = None) -> list[_Prepared]:
+    now = now or datetime.now(UTC)
     if len(events) == 1:
         return [_prepare(events[0], now, validate)]
     return list(map(_prepare, events, repeat(now), repeat(validate), _new_ids(len(events))))
+
+
+def _preparer(events: Sequence[NewEvent], validate: bool) -> Callable[[int, int], list[_Prepared]]:
+    """``prepare(lo, hi)``: events ``lo:hi`` validated and encoded, all on one clock."""
+    now = datetime.now(UTC)
+    return lambda lo, hi: _prepare_all(events[lo:hi], validate, now)
 
 
 def _append(
@@ -298,9 +304,7 @@ def _append(
     raw = _raw(conn)
     with no_gc(len(events)):
         if len(events) > 1:
-            return append_batch(
-                raw, events, lambda: _prepare_all(events, validate), expected_versions, commit=False
-            )
+            return append_batch(raw, events, _preparer(events, validate), expected_versions, commit=False)
         prepared = _prepare_all(events, validate)
         p = prepared[0]
         _check_expected({p.stream: 1}, expected_versions)
@@ -320,7 +324,7 @@ def _append_batch_autocommit(
             assert isinstance(raw, psycopg.Connection)
             raw.autocommit = True
             try:
-                prepare = lambda: _prepare_all(events, validate)  # noqa: E731
+                prepare = _preparer(events, validate)
                 return append_batch(raw, events, prepare, expected_versions, commit=True)[0]
             finally:
                 if not raw.closed:
