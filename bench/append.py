@@ -7,7 +7,9 @@
   every payload decoded with orjson) in events/s (goal >= 150,000/s) vs a raw ordered read of
   the same rows without decoding;
 - batched append and replay vs the ``eventsourcing`` library's PostgreSQL recorder on the same
-  events in the same database (goal: ratio >= 1.5 on both).
+  events in the same database (goal: ratio >= 1.5 on both);
+- the scheduler's empty catch-up read (``store.read_tail`` on a raw pooled connection) vs the
+  same read through a SQLAlchemy autocommit ``Connection`` (informational, lower is better).
 
 The machine may be shared: every comparison is measured interleaved with its peer in the same
 run (batch by batch for appends, alternating single appends, alternating replay rounds), so the
@@ -30,6 +32,7 @@ from ledger.store import NewEvent
 N_BATCHED = 50_000
 BATCH = 1_000
 N_SINGLE = 400
+N_TAIL = 400
 
 
 def pod_payload(i: int) -> dict:
@@ -164,7 +167,7 @@ def run() -> list[Metric]:
             t0 = time.perf_counter()
             state: dict[str, int] = {}
             n = 0
-            for ev in replay_rows.iter_rows(reader, page=50_000):
+            for ev in replay_rows.iter_rows(reader):  # pipelined pages of 10,000
                 ev.raw_data  # noqa: B018  (decode every payload, as the peer does)
                 state[ev.stream] = ev.version
                 n += 1
@@ -183,6 +186,22 @@ def run() -> list[Metric]:
             rc_es = min(rc_es, cpu.now() - c0)
             assert n == total == m
         reader.close()
+
+        # 4. the scheduler's catch-up read when nothing is new (its steady state between
+        # appends): store.read_tail on a raw pooled connection vs read_all through a
+        # SQLAlchemy autocommit Connection (what scheduler/bridge.py did before), alternating.
+        tail_raw: list[float] = []
+        tail_sa: list[float] = []
+        for _ in range(N_TAIL):
+            t0 = time.perf_counter()
+            store.read_tail(engine, total, 1000)
+            tail_raw.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                store.read_all(conn, after=total, limit=1000)
+            tail_sa.append(time.perf_counter() - t0)
+        tail_raw_us = statistics.median(tail_raw) * 1e6
+        tail_sa_us = statistics.median(tail_sa) * 1e6
         raw.close()
         es.close()
         cpu.close()
@@ -227,6 +246,15 @@ def run() -> list[Metric]:
             "eventsourcing select_notifications + orjson (interleaved)",
             es_read,
             1.5,
+        ),
+        ratio_metric(
+            "empty catch-up read p50 (store.read_tail, raw connection)",
+            tail_raw_us,
+            "us",
+            "read_all through a SQLAlchemy autocommit Connection p50",
+            tail_sa_us,
+            1.0,
+            higher_is_better=False,
         ),
         # CPU seconds (this process + the database's backends) per event: what the wall-clock
         # ratios become when the machine is not shared. Informational.

@@ -77,12 +77,21 @@ def copy_parts(
     return _pack_row_head(10, len(stream_b)) + stream_b + _LEN4, middle, pre, post, tail
 
 
+COPY_HEADER, COPY_TRAILER = _COPY_HEADER, _COPY_TRAILER
+
+
 def copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
     """Chain the hashes (one sha256 call per event, same bytes as ``canonical.event_hash``) and
     assemble the binary COPY buffer."""
+    return _COPY_HEADER + chain_rows(prepared, parts, prev) + _COPY_TRAILER
+
+
+def chain_rows(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
+    """``copy_chain`` without the COPY header and trailer: the rows of one chunk, chained to
+    ``prev`` (the last event's hash is then ``prepared[-1].hash``)."""
     sha256 = hashlib.sha256
     pack_i, pack_q = _pack_i, _pack_q
-    out = [_COPY_HEADER]
+    out: list[bytes] = []
     add = out.append
     for p, (head, middle, pre, post, tail) in zip(prepared, parts, strict=True):
         header = b"%b%d%b" % (pre, p.version, post)
@@ -91,5 +100,4 @@ def copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]]
         p.hash = digest
         add(b"%b%b%b%b\x00\x00\x00\x20%b" % (head, pack_i(p.version), middle, prev, digest))
         prev = digest
-    add(_COPY_TRAILER)
     return b"".join(out)

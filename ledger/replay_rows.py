@@ -18,7 +18,8 @@ measured cheaper on the client than ``COPY ... TO STDOUT (FORMAT BINARY)`` with 
 columns, whose per-column loaders run in Python-visible steps.)
 
 Use ``read_rows`` for one page (a catch-up loop: ``rows = read_rows(raw, after=pos, limit=n)``)
-and ``iter_rows`` to stream a whole range page by page. Both take a raw psycopg connection (see
+and ``iter_rows`` to stream a whole range page by page (pipelined: the server prepares the next
+page while the caller folds the current one). Both take a raw psycopg connection (see
 ``connect``); in autocommit mode every page is its own statement, inside a transaction all pages
 share its snapshot.
 """
@@ -36,12 +37,15 @@ import psycopg
 from ledger import events as registry
 
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-# uuid, jsonb and timestamptz as their binary wire format (bytea): 16 bytes, b"\x01" + JSON
-# text, and big-endian microseconds since 2000-01-01 UTC.
+# jsonb as its binary wire format (bytea: b"\x01" + JSON text). The columns a fold rarely reads
+# travel as ONE bytea (psycopg builds one bytes object instead of four): the event id (16
+# bytes), recorded_at and effective_at (8 bytes each, big-endian microseconds since
+# 2000-01-01 UTC), then meta in jsonb's wire format.
 _COLUMNS = (
-    "position, stream, version, type, schema_version, uuid_send(event_id), jsonb_send(data), "
-    "jsonb_send(meta), timestamptz_send(recorded_at), timestamptz_send(effective_at)"
+    "position, stream, version, type, schema_version, jsonb_send(data), "
+    "uuid_send(event_id) || timestamptz_send(recorded_at) || timestamptz_send(effective_at) || jsonb_send(meta)"
 )
+_META = 33  # offset of meta's JSON text in the packed column (16 + 8 + 8 + the jsonb version byte)
 
 
 def _ts(wire: bytes) -> datetime:
@@ -87,38 +91,38 @@ class ReplayRow:
         obj = self._obj
         if obj is None:
             r = self._r
-            obj = self._obj = registry.upcast(r[3], r[4], orjson.loads(r[6][1:]))
+            obj = self._obj = registry.upcast(r[3], r[4], orjson.loads(r[5][1:]))
         return obj
 
     @property
     def raw_data(self) -> dict[str, Any]:
         """The payload as stored (its own schema version), decoded afresh."""
-        return orjson.loads(self._r[6][1:])  # type: ignore[no-any-return]
+        return orjson.loads(self._r[5][1:])  # type: ignore[no-any-return]
 
     @property
     def data_text(self) -> bytes:
         """The stored JSON text of the payload (PostgreSQL's jsonb rendering, not canonical)."""
-        return bytes(self._r[6][1:])
+        return bytes(self._r[5][1:])
 
     @property
     def meta(self) -> dict[str, Any]:
-        return orjson.loads(self._r[7][1:])  # type: ignore[no-any-return]
+        return orjson.loads(self._r[6][_META:])  # type: ignore[no-any-return]
 
     @property
     def meta_text(self) -> bytes:
-        return bytes(self._r[7][1:])
+        return bytes(self._r[6][_META:])
 
     @property
     def event_id(self) -> uuid.UUID:
-        return uuid.UUID(bytes=bytes(self._r[5]))
+        return uuid.UUID(bytes=bytes(self._r[6][:16]))
 
     @property
     def recorded_at(self) -> datetime:
-        return _ts(self._r[8])
+        return _ts(self._r[6][16:24])
 
     @property
     def effective_at(self) -> datetime:
-        return _ts(self._r[9])
+        return _ts(self._r[6][24:32])
 
     def __repr__(self) -> str:
         return f"ReplayRow(position={self.position}, stream={self.stream!r}, version={self.version}, type={self.type!r})"
@@ -134,8 +138,8 @@ class ChainRow(ReplayRow):
 
     def __init__(self, r: Sequence[Any]) -> None:
         super().__init__(r)
-        self.prev_hash = bytes(r[10])
-        self.hash = bytes(r[11])
+        self.prev_hash = bytes(r[7])
+        self.hash = bytes(r[8])
 
 
 def connect(url: str | None = None) -> psycopg.Connection[Any]:
@@ -189,13 +193,26 @@ def iter_rows(
     after: int = 0,
     upto: int | None = None,
     *,
-    page: int = 20_000,
+    page: int = 10_000,
     types: Sequence[str] | None = None,
 ) -> Iterator[ReplayRow]:
-    """Every event with ``after < position [<= upto]`` in order, read ``page`` rows at a time."""
-    while True:
-        rows = read_rows(conn, after, page, upto=upto, types=types)
-        yield from rows
-        if len(rows) < page:
-            return
-        after = rows[-1].position
+    """Every event with ``after < position [<= upto]`` in order, read ``page`` rows at a time.
+
+    The pages are pipelined: as soon as a page has arrived, the query for the next one is sent
+    (its first position is the last one just received), so the server reads and encodes page
+    k+1 while the caller consumes page k. The connection is in pipeline mode while the
+    iterator is open: use it for nothing else meanwhile.
+    """
+    with conn.pipeline(), conn.cursor(binary=True) as cur, conn.cursor(binary=True) as nxt:
+        query, params = _query(after, page, upto, types)
+        cur.execute(query, params)
+        while True:
+            rows = cur.fetchall()
+            full = len(rows) == page
+            if full:
+                query, params = _query(rows[-1][0], page, upto, types)
+                nxt.execute(query, params)  # sent now, fetched after this page is consumed
+            yield from map(ReplayRow, rows)
+            if not full:
+                return
+            cur, nxt = nxt, cur

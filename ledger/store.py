@@ -2,11 +2,13 @@
 
 Append protocol (one transaction, see spec/ledger-design.md §2-§3 and §8):
 1. validate every payload against its registered schema, size and JSON-ness (nothing is sent
-   to the database before this passes);
+   to the database before this passes; exception: a batch that is its own transaction sends
+   its stream bump first and rolls back if an event is invalid, see ledger/batch_append.py);
 2. idempotency: if every ``event_id`` of the batch is already stored, return the original
    positions and append nothing; if only some are, raise ``IdempotencyConflict``;
 3. optimistic concurrency in ONE statement: ``INSERT INTO streams ... ON CONFLICT DO UPDATE
-   SET version = version + n RETURNING version``. The row lock taken by the upsert makes
+   SET version = version + n RETURNING version`` (for batches a plain INSERT first, the upsert
+   when a stream exists: migrations/sql/ledger_begin_batch.sql). The row lock makes
    ``returned - n`` the version our batch extends, which is checked against the caller's
    expectation; a mismatch raises ``ConcurrencyError`` before the ledger lock is taken, so a
    loser burns no position;
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import repeat
@@ -33,12 +35,12 @@ from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection, Engine
 
 from ledger import events as registry
-from ledger.canonical import GENESIS, MAX_EVENT_BYTES, canonical, event_hash, iso
-from ledger.copy_rows import copy_chain, copy_parts
-from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
+from ledger.batch_append import COPY_THRESHOLD as COPY_THRESHOLD
+from ledger.batch_append import append_batch, no_gc
+from ledger.canonical import MAX_EVENT_BYTES, canonical, iso
+from ledger.errors import ConcurrencyError, EventValidationError
 
 LEDGER_LOCK = 7243150001
-COPY_THRESHOLD = 64
 NO_STREAM = 0  # expected version of a stream that must not exist yet
 # A transaction holding the ledger lock is terminated when idle longer than
 # ``podledger.ledger_idle_timeout`` (default 5 s): see migrations 0004 and 0005.
@@ -126,18 +128,19 @@ def _prepare(ev: NewEvent, now: datetime, validate: bool, fresh_id: uuid.UUID | 
         )
     if len(meta_bytes) > MAX_EVENT_BYTES:
         raise EventValidationError(f"{ev.type} on {ev.stream}: meta is over the 1 MiB limit")
-    eff = (ev.effective_at or now).astimezone(UTC)
+    # ``now`` is UTC already; positional arguments: this runs once per event of a batch
+    eff = now if ev.effective_at is None else ev.effective_at.astimezone(UTC)
     return _Prepared(
-        stream=ev.stream,
-        type=ev.type,
-        schema_version=registry.current_version(ev.type) if validate else 1,
-        event_id=ev.event_id or fresh_id or uuid.uuid4(),
-        given_id=ev.event_id is not None,
-        obj=data,
-        meta_obj=meta,
-        data=data_bytes,
-        meta=meta_bytes,
-        effective_at=eff,
+        ev.stream,
+        ev.type,
+        registry.current_version(ev.type) if validate else 1,
+        ev.event_id or fresh_id or uuid.uuid4(),
+        ev.event_id is not None,
+        data,
+        meta,
+        data_bytes,
+        meta_bytes,
+        eff,
     )
 
 
@@ -164,8 +167,9 @@ def append(
     if isinstance(target, Engine):
         if len(events) == 1:
             return [_append_one_autocommit(target, events[0], expected_versions, validate)]
-        with target.begin() as conn:
-            return append(conn, events, expected_versions, validate=validate)
+        if not events:
+            return []
+        return _append_batch_autocommit(target, events, expected_versions, validate)
     positions, _prepared, _new = _append(target, events, expected_versions, validate)
     return positions
 
@@ -276,17 +280,17 @@ def append_stored(
     ], new
 
 
-# The stream names and counts travel as JSON (one orjson call instead of psycopg's per-element
-# array dumping, measured ~50x cheaper on the client) and the new versions come back as JSON
-# [stream, version] pairs.
-_BEGIN_SQL = (
-    "SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-    "b.r_head FROM ledger_begin_append("
-    "ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(%b, 'UTF8')::jsonb) WITH ORDINALITY AS t(x, o) "
-    "ORDER BY o), "
-    "ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(%b, 'UTF8')::jsonb) WITH ORDINALITY "
-    "AS t(x, o) ORDER BY o)) AS b"
-)
+def _prepare_all(events: Sequence[NewEvent], validate: bool, now: datetime | None = None) -> list[_Prepared]:
+    now = now or datetime.now(UTC)
+    if len(events) == 1:
+        return [_prepare(events[0], now, validate)]
+    return list(map(_prepare, events, repeat(now), repeat(validate), _new_ids(len(events))))
+
+
+def _preparer(events: Sequence[NewEvent], validate: bool) -> Callable[[int, int], list[_Prepared]]:
+    """``prepare(lo, hi)``: events ``lo:hi`` validated and encoded, all on one clock."""
+    now = datetime.now(UTC)
+    return lambda lo, hi: _prepare_all(events[lo:hi], validate, now)
 
 
 def _append(
@@ -297,117 +301,39 @@ def _append(
 ) -> tuple[list[int], list[_Prepared], bool]:
     if not events:
         return [], [], False
-    now = datetime.now(UTC)
-    if len(events) == 1:
-        prepared = [_prepare(events[0], now, validate)]
-    else:
-        prepared = list(map(_prepare, events, repeat(now), repeat(validate), _new_ids(len(events))))
     raw = _raw(conn)
-    if len(prepared) == 1:
+    with no_gc(len(events)):
+        if len(events) > 1:
+            return append_batch(raw, events, _preparer(events, validate), expected_versions, commit=False)
+        prepared = _prepare_all(events, validate)
         p = prepared[0]
         _check_expected({p.stream: 1}, expected_versions)
         position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
         return [position], prepared, new
-    with raw.cursor() as cur:
-        given = [p.event_id for p in prepared if p.given_id]
-        if given:
-            # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide.
-            if len(set(given)) != len(given):
-                raise EventValidationError("duplicate event_id within one batch")
-            cur.execute("SELECT event_id, position FROM events WHERE event_id = ANY(%s)", (given,))
-            found = dict(cur.fetchall())
-            if found:
-                if len(found) == len(prepared):
-                    return [int(found[p.event_id]) for p in prepared], prepared, False
-                raise IdempotencyConflict(
-                    f"{len(found)} of {len(prepared)} event ids of this batch are already stored; "
-                    "refusing a partial re-send"
-                )
 
-        counts: dict[str, int] = {}
-        for p in prepared:
-            counts[p.stream] = counts.get(p.stream, 0) + 1
-        _check_expected(counts, expected_versions)
-        names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
-        copy = len(prepared) >= COPY_THRESHOLD
-        # One round trip (migrations/sql/ledger_begin_append.sql): bump the stream versions,
-        # bound the idle time of this lock-holding transaction, take the ledger lock (the one
-        # the insert trigger takes too; re-entrant within a transaction) and read the chain
-        # head with a snapshot taken after the lock was granted. The version check below runs
-        # before any position is drawn, so a loser burns none. For COPY-sized batches the call
-        # is sent in pipeline mode and the rows are encoded while the server bumps the streams.
-        begin_sql = _BEGIN_SQL
-        begin_args = (orjson.dumps(names), orjson.dumps([counts[s] for s in names]))
-        if copy:
-            with raw.pipeline():
-                cur.execute(begin_sql, begin_args)  # sent now; the server runs it meanwhile
-                cache: dict[Any, tuple[bytes, bytes]] = {}
-                parts = [copy_parts(p, cache) for p in prepared]
-                r_versions, r_head = cur.fetchone()  # type: ignore[misc]
-        else:
-            cur.execute(begin_sql, begin_args)
-            r_versions, r_head = cur.fetchone()  # type: ignore[misc]
-        new_versions = dict(orjson.loads(r_versions))
-        expected = expected_versions or {}
-        next_version: dict[str, int] = {}
-        for s in names:
-            before = int(new_versions[s]) - counts[s]
-            if s in expected and expected[s] != before:
-                raise ConcurrencyError(s, expected[s], before)
-            next_version[s] = before + 1
-        for p in prepared:
-            p.version = next_version[p.stream]
-            next_version[p.stream] += 1
-        prev = bytes(r_head) if r_head is not None else GENESIS
 
-        if copy:
-            buf = copy_chain(prepared, parts, prev)
-            with cur.copy(
-                "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-                "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
-            ) as cp:
-                cp.write(buf)
-            # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
-            cur.execute("SELECT currval(pg_get_serial_sequence('events', 'position'))")
-            last = int(cur.fetchone()[0])  # type: ignore[index]
-            positions = list(range(last - len(prepared) + 1, last + 1))
-        else:
-            for p in prepared:
-                p.prev_hash = prev
-                p.hash = event_hash(
-                    prev,
-                    stream=p.stream,
-                    version=p.version,
-                    type=p.type,
-                    schema_version=p.schema_version,
-                    event_id=p.event_id,
-                    data_bytes=p.data,
-                    meta_bytes=p.meta,
-                    effective_at=p.effective_at,
-                )
-                prev = p.hash
-            cur.execute(
-                "INSERT INTO events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-                "prev_hash, hash) "
-                "SELECT s, v, t, sv, e, d::jsonb, m::jsonb, ea, ph, h FROM unnest("
-                "%b::text[], %b::int[], %b::text[], %b::smallint[], %b::uuid[], %b::text[], %b::text[], "
-                "%b::timestamptz[], %b::bytea[], %b::bytea[]) "
-                "WITH ORDINALITY AS x(s, v, t, sv, e, d, m, ea, ph, h, o) ORDER BY o RETURNING position",
-                (
-                    [p.stream for p in prepared],
-                    [p.version for p in prepared],
-                    [p.type for p in prepared],
-                    [p.schema_version for p in prepared],
-                    [p.event_id for p in prepared],
-                    [p.data.decode() for p in prepared],
-                    [p.meta.decode() for p in prepared],
-                    [p.effective_at for p in prepared],
-                    [p.prev_hash for p in prepared],
-                    [p.hash for p in prepared],
-                ),
-            )
-            positions = sorted(int(r[0]) for r in cur.fetchall())
-    return positions, prepared, True
+def _append_batch_autocommit(
+    engine: Engine, events: Sequence[NewEvent], expected_versions: Mapping[str, int] | None, validate: bool
+) -> list[int]:
+    """Two or more events as their own transaction, BEGIN and COMMIT sent with the first and
+    the last statement (ledger/batch_append.py counts the round trips)."""
+    with no_gc(len(events)):
+        fairy = engine.raw_connection()
+        try:
+            raw = fairy.driver_connection
+            assert isinstance(raw, psycopg.Connection)
+            raw.autocommit = True
+            try:
+                prepare = _preparer(events, validate)
+                return append_batch(raw, events, prepare, expected_versions, commit=True)[0]
+            finally:
+                if not raw.closed:
+                    try:
+                        raw.autocommit = False
+                    except psycopg.Error:  # still in a transaction: never hand it back to the pool
+                        fairy.invalidate()
+        finally:
+            fairy.close()
 
 
 _COLUMNS = "position, stream, version, type, schema_version, event_id, data::text, meta::text, recorded_at, effective_at"
@@ -455,6 +381,30 @@ def read_all(
                 (after, limit),
             )
         return [_row(r, upcast) for r in cur.fetchall()]
+
+
+def read_tail(engine: Engine, after: int, limit: int = 1000, *, upcast: bool = True) -> list[StoredEvent]:
+    """``read_all`` for a catch-up loop: one statement on a raw pooled psycopg connection in
+    autocommit mode (no SQLAlchemy ``Connection``, no BEGIN/ROLLBACK round trips). The usual
+    tail is empty or a few events; a full page means a long tail (stream the rest through
+    ``iter_all``)."""
+    fairy = engine.raw_connection()
+    try:
+        raw = fairy.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        raw.autocommit = True
+        try:
+            with raw.cursor() as cur:
+                cur.execute(_TAIL_SQL, (after, limit), prepare=True)
+                return [_row(r, upcast) for r in cur.fetchall()]
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+    finally:
+        fairy.close()
+
+
+_TAIL_SQL = f"SELECT {_COLUMNS} FROM events WHERE position > %s ORDER BY position LIMIT %s"
 
 
 def read_stream(target: Engine | Connection, stream: str, from_version: int = 1) -> list[StoredEvent]:

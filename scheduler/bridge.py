@@ -230,11 +230,10 @@ class Bridge:
                 if len(page) < TAIL_PAGE:
                     return n
         if upto is None:
-            # The usual tail is a few events: one read on an autocommit connection (no BEGIN
-            # and ROLLBACK round trips). A full page means a long tail (a bootstrap): the rest
-            # streams through iter_all's binary COPY.
-            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                page = store.read_all(conn, after=self.position, limit=TAIL_PAGE)
+            # The usual tail is a few events: one read on a raw autocommit connection (no
+            # SQLAlchemy Connection, no BEGIN and ROLLBACK round trips). A full page means a
+            # long tail (a bootstrap): the rest streams through iter_all's binary COPY.
+            page = store.read_tail(self.engine, self.position, TAIL_PAGE)
             for ev in page:
                 self.fold(ev)
                 n += 1

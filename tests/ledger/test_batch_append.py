@@ -1,0 +1,181 @@
+"""The batched append (ledger/batch_append.py, migration 0010's ledger_begin_batch): new and
+existing streams, a stream created concurrently, bad input after the bump was sent, and the
+upgrade from revision 0009 of a database holding events."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from alembic.config import Config
+
+from alembic import command
+from ledger import db, store
+from ledger.batch_append import COPY_THRESHOLD
+from ledger.errors import ConcurrencyError, EventValidationError
+from ledger.store import NewEvent
+from ledger.verify import verify_chain
+
+
+def note(stream: str, text: str = "x") -> NewEvent:
+    return NewEvent(stream, "NoteRecorded", {"text": text})
+
+
+def versions(engine: sa.Engine, streams: list[str]) -> dict[str, int]:
+    return {s: store.stream_version(engine, s) for s in streams}
+
+
+def count(engine: sa.Engine) -> int:
+    with engine.connect() as c:
+        return int(c.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+
+
+@pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2])  # unnest INSERT and binary COPY
+def test_mixed_new_and_existing_streams_get_the_next_versions(engine, n):
+    store.append(engine, [note("m/a"), note("m/a"), note("m/c")])
+    # "m/a" and "m/c" exist (versions 2 and 1), the others are new; "m/a" twice more
+    batch = [note("m/a"), note("m/b"), note("m/c")] + [note(f"m/n{i}") for i in range(n - 4)] + [note("m/a")]
+    positions = store.append(engine, batch, {"m/a": 2, "m/b": 0, "m/c": 1})
+    assert len(positions) == n
+    got = [(e.stream, e.version) for e in store.read_all(engine, after=positions[0] - 1, limit=n)]
+    assert got[:3] == [("m/a", 3), ("m/b", 1), ("m/c", 2)] and got[-1] == ("m/a", 4)
+    assert versions(engine, ["m/a", "m/b", "m/c", "m/n0"]) == {"m/a": 4, "m/b": 1, "m/c": 2, "m/n0": 1}
+    # a stale expectation on an existing stream still conflicts, nothing appended
+    before = count(engine)
+    with pytest.raises(ConcurrencyError):
+        store.append(
+            engine, [note("m/new")] + [note(f"m/x{i}") for i in range(n)] + [note("m/c")], {"m/c": 1}
+        )
+    assert count(engine) == before and versions(engine, ["m/new", "m/c"]) == {"m/new": 0, "m/c": 2}
+    assert verify_chain(engine).ok
+
+
+def test_bad_event_after_the_bump_was_sent_appends_nothing(engine):
+    good = [note(f"v/{i}") for i in range(COPY_THRESHOLD)]
+    bad = good[:10] + [NewEvent("v/bad", "NoteRecorded", {"nope": 1})] + good[10:]
+    with pytest.raises(EventValidationError, match="NoteRecorded"):
+        store.append(engine, bad)
+    assert count(engine) == 0 and versions(engine, ["v/0", "v/bad"]) == {"v/0": 0, "v/bad": 0}
+    assert store.append(engine, good)[0] >= 1  # the pooled connection is usable again
+    assert versions(engine, ["v/0"]) == {"v/0": 1}
+
+
+def _wait_until_blocked(admin: psycopg.Connection, pid: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = admin.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)  # polling for an observable state, not a timed synchronisation
+    raise AssertionError("the second append never waited for the first one's stream row")
+
+
+def test_stream_created_concurrently_is_bumped_not_duplicated(engine, db_url):
+    # A (open transaction) creates "r/shared"; B's batch creates it too and must wait for A's
+    # row, then (A committed) fall back from the plain INSERT to the upsert.
+    result: dict[str, object] = {}
+
+    with engine.connect() as a:
+        # A waits for B on purpose: keep the ledger lock's idle limit out of the way
+        a.execute(sa.text("SET LOCAL podledger.ledger_idle_timeout = '600s'"))
+        store.append(a, [note("r/shared"), note("r/a")])
+
+        def b() -> None:
+            try:
+                with engine.begin() as conn:
+                    result["pid"] = store._raw(conn).info.backend_pid
+                    store.append(conn, [note("r/b"), note("r/shared"), note("r/shared")])
+                result["ok"] = True
+            except Exception as exc:  # reported by the assertion below
+                result["error"] = exc
+
+        t = threading.Thread(target=b)
+        t.start()
+        with psycopg.connect(db.libpq_url(db_url), autocommit=True) as admin:
+            deadline = time.monotonic() + 60
+            while "pid" not in result and t.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            _wait_until_blocked(admin, int(result["pid"]))  # type: ignore[call-overload]
+        a.commit()
+        t.join(60)
+    assert result.get("ok") is True, result
+    assert versions(engine, ["r/shared", "r/a", "r/b"]) == {"r/shared": 3, "r/a": 1, "r/b": 1}
+    assert [e.version for e in store.read_stream(engine, "r/shared")] == [1, 2, 3]
+    assert verify_chain(engine).ok
+
+
+def _alembic(url: str) -> Config:
+    cfg = Config(str(db.ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(db.ROOT / "alembic"))
+    cfg.set_main_option("version_locations", str(db.ROOT / "migrations" / "versions"))
+    cfg.attributes["url"] = db.libpq_url(url)
+    return cfg
+
+
+def test_upgrade_from_0009_with_events(engine, db_url):
+    db.dispose_all()
+    command.downgrade(_alembic(db_url), "0009")
+    with psycopg.connect(db.libpq_url(db_url)) as c:
+        assert c.execute("SELECT to_regprocedure('ledger_begin_batch(text[], int[])')").fetchone() == (None,)
+    for i in range(5):  # written at 0009 (the single-append function exists there)
+        store.append(engine, [note(f"u/{i % 2}", str(i))])
+    db.dispose_all()
+    command.upgrade(_alembic(db_url), "head")
+    positions = store.append(
+        engine, [note("u/0"), note("u/1")] + [note(f"u/new{i}") for i in range(COPY_THRESHOLD)]
+    )
+    assert positions[0] == 6
+    assert versions(engine, ["u/0", "u/1", "u/new0"]) == {"u/0": 4, "u/1": 3, "u/new0": 1}
+    assert verify_chain(engine).ok
+
+
+def test_batch_on_a_pooled_connection_killed_by_the_server(engine, db_url):
+    store.append(engine, [note("k/1"), note("k/2")])
+    with engine.connect() as c:  # the pooled connection's backend
+        pid = c.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+    with psycopg.connect(db.libpq_url(db_url), autocommit=True) as su:
+        assert su.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        for _ in range(500):  # wait for the backend to be gone (bounded, no fixed sleep)
+            if not su.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                break
+    positions = store.append(engine, [note(f"k/{i}") for i in range(COPY_THRESHOLD)])
+    assert positions == list(range(3, 3 + COPY_THRESHOLD))
+    with engine.connect() as c:  # handed back transactional, not in autocommit
+        c.execute(sa.text("CREATE TEMP TABLE kk (x int)"))
+        c.rollback()
+        assert c.execute(sa.text("SELECT to_regclass('pg_temp.kk')")).scalar() is None
+    assert verify_chain(engine).ok
+
+
+def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
+    from ledger import batch_append
+
+    sizes: list[int] = []
+    real = batch_append.chain_rows
+
+    def spy(chunk, parts, prev):  # type: ignore[no-untyped-def]
+        sizes.append(len(chunk))
+        return real(chunk, parts, prev)
+
+    monkeypatch.setattr(batch_append, "chain_rows", spy)
+    n = batch_append.CHUNK * 2 + 7
+    positions = store.append(engine, [note(f"c/{i % 50}", str(i)) for i in range(n)])
+    assert sizes == [batch_append.CHUNK, batch_append.CHUNK, 7]  # binary COPY, three chunks
+    assert positions == list(range(1, n + 1))
+    got = store.read_all(engine, limit=n)
+    assert [(e.stream, e.data["text"]) for e in got] == [(f"c/{i % 50}", str(i)) for i in range(n)]
+    assert [e.version for e in got if e.stream == "c/0"] == list(range(1, len(range(0, n, 50)) + 1))
+    assert verify_chain(engine).ok
+    # an invalid event in a later chunk: the COPY is aborted, nothing appended
+    bad = [note(f"d/{i}") for i in range(n)]
+    bad[batch_append.CHUNK + 3] = NewEvent("d/bad", "NoteRecorded", {"nope": 1})
+    with pytest.raises(EventValidationError, match="NoteRecorded"):
+        store.append(engine, bad)
+    assert count(engine) == n and versions(engine, ["d/0", "d/bad"]) == {"d/0": 0, "d/bad": 0}
+    # the aborted COPY may have drawn positions (a rollback leaves a hole, DESIGN.md §3)
+    after = store.append(engine, [note("d/0"), note("d/1")])
+    assert after[0] > n and after[1] == after[0] + 1 and count(engine) == n + 2
+    assert verify_chain(engine).ok
