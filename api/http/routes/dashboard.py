@@ -1,4 +1,7 @@
-"""The HTML dashboard: server-rendered Jinja2 pages with inline SVG charts (no CDN, no JS).
+"""The HTML dashboard: server-rendered Jinja2 pages with inline SVG charts (no CDN). Pages work
+without JavaScript; ``/static/live.js`` refreshes a page's ``data-live`` regions in place when the
+log grows, from the Server-Sent Events of ``/live`` (the log stream, authenticated by the
+dashboard's cookie).
 
 Browsers cannot send a bearer header, so the dashboard signs in once at ``/login`` with a
 token of any role and keeps it in an HttpOnly, SameSite=Strict cookie; every page checks it
@@ -21,6 +24,7 @@ from fastapi.templating import Jinja2Templates
 from api.http.auth import COOKIE, LOCAL, Principal
 from api.http.context import context
 from api.http.dashboard import charts
+from api.http.routes.events import event_stream
 from api.services import dashboard
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboard"
@@ -127,6 +131,20 @@ async def logout() -> Response:
     resp = RedirectResponse("/login", status_code=303)
     resp.delete_cookie(COOKIE)
     return resp
+
+
+# ------------------------------------------------------------------------------- live
+
+
+@router.get("/live")
+async def live(request: Request) -> Response:
+    """The log as Server-Sent Events for the dashboard's live refresh: one unnamed message per
+    new event (``{position, type}``), from the head (or ``Last-Event-ID``)."""
+    if _principal(request) is None:
+        return Response("sign in first", status_code=401, media_type="text/plain")
+    return await event_stream(
+        request, None, None, None, None, request.headers.get("Last-Event-ID"), brief=True
+    )
 
 
 # ------------------------------------------------------------------------------- pages
