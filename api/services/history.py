@@ -87,7 +87,7 @@ def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[s
                     if r["position"] not in seen
                 ]
                 rows.sort(key=lambda r: r["position"])
-            rows = _with_inputs(conn, rows, ns, streams[0])
+            rows = _with_inputs(conn, rows, ns)
     if not rows:
         raise NotFound(f"no events for {kind} {key}")
     t0 = rows[0]["at"]
@@ -109,7 +109,7 @@ ATTEMPTS = ("PodGroupUnschedulable", "PodGroupScheduled", "PodGroupRetried")
 NODE_ROWS = 5  # node changes listed one by one between two attempts; more are one counted row
 
 
-def _with_inputs(conn: Any, rows: list[dict[str, Any]], ns: str, own: str) -> list[dict[str, Any]]:
+def _with_inputs(conn: Any, rows: list[dict[str, Any]], ns: str) -> list[dict[str, Any]]:
     """The timeline plus the inputs (quotas, quota trees, nodes, PDBs, priority classes) that
     changed between the group's first attempt and its last one, or the head while it is still
     pending (issue 21): each change between two attempts as a row of type ``InputChanged``, the
@@ -117,13 +117,10 @@ def _with_inputs(conn: Any, rows: list[dict[str, Any]], ns: str, own: str) -> li
     attempts = [r["position"] for r in rows if r["type"] in ATTEMPTS]
     if not attempts:
         return rows
-    scheduled = next((r for r in reversed(rows) if r["type"] in ATTEMPTS), None)
-    upto = (
-        attempts[-1]
-        if scheduled is not None and scheduled["type"] == "PodGroupScheduled"
-        else log_q.head(conn)
-    )
-    changes = [c for c in inputs_q.input_changes(conn, ns, [], attempts[0], upto)]
+    last = next(r for r in reversed(rows) if r["type"] in ATTEMPTS)
+    # once scheduled, later input changes are not part of its story; while pending, they are
+    upto = attempts[-1] if last["type"] == "PodGroupScheduled" else log_q.head(conn)
+    changes = inputs_q.input_changes(conn, ns, [], attempts[0], upto)
     if not changes:
         return rows
     gaps: dict[int, list[dict[str, Any]]] = {}

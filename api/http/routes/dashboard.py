@@ -37,8 +37,19 @@ def _json(value: Any) -> str:
 
 
 def _short(value: Any, n: int = 140) -> str:
+    """A one-line preview of a payload (the whole JSON is in the row's details): the whole JSON
+    when short, else whole fields while they fit and a count of the others; nothing is cut."""
     text = orjson.dumps(value).decode()
-    return text if len(text) <= n else text[: n - 1] + "…"
+    if len(text) <= n or not isinstance(value, dict) or not value:
+        return text
+    parts: list[str] = []
+    for k, v in value.items():
+        part = f"{orjson.dumps(k).decode()}:{orjson.dumps(v).decode()}"
+        if parts and sum(len(p) + 1 for p in parts) + len(part) > n:
+            break
+        parts.append(part)
+    rest = len(value) - len(parts)
+    return "{" + ",".join(parts) + (f", …and {rest} more field(s)" if rest else "") + "}"
 
 
 templates.env.filters["pretty"] = _json
