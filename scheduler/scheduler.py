@@ -522,7 +522,7 @@ class Scheduler(Reading):
             # fitted nowhere says which node filters (resources, taints, ...) bound it
             detail = attempt.diag.fit_error() if attempt.diag is not None else ""
             codes = codes_of(f"{root_status.message}\n{detail}", error=root_status.is_error)
-            why = why_of_group(st, kind, root, pods, codes, root_status.message)
+            why = why_of_group(st, attempt, queued, pods, codes, root_status.message)
             decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes, why))
             waiting = self._apply_post(post, now, decisions)
             for leaf in attempt.leaves:

@@ -129,7 +129,7 @@ class Worker:
             _json_line(
                 event="db-error" if db_error else "tick-error",
                 worker=self.name,
-                error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}",
+                error=f"{type(exc).__name__}: {' | '.join(str(exc).splitlines())}",
             )
             if not db_error:
                 log.exception("tick failed; the scheduler state will be rebuilt from the log")
@@ -254,7 +254,7 @@ class Worker:
                         _json_line(
                             event="db-error",
                             worker=self.name,
-                            error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}",
+                            error=f"{type(exc).__name__}: {' | '.join(str(exc).splitlines())}",
                         )
                     self._sched = None
                     if not self.stop_event.is_set():

@@ -137,12 +137,19 @@ WHY_SCENARIOS = [
     "tc-23-capacity-freed-gang-lands.yaml",
     "fid-02-unsatisfiable-spread-gang-unbound.yaml",
     "tc-21-only-one-rack-fits.yaml",
+    "tc-20-placement-feasible-messages.yaml",
+    "tc-42-preemption-cannot-help.yaml",
+    "tc-17-failed-attempt-requeues-gang.yaml",
+    "tc-49-preemption-policy-never.yaml",
 ]
 
 
 def test_group_why_in_scenario_gangs() -> None:
     """Each unschedulable PodGroup decision names the requirement, every candidate domain with
-    its room and binding constraint (best first) and an unblocking action; 3+ gangs checked."""
+    its room, free amounts and binding constraint (best first) and an unblocking action, and
+    explain's rendering says each part; 5+ gangs checked (issue 21's acceptance)."""
+    from api.services.explain import render_why
+
     gangs: set[str] = set()
     for name in WHY_SCENARIOS:
         _, log = run_scenario_with_log(_load(SCENARIOS / name))
@@ -167,5 +174,36 @@ def test_group_why_in_scenario_gangs() -> None:
                 assert why["unblock"].startswith("free ") and res in why["unblock"], why
                 if need["topologyKey"]:
                     assert f"{need['topologyKey']}={best['domain']}" in why["unblock"], why
+            for d in domains:
+                assert set(d["free"]) == set(need["request"]), d
+            text = "\n".join(render_why(why))
+            req = ", ".join(f"{k}={v}" for k, v in need["request"].items())
+            assert f"Needs:     {need['pods']} pod(s) x ({req})" in text, text
+            assert f"Best:      {best['domain']}: room for {best['fit']} of {need['pods']} pod(s)" in text, (
+                text
+            )
+            assert "free " + ", ".join(f"{k}={v}" for k, v in best["free"].items()) in text, text
+            assert f"Unblock:   {why['unblock']}" in text, text
             gangs.add(f"{name}:{e['data']['group']}")
-    assert len(gangs) >= 3, sorted(gangs)
+    assert len(gangs) >= 5, sorted(gangs)
+
+
+def test_composite_why_names_the_blocking_child_groups() -> None:
+    """A CompositePodGroup root's unschedulable decision says which child groups block it and
+    their leaf diagnosis (tc-63: the child gang does not fit the one node and preemption is off)."""
+    from api.services.explain import render_why
+
+    _, log = run_scenario_with_log(_load(SCENARIOS / "tc-63-cpg-preemption-policy-never.yaml"))
+    e = next(e for e in log if e["type"] == "PodGroupUnschedulable")
+    why = e["data"]["why"]
+    assert why["composite"] == e["data"]["group"] == "default/cpg"
+    assert why["blocking"] == 1 and [c["group"] for c in why["children"]] == ["default/pg"]
+    child = why["children"][0]
+    assert child["blocking"] and child["kind"] == "PodGroup"
+    assert "GangQuorumNotReached" in child["codes"] and child["message"].startswith("minCount (2)")
+    assert child["need"]["pods"] == 2 and child["best"]["binding"] == "resource:cpu"
+    assert why["unblock"] == f"default/pg: {child['unblock']}" and child["unblock"].startswith("free ")
+    text = "\n".join(render_why(why))
+    assert "Blocked by: 1 of 1 child group(s)" in text
+    assert "default/pg (PodGroup): blocking [GangQuorumNotReached" in text
+    assert f"Unblock:   default/pg: {child['unblock']}" in text

@@ -190,11 +190,9 @@ def _print_events(events: list[Any], output: str, *, header: bool = True) -> Non
             )
         return
     table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None, show_header=header)
+    table.columns[-1].overflow = "fold"  # the whole payload, wrapped (issue 21: no truncation)
     for ev in events:
-        data = orjson.dumps(ev.data).decode()
-        table.add_row(
-            str(ev.position), ev.stream, str(ev.version), ev.type, data[:80] + ("…" if len(data) > 80 else "")
-        )
+        table.add_row(str(ev.position), ev.stream, str(ev.version), ev.type, orjson.dumps(ev.data).decode())
     out.print(table)
 
 

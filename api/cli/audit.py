@@ -69,8 +69,9 @@ def history(
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     table = Table("POS", "T", "TYPE", "WHAT", box=None)
+    table.columns[-1].overflow = "fold"  # whole summaries, wrapped
     for r in rows:
-        table.add_row(str(r["position"]), r["relative"], r["type"], r["summary"][:140])
+        table.add_row(str(r["position"]), r["relative"], r["type"], r["summary"])
     out.print(table)
 
 

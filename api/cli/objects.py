@@ -117,7 +117,7 @@ def _detail(kind: str, r: Any) -> str:
         return f"group={g.get('podGroupName', '-')} nominated={r.status.get('nominatedNodeName') or '-'}"
     if kind in ("PodGroup", "CompositePodGroup"):
         conds = r.status.get("conditions") or []
-        return "; ".join(c.get("message", "") for c in conds)[:120]
+        return "; ".join(c.get("message", "") for c in conds)
     return ""
 
 

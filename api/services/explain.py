@@ -12,6 +12,7 @@ from api.services.history import canonical_kind
 from api.services.jobs import job_pod_group
 from ledger.projections.temporal import quota_used
 from ledger.queries import explain as explain_q
+from ledger.queries import inputs as inputs_q
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at, objects_now
@@ -69,7 +70,8 @@ def explain(
     if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
         raise ValueError(f"explain supports job, podgroup, compositepodgroup and pod, not {kind}")
     live = None
-    if LIVE_ONE_STATEMENT and (at is None or at == ""):
+    # a composite root's decisions also come from its group stream (see _gather): one query at a time
+    if LIVE_ONE_STATEMENT and (at is None or at == "") and kind != "CompositePodGroup":
         with engine.connect() as conn:
             live = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS)
     if live is not None:
@@ -108,6 +110,7 @@ def explain(
             (e for e in reversed(decisions) if e["position"] == last["data"]["diagnosis_position"]), None
         )
         last = {**last, "data": {**(base["data"] if base else {}), "retried_at": last["position"]}}
+    changes = _changes(engine, kind, namespace, name, group, [a["position"] for a in attempts], pos)
     gates: list[dict[str, Any]] = []
     latest_gate: dict[str, dict[str, Any]] = {}
     for e in pod_events:
@@ -158,10 +161,17 @@ def explain(
             reasons.append(f"{plugin} rejected {count} of {diag.get('nodes')} nodes")
         for reason, count in diag.get("reasons") or []:
             reasons.append(f"{count} × {reason}")
+        if diag.get("moreReasons"):
+            reasons.append(f"…and {diag['moreReasons']} more reason(s) (the message above lists them all)")
         if diag.get("feasible"):
             reasons.append(f"PlacementFeasible: {diag['feasible']}")
-        for line in (diag.get("placements") or {}).get("results") or []:
+        pls = diag.get("placements") or {}
+        for line in pls.get("results") or []:
             reasons.append(f"placement {line}")
+        if pls.get("more"):
+            reasons.append(
+                f"…and {pls['more']} more placement(s) evaluated ({pls.get('generated')} generated)"
+            )
     elif condition and condition.get("message"):
         reasons.append(condition["message"])
 
@@ -227,6 +237,7 @@ def explain(
         "codes": list(((last or {}).get("data") or {}).get("codes") or []),
         "why": ((last or {}).get("data") or {}).get("why") or None,
         "quota": quota_doc,
+        "changes": changes,
         "pods": [
             {
                 "name": p[0],
@@ -307,7 +318,12 @@ def _gather(engine: Engine, kind: str, namespace: str, name: str, at: int | str 
     with engine.connect() as conn:
         subject = f"{namespace}/{group}" if group else None
         if kind == "CompositePodGroup":
-            decisions = log_q.stream_events(conn, [f"sched/compositepodgroup/{key}"], pos)
+            # the root's PodGroupUnschedulable/Scheduled carry ``group`` = the composite's key
+            decisions = sorted(
+                log_q.stream_events(conn, [f"sched/compositepodgroup/{key}"], pos)
+                + log_q.group_decisions(conn, key, GROUP_DECISIONS, pos),
+                key=lambda e: e["position"],
+            )
         elif subject:
             decisions = log_q.group_decisions(conn, subject, GROUP_DECISIONS, pos)
         else:
@@ -322,6 +338,53 @@ def _gather(engine: Engine, kind: str, namespace: str, name: str, at: int | str 
         preempted = log_q.preemptions_by(conn, preemptor_keys, pos)
 
     return pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted
+
+
+def _changes(
+    engine: Engine, kind: str, namespace: str, name: str, group: str | None, attempts: list[int], pos: int
+) -> dict[str, Any]:
+    """The inputs (quotas, nodes, PDBs, priority classes, the group's spec) that changed between
+    the last two attempts (``betweenAttempts``: what the last verdict saw that the one before did
+    not) and since the last attempt (``sinceLastAttempt``: what no verdict has seen yet), each
+    ``{from, to, kinds}`` with ``kinds`` per kind of input (``ledger.queries.inputs.summarise``)."""
+    own = [f"{kind.lower()}/{namespace}/{name}"]
+    if group and kind == "Pod":
+        own.append(f"podgroup/{namespace}/{group}")
+    out: dict[str, Any] = {}
+    with engine.connect() as conn:
+        if len(attempts) >= 2:
+            a, b = attempts[-2], attempts[-1]
+            out["betweenAttempts"] = {
+                "from": a,
+                "to": b,
+                "kinds": inputs_q.summarise(inputs_q.input_changes(conn, namespace, own, a, b)),
+            }
+        if attempts:
+            a = attempts[-1]
+            out["sinceLastAttempt"] = {
+                "from": a,
+                "to": pos,
+                "kinds": inputs_q.summarise(inputs_q.input_changes(conn, namespace, own, a, pos)),
+            }
+    return out
+
+
+def render_changes(changes: dict[str, Any]) -> list[str]:
+    """What changed since the last attempt, for ``render_explain``."""
+    lines: list[str] = []
+    for key, title in (
+        ("betweenAttempts", "Changed between the last two attempts"),
+        ("sinceLastAttempt", "Changed since the last attempt (no verdict has seen it yet)"),
+    ):
+        part = changes.get(key)
+        if part is None:
+            continue
+        kinds = part["kinds"]
+        lines.append(
+            f"  {title} (positions {part['from']}..{part['to']}): {'' if kinds else 'no inputs'}".rstrip()
+        )
+        lines.extend(f"    - {ln}" for ln in inputs_q.describe(kinds))
+    return lines
 
 
 def node_table(
@@ -382,6 +445,8 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
     if doc.get("reasons"):
         lines.append("  Why:")
         lines.extend(f"    - {r}" for r in doc["reasons"])
+    if doc.get("changes"):
+        lines.extend(render_changes(doc["changes"]))
     if doc.get("gates"):
         lines.append("  Waiting before any attempt (PreEnqueue; upstream shows this nowhere):")
         lines.extend(
@@ -452,10 +517,19 @@ def render_nodes(doc: dict[str, Any], limit: int | None) -> list[str]:
     return lines
 
 
+def _free(domain: dict[str, Any]) -> str:
+    free = domain.get("free")
+    if not free:
+        return ""
+    return "; free " + ", ".join(f"{k}={v}" for k, v in free.items()) + " on the nodes that admit the pods"
+
+
 def render_why(why: dict[str, Any]) -> list[str]:
     """The structured group diagnosis (scheduler/cycle/why.py), whole: the requirement, each
     candidate domain best first (room, binding constraint, nodes the filters excluded) and what
-    would unblock the best one."""
+    would unblock the best one; for a CompositePodGroup, the child groups that block it."""
+    if "composite" in why:
+        return render_composite_why(why)
     need = why.get("need") or {}
     req = ", ".join(f"{k}={v}" for k, v in (need.get("request") or {}).items()) or "nothing"
     key = need.get("topologyKey")
@@ -466,7 +540,7 @@ def render_why(why: dict[str, Any]) -> list[str]:
         best = domains[0]
         lines.append(
             f"  Best:      {best['domain']}: room for {best['fit']} of {need.get('pods')} pod(s) "
-            f"({best['nodes']} node(s)), bound by {best['binding']}"
+            f"({best['nodes']} node(s)), bound by {best['binding']}{_free(best)}"
         )
         lines.append(f"  Domains ({len(domains) + int(why.get('more') or 0)}, best first):")
         for d in domains:
@@ -476,10 +550,46 @@ def render_why(why: dict[str, Any]) -> list[str]:
                 note = "; excluded by filters: " + ", ".join(f"{p} {n}" for p, n in excl.items())
             lines.append(
                 f"    - {d['domain']}: fits {d['fit']}/{need.get('pods')} over {d['nodes']} node(s), "
-                f"binding {d['binding']}{note}"
+                f"binding {d['binding']}{_free(d)}{note}"
             )
         if why.get("more"):
-            lines.append(f"    - ... and {why['more']} more domain(s) with less room")
+            lines.append(f"    - …and {why['more']} more domain(s) with less room")
+    if why.get("unblock"):
+        lines.append(f"  Unblock:   {why['unblock']}")
+    return lines
+
+
+def render_composite_why(why: dict[str, Any]) -> list[str]:
+    """A CompositePodGroup's diagnosis (``scheduler.cycle.why.composite_why``): each child group,
+    blocking ones first, a blocking leaf with its need, best domain and unblock line."""
+    children = why.get("children") or []
+    total = len(children) + int(why.get("more") or 0)
+    lines = [f"  Blocked by: {why.get('blocking', 0)} of {total} child group(s)"]
+    for c in children:
+        if not c["blocking"]:
+            lines.append(f"    - {c['group']} ({c['kind']}): not blocking")
+            continue
+        codes = ", ".join(c.get("codes") or [])
+        lines.append(
+            f"    - {c['group']} ({c['kind']}): blocking{f' [{codes}]' if codes else ''}: {c['message']}"
+        )
+        need = c.get("need")
+        if need:
+            req = ", ".join(f"{k}={v}" for k, v in (need.get("request") or {}).items()) or "nothing"
+            key = need.get("topologyKey")
+            lines.append(
+                f"        needs {need['pods']} pod(s) x ({req})" + (f" in one {key} domain" if key else "")
+            )
+        best = c.get("best")
+        if best:
+            lines.append(
+                f"        best {best['domain']}: room for {best['fit']} pod(s) ({best['nodes']} node(s)), "
+                f"bound by {best['binding']}{_free(best)}"
+            )
+        if c.get("unblock"):
+            lines.append(f"        unblock: {c['unblock']}")
+    if why.get("more"):
+        lines.append(f"    - …and {why['more']} more child group(s)")
     if why.get("unblock"):
         lines.append(f"  Unblock:   {why['unblock']}")
     return lines

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from api.services.errors import NotFound
+from ledger.queries import inputs as inputs_q
 from ledger.queries import log as log_q
 from ledger.resources.kinds import get_kind, resolve_kind
 from ledger.store import StoredEvent
@@ -90,6 +91,17 @@ def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[s
     streams = [f"{kind.lower()}/{key}", f"sched/{kind.lower()}/{key}"]
     with engine.connect() as conn:
         rows = log_q.object_history(conn, kind, key, name, streams)
+        if kind in ("PodGroup", "CompositePodGroup"):
+            # the group's PodGroupUnschedulable/Scheduled/Retried (a composite root's too)
+            if kind == "CompositePodGroup":
+                seen = {r["position"] for r in rows}
+                rows += [
+                    r
+                    for r in log_q.group_decisions(conn, key, ATTEMPTS, 1 << 62)
+                    if r["position"] not in seen
+                ]
+                rows.sort(key=lambda r: r["position"])
+            rows = _with_inputs(conn, rows, ns)
     if not rows:
         raise NotFound(f"no events for {kind} {key}")
     t0 = rows[0]["at"]
@@ -100,11 +112,65 @@ def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[s
             "relative": _fmt_rel((r["at"] - t0).total_seconds()),
             "type": r["type"],
             "stream": r["stream"],
-            "summary": _summary(r),
+            "summary": r.get("summary") or _summary(r),
             "data": r["data"],
         }
         for r in rows
     ]
+
+
+ATTEMPTS = ("PodGroupUnschedulable", "PodGroupScheduled", "PodGroupRetried")
+NODE_ROWS = 5  # node changes listed one by one between two attempts; more are one counted row
+
+
+def _with_inputs(conn: Any, rows: list[dict[str, Any]], ns: str) -> list[dict[str, Any]]:
+    """The timeline plus the inputs (quotas, quota trees, nodes, PDBs, priority classes) that
+    changed between the group's first attempt and its last one, or the head while it is still
+    pending (issue 21): each change between two attempts as a row of type ``InputChanged``, the
+    node changes of one gap as one counted row when there are more than ``NODE_ROWS``."""
+    attempts = [r["position"] for r in rows if r["type"] in ATTEMPTS]
+    if not attempts:
+        return rows
+    last = next(r for r in reversed(rows) if r["type"] in ATTEMPTS)
+    # once scheduled, later input changes are not part of its story; while pending, they are
+    upto = attempts[-1] if last["type"] == "PodGroupScheduled" else log_q.head(conn)
+    changes = inputs_q.input_changes(conn, ns, [], attempts[0], upto)
+    if not changes:
+        return rows
+    gaps: dict[int, list[dict[str, Any]]] = {}
+    for c in changes:
+        gap = sum(1 for a in attempts if a < c["position"])
+        gaps.setdefault(gap, []).append(c)
+    extra: list[dict[str, Any]] = []
+    for gap in sorted(gaps):
+        nodes = [c for c in gaps[gap] if c["kind"] == "Node"]
+        for c in gaps[gap]:
+            if c["kind"] == "Node" and len(nodes) > NODE_ROWS:
+                continue
+            extra.append(_input_row(c, f"input changed: {c['kind']} {c['name']} {c['change']}"))
+        if len(nodes) > NODE_ROWS:
+            s = inputs_q.summarise(nodes, max_names=NODE_ROWS)[0]
+            more = f", …and {s['more']} more" if s["more"] else ""
+            extra.append(
+                _input_row(
+                    nodes[-1],
+                    f"inputs changed: {s['objects']} node(s), {s['events']} change(s) since position "
+                    f"{s['first']}: {', '.join(s['names'])}{more}",
+                )
+            )
+    return sorted(rows + extra, key=lambda r: r["position"])
+
+
+def _input_row(c: dict[str, Any], summary: str) -> dict[str, Any]:
+    return {
+        "position": c["position"],
+        "type": "InputChanged",
+        "stream": c["stream"],
+        "data": {"kind": c["kind"], "name": c["name"], "change": c["change"], "event": c["type"]},
+        "meta": {},
+        "at": c["at"],
+        "summary": summary,
+    }
 
 
 __all__ = ["canonical_kind", "history"]

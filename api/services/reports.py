@@ -345,4 +345,6 @@ def summarize(event_type: str, data: Mapping[str, Any]) -> str:
         return f"requeued to {data.get('queue')} after {data.get('attempts')} attempt(s)"
     if event_type == "PodBound":
         return f"{data.get('pod')} → {data.get('node')}"
-    return ", ".join(f"{k}={v}" for k, v in list(data.items())[:4])
+    items = list(data.items())
+    text = ", ".join(f"{k}={v}" for k, v in items[:4])
+    return text + (f", …and {len(items) - 4} more field(s)" if len(items) > 4 else "")

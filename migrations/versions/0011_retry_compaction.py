@@ -4,7 +4,7 @@ repeats. ``v_pending_now`` reads a pod's last attempt from either PodUnschedulab
 (by the pod's scheduler stream, which the stream index serves).
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 Create Date: 2026-12-03
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 

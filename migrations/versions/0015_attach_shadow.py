@@ -4,7 +4,7 @@ would have admitted or held unlike the cluster), readable by the reporting and a
 roles.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-03
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from alembic import op
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

@@ -25,19 +25,27 @@ def pod_failure(diag: Diagnosis) -> Status:
     return Status(code, (diag.fit_error(),), diag.top_plugin())
 
 
-DIAGNOSIS_BUDGET = 1000  # bytes of compact JSON
+DIAGNOSIS_BUDGET = 1000  # bytes of compact JSON the lists are trimmed to (never a string)
+MAX_REASONS = 4
+MAX_LINES = 8
 
 
 def compact_diagnosis(attempt: GroupAttempt, num_nodes: int, queued: int) -> dict[str, Any]:
-    """<= 1 KB summary of a failed attempt: per-plugin rejected-node counts and top reasons of the
-    first pod that fitted nowhere, the PlacementFeasible message, and one line per evaluated
-    placement (at most 8, then a count of the others)."""
-    d: dict[str, Any] = {"message": attempt.status.message[:240], "nodes": num_nodes, "pods": queued}
+    """A small summary of a failed attempt: per-plugin rejected-node counts and the top reasons of
+    the first pod that fitted nowhere, the PlacementFeasible message, and one line per evaluated
+    placement. No text is cut (issue 21): long lists keep their first items and count the others
+    (``moreReasons``, ``placements.more``); the lists shrink until the JSON is within
+    ``DIAGNOSIS_BUDGET`` bytes where the whole texts allow it."""
+    d: dict[str, Any] = {"message": attempt.status.message, "nodes": num_nodes, "pods": queued}
+    reasons: list[list[Any]] = []
     if attempt.diag is not None:
         diag = attempt.diag
         d["rejected"] = dict(sorted(diag.plugin_counts.items()))
-        top = sorted(diag.reason_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
-        d["reasons"] = [[r[:80], c] for r, c in top]
+        ranked = sorted(diag.reason_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        reasons = [[r, c] for r, c in ranked[:MAX_REASONS]]
+        d["reasons"] = reasons
+        if len(ranked) > len(reasons):
+            d["moreReasons"] = len(ranked) - len(reasons)
     feasible = next(
         (
             o.status.message
@@ -47,18 +55,26 @@ def compact_diagnosis(attempt: GroupAttempt, num_nodes: int, queued: int) -> dic
         "",
     )
     if feasible and feasible not in d["message"]:
-        d["feasible"] = feasible[:160]
+        d["feasible"] = feasible
     c = attempt.counters
+    lines: list[str] = []
+    pl: dict[str, Any] = {}
     if c.generated:
-        lines = [ln[:90] for ln in c.lines[:8]]
-        pl: dict[str, Any] = {
+        lines = list(c.lines[:MAX_LINES])
+        pl = {
             "generated": c.generated,
             "scored": c.scored,
             "results": lines,
             "more": c.line_count - len(lines),
         }
         d["placements"] = pl
-        while lines and len(json.dumps(d, separators=(",", ":"))) > DIAGNOSIS_BUDGET:
+    while len(json.dumps(d, separators=(",", ":"))) > DIAGNOSIS_BUDGET:
+        if len(lines) > 1:
             lines.pop()
             pl["more"] += 1
+        elif len(reasons) > 1:
+            reasons.pop()
+            d["moreReasons"] = d.get("moreReasons", 0) + 1
+        else:
+            break
     return d

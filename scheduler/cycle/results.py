@@ -50,9 +50,9 @@ class Counters:
 
     def line(self, who: str, name: str, st: Status) -> None:
         self.line_count += 1
-        if len(self.lines) < 8:
+        if len(self.lines) < 8:  # the others are counted (line_count)
             msg = "Success" if st.ok else st.message
-            self.lines.append(f"{name_of(who)}@{name or '*'}: {msg}"[:110])
+            self.lines.append(f"{name_of(who)}@{name or '*'}: {msg}")
 
 
 @dataclass(slots=True)

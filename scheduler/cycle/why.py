@@ -9,8 +9,9 @@ and the node objects, and is recorded in the ``PodGroupUnschedulable`` payload a
   (minCount minus bound members, at least 1, at most the pending ones) and the per-pod request
   of the first pending pod (what the count below assumes for every pod);
 * ``domains``: per candidate domain (a value of the topology key; the whole cluster without one)
-  ``{domain, nodes, fit, binding}``: the pods the domain has room for (per node, the whole pods
-  its free resources hold, over the nodes that the node filters let the pod onto) and the
+  ``{domain, nodes, fit, free, binding}``: the pods the domain has room for (per node, the whole
+  pods its free resources hold, over the nodes that the node filters let the pod onto), the free
+  amount of each requested resource on those nodes (``free``) and the
   constraint that binds it: a resource (``resource:<name>``), a node filter
   (``filter:<plugin>``, when no node of the domain lets the pod on) or ``none`` when there is
   room; sorted by room (most first), then name; at most ``MAX_DOMAINS`` listed, ``more`` counts
@@ -64,7 +65,17 @@ def group_why(
         dom = CLUSTER if not topology_key else nd.labels.get(topology_key)
         if dom is None:
             continue
-        d = domains.setdefault(dom, {"domain": dom, "nodes": 0, "fit": 0, "_filters": {}, "_cap": {}})
+        d = domains.setdefault(
+            dom,
+            {
+                "domain": dom,
+                "nodes": 0,
+                "fit": 0,
+                "_filters": {},
+                "_cap": {},
+                "_free": dict.fromkeys(requests, 0),
+            },
+        )
         d["nodes"] += 1
         rej = filter_node(pod, _FREE_ANY, RefNode(nd))
         if rej is not None:
@@ -76,10 +87,12 @@ def group_why(
             free = int(snap.free[rows[r], j]) if r in rows else 0
             caps[r] = max(free, 0) // amt
             d["_cap"][r] = d["_cap"].get(r, 0) + caps[r]
+            d["_free"][r] += max(free, 0)
         d["fit"] += max(0, min([slots, *caps.values()]))
     out: list[dict[str, Any]] = []
     for d in domains.values():
-        filters, cap = d.pop("_filters"), d.pop("_cap")
+        filters, cap, free = d.pop("_filters"), d.pop("_cap"), d.pop("_free")
+        d["free"] = {r: _fmt(r, a) for r, a in free.items()}
         d["fit"] = min(d["fit"], needed)
         if d["fit"] >= needed:
             d["binding"] = "none"
@@ -150,15 +163,32 @@ def _unblock(
     return "; or ".join(parts)
 
 
+MAX_CHILDREN = 8
+
+
 def why_of_group(
-    state: Any, root_kind: str, root: str, pending: Sequence[Pod], codes: Sequence[str], message: str
+    state: Any,
+    attempt: Any,
+    queued: Mapping[str, Sequence[Pod]],
+    pending: Sequence[Pod],
+    codes: Sequence[str],
+    message: str,
 ) -> dict[str, Any]:
-    """``group_why`` for a PodGroup root (``{}`` for a CompositePodGroup tree)."""
-    pg = state.pod_groups.get(root) if root_kind == "pg" else None
-    if pg is None:
+    """``group_why`` for a PodGroup root; ``composite_why`` for a CompositePodGroup root (from
+    the attempt's per-child statuses and the queued pods per leaf)."""
+    if attempt.root_kind != "pg":
+        return composite_why(state, attempt, queued)
+    if attempt.root not in state.pod_groups:
         return {}
+    return _leaf_why(state, attempt.root, pending, codes, message)
+
+
+def _leaf_why(
+    state: Any, key: str, pending: Sequence[Pod], codes: Sequence[str], message: str
+) -> dict[str, Any]:
+    pg = state.pod_groups[key]
     bound = sum(
-        1 for p in state.pods.values() if p.node_name and state.group_key_of(p) == root and p.pod_group
+        1 for p in state.pods.values() if p.node_name and p.pod_group and state.group_key_of(p) == key
     )
     return group_why(
         state.snap,
@@ -169,3 +199,49 @@ def why_of_group(
         codes=codes,
         message=message,
     )
+
+
+def composite_why(state: Any, attempt: Any, queued: Mapping[str, Sequence[Pod]]) -> dict[str, Any]:
+    """The structured diagnosis of a CompositePodGroup root: which child groups block it and
+    their leaf diagnoses. ``children``: per PodGroup leaf and nested CompositePodGroup of the
+    tree, ``{group, kind, blocking, message}`` and, for a blocking leaf with pending pods, its
+    ``codes``, ``need``, ``best`` domain (``group_why``'s first) and ``unblock``; blocking
+    children first, then by name, at most ``MAX_CHILDREN`` (``more`` counts the others);
+    ``blocking``: how many block; ``unblock``: the first blocking leaf's unblock line, named."""
+    from scheduler.reason_codes import codes_of  # reason_codes imports the cycle package
+
+    children: list[dict[str, Any]] = []
+    for kind, prefix, keys in (
+        ("PodGroup", "pg", attempt.leaves),
+        ("CompositePodGroup", "cpg", attempt.cpgs),
+    ):
+        for key in sorted(keys):
+            if kind == "CompositePodGroup" and key == attempt.root:
+                continue  # the root's own verdict is the event's message
+            st = attempt.results.get(f"{prefix}:{key}", attempt.status)
+            entry: dict[str, Any] = {"group": key, "kind": kind, "blocking": not st.ok, "message": st.message}
+            pending = list(queued.get(key, ())) if kind == "PodGroup" else []
+            if not st.ok and kind == "PodGroup":
+                entry["codes"] = list(codes_of(st.message, error=st.is_error))
+                if pending and key in state.pod_groups:
+                    w = _leaf_why(state, key, pending, entry["codes"], st.message)
+                    entry["need"] = w["need"]
+                    if w["domains"]:
+                        entry["best"] = w["domains"][0]
+                    entry["unblock"] = w["unblock"]
+            children.append(entry)
+    children.sort(key=lambda c: (not c["blocking"], c["kind"] != "PodGroup", c["group"]))
+    blocking = [c for c in children if c["blocking"]]
+    why: dict[str, Any] = {
+        "composite": attempt.root,
+        "blocking": len(blocking),
+        "children": children[:MAX_CHILDREN],
+    }
+    if len(children) > MAX_CHILDREN:
+        why["more"] = len(children) - MAX_CHILDREN
+    first = next((c for c in blocking if c.get("unblock")), None)
+    if first is not None:
+        why["unblock"] = f"{first['group']}: {first['unblock']}"
+    elif blocking:
+        why["unblock"] = f"{blocking[0]['group']}: {blocking[0]['message'] or 'see its reason codes'}"
+    return why

@@ -189,3 +189,60 @@ def test_docs_offline_in_chromium(chromium, live_url):
     assert "/podledger/v1/apply" in paths or any(p.startswith("/podledger/v1/") for p in paths), paths
     assert "/healthz" in paths, paths
     assert blocked == [], f"/docs fetched from elsewhere: {blocked}"
+
+
+LIVE_GROUP = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: live-arrival, namespace: team-a}
+spec:
+  schedulingPolicy: {gang: {minCount: 1}}
+"""
+
+
+def _no_horizontal_overflow(page) -> int:  # type: ignore[no-untyped-def]
+    """How many CSS pixels the document is wider than the viewport (0 = no horizontal scroll)."""
+    return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+
+
+def test_dashboard_live_refresh_and_narrow_viewport(chromium, live_url, demo_engine):
+    """A group applied while the groups page is open appears in its table from the /live SSE
+    stream, without a reload; at 400 px wide no page scrolls horizontally (issue 21)."""
+    from playwright.sync_api import sync_playwright
+
+    from api.services.objects import apply_manifests
+
+    OUTPUT.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 400, "height": 800})
+            page.goto(live_url + "/login", wait_until="load")
+            page.fill("input[name=token]", TOKENS["reader"])
+            page.click("button[type=submit]")
+            page.wait_for_url(live_url + "/")
+            # the SSE stream is open before the change is made
+            page.wait_for_selector("#live-status.on", timeout=15_000)
+            assert "live-arrival" not in page.locator("table.groups").inner_text()
+            page.evaluate("window.__sameDocument = 'yes'")
+            navigations: list[str] = []
+            page.on("framenavigated", lambda frame: navigations.append(frame.url))
+
+            applied = apply_manifests(demo_engine, LIVE_GROUP, actor="browser-test", source="test")
+            assert applied.events, applied.results
+
+            page.wait_for_selector("a.group-link:text-is('live-arrival')", timeout=15_000)
+            assert page.evaluate("window.__sameDocument") == "yes", "the page was reloaded"
+            assert navigations == []
+            assert int(page.get_attribute("body", "data-live-position") or 0) > 0
+            assert _no_horizontal_overflow(page) <= 0
+            page.screenshot(path=str(OUTPUT / "dashboard-groups-400px.png"), full_page=True)
+
+            for path in ("/groups/team-a/giant", "/groups/team-a/llm-pretrain", "/charts", "/log?limit=20"):
+                page.goto(live_url + path, wait_until="load")
+                over = _no_horizontal_overflow(page)
+                assert over <= 0, f"{path} is {over}px wider than a 400px viewport"
+            page.goto(live_url + "/groups/team-a/giant", wait_until="load")
+            page.screenshot(path=str(OUTPUT / "dashboard-group-400px.png"), full_page=True)
+        finally:
+            browser.close()

@@ -139,8 +139,11 @@ def stacked_bars(
     if not buckets or not series or not any(any(v) for v in series.values()):
         return _empty(title, width, height, empty)
     names = list(series)
-    legend_rows = (len(names) + 2) // 3
+    # legend labels are whole (issue 21: no truncation): one per row when any is long
+    cols = 3 if all(len(n) <= 34 for n in names) else 1
+    legend_rows = (len(names) + cols - 1) // cols
     left, right, top, bottom = 40, 10, 12 + TITLE_H, 34 + 16 * legend_rows
+    height = max(height, top + bottom + 120)  # a long legend makes the chart taller, not the plot flat
     plot_w, plot_h = width - left - right, height - top - bottom
     totals = [sum(series[n][i] for n in names) for i in range(len(buckets))]
     vmax = _nice_max(max(totals))
@@ -174,12 +177,11 @@ def stacked_bars(
                 f'fill="#444" {FONT}>{escape(bucket)}</text>'
             )
     for k, n in enumerate(names):
-        col, row = k % 3, k // 3
-        lx = left + col * (plot_w / 3)
+        col, row = k % cols, k // cols
+        lx = left + col * (plot_w / cols)
         ly = top + plot_h + 30 + row * 16
         parts.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{_color(n, k)}"/>')
-        label = n if len(n) <= 34 else n[:33] + "…"
-        parts.append(f'<text x="{lx + 14:.1f}" y="{ly}" fill="#333" {FONT}>{escape(label)}</text>')
+        parts.append(f'<text x="{lx + 14:.1f}" y="{ly}" fill="#333" {FONT}>{escape(n)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -1,4 +1,7 @@
-"""The HTML dashboard: server-rendered Jinja2 pages with inline SVG charts (no CDN, no JS).
+"""The HTML dashboard: server-rendered Jinja2 pages with inline SVG charts (no CDN). Pages work
+without JavaScript; ``/static/live.js`` refreshes a page's ``data-live`` regions in place when the
+log grows, from the Server-Sent Events of ``/live`` (the log stream, authenticated by the
+dashboard's cookie).
 
 Browsers cannot send a bearer header, so the dashboard signs in once at ``/login`` with a
 token of any role and keeps it in an HttpOnly, SameSite=Strict cookie; every page checks it
@@ -21,6 +24,7 @@ from fastapi.templating import Jinja2Templates
 from api.http.auth import COOKIE, LOCAL, Principal
 from api.http.context import context
 from api.http.dashboard import charts
+from api.http.routes.events import event_stream
 from api.services import dashboard
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboard"
@@ -33,8 +37,19 @@ def _json(value: Any) -> str:
 
 
 def _short(value: Any, n: int = 140) -> str:
+    """A one-line preview of a payload (the whole JSON is in the row's details): the whole JSON
+    when short, else whole fields while they fit and a count of the others; nothing is cut."""
     text = orjson.dumps(value).decode()
-    return text if len(text) <= n else text[: n - 1] + "…"
+    if len(text) <= n or not isinstance(value, dict) or not value:
+        return text
+    parts: list[str] = []
+    for k, v in value.items():
+        part = f"{orjson.dumps(k).decode()}:{orjson.dumps(v).decode()}"
+        if parts and sum(len(p) + 1 for p in parts) + len(part) > n:
+            break
+        parts.append(part)
+    rest = len(value) - len(parts)
+    return "{" + ",".join(parts) + (f", …and {rest} more field(s)" if rest else "") + "}"
 
 
 templates.env.filters["pretty"] = _json
@@ -127,6 +142,20 @@ async def logout() -> Response:
     resp = RedirectResponse("/login", status_code=303)
     resp.delete_cookie(COOKIE)
     return resp
+
+
+# ------------------------------------------------------------------------------- live
+
+
+@router.get("/live")
+async def live(request: Request) -> Response:
+    """The log as Server-Sent Events for the dashboard's live refresh: one unnamed message per
+    new event (``{position, type}``), from the head (or ``Last-Event-ID``)."""
+    if _principal(request) is None:
+        return Response("sign in first", status_code=401, media_type="text/plain")
+    return await event_stream(
+        request, None, None, None, None, request.headers.get("Last-Event-ID"), brief=True
+    )
 
 
 # ------------------------------------------------------------------------------- pages

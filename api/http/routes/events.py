@@ -69,6 +69,12 @@ def _sse(ev: StoredEvent) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (ev.position, ev.type.encode(), orjson.dumps(event_json(ev)))
 
 
+def _sse_brief(ev: StoredEvent) -> bytes:
+    """An unnamed message (a browser's ``EventSource.onmessage`` gets it) with the position and
+    type only: what the dashboard needs to know that it should refresh."""
+    return b"id: %d\ndata: %s\n\n" % (ev.position, orjson.dumps({"position": ev.position, "type": ev.type}))
+
+
 @router.get(
     "/events/stream",
     summary="Follow the log live (Server-Sent Events)",
@@ -114,8 +120,23 @@ async def stream_events(
     type_: Annotated[list[str] | None, Query(alias="type")] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
+    return await event_stream(request, after, max_events, timeout, _types(type_), last_event_id)
+
+
+async def event_stream(
+    request: Request,
+    after: int | None,
+    max_events: int | None,
+    timeout: float | None,
+    types: list[str] | None,
+    last_event_id: str | None,
+    *,
+    brief: bool = False,
+) -> StreamingResponse:
+    """The SSE response of ``/events/stream``; ``brief`` sends unnamed position-and-type messages
+    (the dashboard's live refresh, ``/live``)."""
     engine = context(request).engine
-    types = _types(type_)
+    encode = _sse_brief if brief else _sse
     if last_event_id is not None and last_event_id.strip().isdigit():
         start: int | None = int(last_event_id.strip())
     else:
@@ -133,7 +154,7 @@ async def stream_events(
             want = 500 if max_events is None else min(500, max_events - sent)
             batch = await run_in_threadpool(read_events, engine, pos, want, types)
             for ev in batch:
-                yield _sse(ev)
+                yield encode(ev)
                 pos = ev.position
                 sent += 1
             now = time.monotonic()
@@ -158,4 +179,4 @@ async def stream_events(
     )
 
 
-__all__ = ["router"]
+__all__ = ["event_stream", "router"]

@@ -1,0 +1,114 @@
+"""The Grafana dashboard (deploy/grafana/dashboards/podledger.json): every panel's SQL runs, as
+the reporting role Grafana logs in with, against a migrated database holding a small GPU
+cluster's log; the issue-21 views each have a panel (issue 21)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from api.services.simulate import Simulation
+from ledger import db
+from tests.api.test_reason_views import STEPS
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "dashboards" / "podledger.json"
+INTERVALS = {"1m": "minute", "1h": "hour", "1d": "day"}
+
+
+def expand_macros(sql: str) -> str:
+    """The Grafana PostgreSQL macros the panels use, as Grafana expands them for a time range
+    that covers the simulated log (its virtual clock starts on 2026-01-01)."""
+    sql = re.sub(
+        r"\$__timeFilter\((\w+)\)",
+        lambda m: f"{m[1]} BETWEEN '2025-12-01T00:00:00Z' AND now() + interval '1 day'",
+        sql,
+    )
+    sql = re.sub(
+        r"\$__timeGroupAlias\((\w+),\s*'(\w+)'\)",
+        lambda m: f"date_trunc('{INTERVALS[m[2]]}', {m[1]}) AS \"time\"",
+        sql,
+    )
+    assert "$__" not in sql, f"a macro the test does not expand: {sql}"
+    return sql
+
+
+def panels() -> list[dict]:
+    return json.loads(DASHBOARD.read_text())["panels"]
+
+
+def test_each_new_view_has_a_panel():
+    sql = "\n".join(t["rawSql"] for p in panels() for t in p["targets"])
+    for view in ("v_pending_now", "v_idle_capacity", "v_gpu_allocation", "v_unschedulable_reasons"):
+        assert f"FROM {view}" in sql, view
+    ids = [p["id"] for p in panels()]
+    assert len(ids) == len(set(ids)), "panel ids are unique"
+
+
+@pytest.fixture()
+def gpu_cluster(engine):
+    Simulation(engine, {}, "grafana-panels").run(
+        [
+            *STEPS,
+            # a GPU pod that fits, so the GPU allocation has a bind to show
+            {"apply": [_gpu_pod("one-gpu", 2)]},
+            {"advance": "5s"},
+        ]
+    )
+    return engine
+
+
+def _gpu_pod(name: str, gpus: int) -> dict:
+    req = {"cpu": "1", "nvidia.com/gpu": gpus}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": req, "limits": dict(req)}}]},
+    }
+
+
+def test_every_panel_query_runs_as_the_reporting_role(gpu_cluster):
+    """Grafana's datasource logs in as podledger_reporting (deploy/grafana/provisioning)."""
+    url = db.with_login(gpu_cluster.url.render_as_string(hide_password=False), "podledger_reporting", None)
+    reporting = sa.create_engine(db.sqlalchemy_url(url), poolclass=sa.pool.NullPool)
+    counts: dict[str, int] = {}
+    try:
+        with reporting.connect() as conn:
+            for p in panels():
+                for t in p["targets"]:
+                    counts[p["title"]] = len(conn.execute(sa.text(expand_macros(t["rawSql"]))).all())
+    finally:
+        reporting.dispose()
+    by_view = {
+        view: [t for p in panels() for t in [p["title"]] if any(view in x["rawSql"] for x in p["targets"])]
+        for view in ("v_pending_now", "v_idle_capacity", "v_gpu_allocation", "v_unschedulable_reasons")
+    }
+    for view, titles in by_view.items():
+        assert titles and all(counts[t] > 0 for t in titles), (view, {t: counts[t] for t in titles})
+
+
+def test_gpu_allocation_over_time(gpu_cluster):
+    with gpu_cluster.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT pod, gpus_delta, gpus_allocated, namespace_gpus_allocated, gpus_allocatable, gpu_fraction "
+                "FROM v_gpu_allocation ORDER BY position"
+            )
+        ).all()
+        grants = [
+            conn.execute(
+                sa.text("SELECT has_table_privilege(:r, 'v_gpu_allocation', 'SELECT')"), {"r": role}
+            ).scalar()
+            for role in ("podledger_reporting", "podledger_app")
+        ]
+    assert grants == [True, True]
+    # the gang stays pending (3 GPUs per pod, one 3-GPU slot per rack ... see test_reason_views);
+    # the 2-GPU pod binds: 2 of the 8 GPUs the two GPU nodes offer
+    assert [(r.pod, r.gpus_delta, r.gpus_allocated, r.namespace_gpus_allocated) for r in rows] == [
+        ("default/one-gpu", 2, 2, 2)
+    ]
+    assert rows[0].gpus_allocatable == 8 and float(rows[0].gpu_fraction) == 0.25
