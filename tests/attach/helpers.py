@@ -31,8 +31,15 @@ def comparable(w: Watched, obj: dict[str, Any]) -> dict[str, Any]:
 
 def remote_objects(srv: Server, w: Watched, namespace: str | None = None) -> dict[tuple[str, str], Any]:
     scope = ["-n", namespace] if namespace else (["-A"] if w.namespaced else [])
+    # resource.version.group: the version attach watches (scheduling.k8s.io serves Workload and
+    # PodGroup at v1 and v1beta1, and kubectl would otherwise pick the group's preferred one)
     res = srv.kubectl(
-        "get", f"{w.plural}.{w.group}" if w.group else w.plural, *scope, "-o", "json", role="reader"
+        "get",
+        f"{w.plural}.{w.version}.{w.group}" if w.group else w.plural,
+        *scope,
+        "-o",
+        "json",
+        role="reader",
     )
     out = {}
     for item in json.loads(res.stdout)["items"]:
