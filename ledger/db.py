@@ -119,8 +119,29 @@ def running_embedded_url() -> str | None:
         pass  # alive, owned by the embedded_postgres user
     except OSError:
         return None
+    if not _has_live_holder(pgdata):
+        return None  # only stale handles (killed holders): the full path prunes them and stops it
     extra = f"&port={port}" if port and port != "5432" else ""
     return f"postgresql://postgres:@/{DEFAULT_DB_NAME}?host={socket_dir}{extra}"
+
+
+def _has_live_holder(pgdata: Path) -> bool:
+    """Whether a live process holds the embedded server (its pid in the package's handle list)."""
+    import json
+
+    try:
+        pids = json.loads((pgdata / ".handle_pids.json").read_text())
+    except (OSError, ValueError):
+        return False
+    for pid in pids if isinstance(pids, list) else []:
+        try:
+            os.kill(int(pid), 0)
+        except PermissionError:
+            return True
+        except (OSError, ValueError, TypeError):
+            continue
+        return True
+    return False
 
 
 def with_database(url: str, dbname: str) -> str:

@@ -39,6 +39,7 @@ from ledger.store import NewEvent, StoredEvent
 from scheduler import controllers
 from scheduler import decisions as d
 from scheduler import model as m
+from scheduler.fingerprints import diagnosis_fingerprint, verdict_fingerprint
 from scheduler.scheduler import Scheduler
 from scheduler.translate import (
     composite_from,
@@ -583,21 +584,3 @@ class Bridge:
         # Nothing appended: the catch-up at the start of the next run folds whatever other
         # writers appended meanwhile, before any cycle runs.
         return results
-
-
-def verdict_fingerprint(data: Mapping[str, Any]) -> str:
-    """What a plain pod's retry is compared on: its PodUnschedulable reason, message and codes."""
-    key = {
-        "reason": data.get("reason"),
-        "message": data.get("message"),
-        "codes": list(data.get("codes") or []),
-    }
-    return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
-def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
-    """What a retry is compared on: the verdict and the whole compact diagnosis."""
-    key = {"reason": data.get("reason"), "message": data.get("message"), "diagnosis": data.get("diagnosis")}
-    if data.get("why"):  # the structured diagnosis (issue 21): room per domain changes with capacity
-        key["why"] = data["why"]
-    return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
