@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,7 @@ import numpy.typing as npt
 from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Taint
 
 I64 = npt.NDArray[np.int64]
+_IntArray = TypeVar("_IntArray", npt.NDArray[np.int32], npt.NDArray[np.int64])
 BOOL = npt.NDArray[np.bool_]
 IDX = npt.NDArray[np.intp]
 
@@ -55,6 +57,19 @@ class Demand:
 
     def as_dict(self) -> dict[str, int]:
         return dict(zip(self.names, self.amounts, strict=True))
+
+
+def distinct_sorted(a: _IntArray) -> _IntArray:
+    """The distinct values of ``a`` in ascending order: ``np.unique``'s result, by one sort and a
+    neighbour comparison (several times faster than ``np.unique`` on the few thousand node ids
+    of a placement; measured with ``BENCH_ONLY=bench_tas_anti python -m bench.core``)."""
+    s = np.sort(a)
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def make_demand(requests: Mapping[str, int]) -> Demand:

@@ -23,7 +23,7 @@ from scheduler.plugins.placement_scoring import Candidates
 from scheduler.plugins.pod_index import term_matches
 from scheduler.plugins.topology_placement import Placement
 from scheduler.podsched import PodInfo
-from scheduler.snapshot import Demand
+from scheduler.snapshot import Demand, distinct_sorted
 from scheduler.state import PG, State
 
 BOOL = npt.NDArray[np.bool_]
@@ -233,7 +233,7 @@ class LeafAlgorithm:
         caps: I64 = outer.sums(unlabeled) if nd else np.zeros(0, dtype=np.int64)
         sel = free_nodes & (inner >= 0)
         if sel.any():
-            pairs = np.unique(outer.ids[sel].astype(np.int64) * (len(inner) + 1) + inner[sel])
+            pairs = distinct_sorted(outer.ids[sel].astype(np.int64) * (len(inner) + 1) + inner[sel])
             caps = caps + np.bincount(pairs // (len(inner) + 1), minlength=nd).astype(np.int64)
         return caps
 

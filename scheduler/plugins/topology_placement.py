@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import SUCCESS, Status, error
-from scheduler.snapshot import Snapshot
+from scheduler.snapshot import Snapshot, distinct_sorted
 
 NAME = "TopologyPlacement"
 ERR_MULTIPLE_DOMAINS = "more than 1 domain found for pod group"
@@ -68,7 +68,7 @@ def generate(
             pinned.add(d)
     if len(pinned) > 1:
         return [], error(ERR_MULTIPLE_DOMAINS, NAME)
-    present = np.unique(ids[parent & (ids >= 0)])
+    present = distinct_sorted(ids[parent & (ids >= 0)])
     out: list[Placement] = []
     for d in present.tolist():
         if pinned and d not in pinned:
