@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from ledger import db
+from ledger.leader import AdvisoryLeader
 from ledger.listen import Listener
 from ledger.projections.runner import ASYNC_PROJECTIONS, Runner
 from scheduler.bridge import Bridge, config_from
@@ -54,36 +55,21 @@ class Worker:
     stop_event: threading.Event = field(default_factory=threading.Event)
     cycles: int = 0
     _sched: Any = None
-    _lock_conn: psycopg.Connection[Any] | None = None
+    _leader: AdvisoryLeader | None = None
     _bridge: Bridge | None = None
 
     # -- leadership ---------------------------------------------------------------------------
     def _try_lead(self) -> bool:
-        try:
-            if self._lock_conn is None or self._lock_conn.closed:
-                self._lock_conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
-            row = self._lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK,)).fetchone()
-            return bool(row and row[0])
-        except psycopg.Error:
-            self._lock_conn = None
-            return False
+        if self._leader is None:
+            self._leader = AdvisoryLeader(self.url, LEADER_LOCK)
+        return self._leader.try_lead()
 
     def _still_leader(self) -> bool:
-        try:
-            assert self._lock_conn is not None
-            self._lock_conn.execute("SELECT 1")
-            return True
-        except (psycopg.Error, AssertionError):
-            return False
+        return self._leader is not None and self._leader.still_leader()
 
     def _release(self) -> None:
-        if self._lock_conn is not None and not self._lock_conn.closed:
-            try:
-                self._lock_conn.execute("SELECT pg_advisory_unlock_all()")
-                self._lock_conn.close()
-            except psycopg.Error:
-                pass
-        self._lock_conn = None
+        if self._leader is not None:
+            self._leader.release()
 
     # -- work -----------------------------------------------------------------------------------
     def _on_cycle(self, res: CycleResult) -> None:

@@ -40,6 +40,7 @@ from api.attach.binder import Binder
 from api.attach.kinds import WATCHED, Watched, resource_version, rv_number
 from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
+from ledger.leader import AdvisoryLeader
 
 ATTACH_LOCK = 7243150018
 log = logging.getLogger("podledger.attach")
@@ -92,7 +93,7 @@ class Attach:
     profile: str = "default-scheduler"  # schedule mode: the schedulerName of the pods podledger binds
     metrics: Metrics = field(default_factory=Metrics)
     stop_event: threading.Event = field(default_factory=threading.Event)
-    _lock_conn: psycopg.Connection[Any] | None = None
+    _leader: AdvisoryLeader | None = None
 
     def __post_init__(self) -> None:
         self.binder: Binder | None = None
@@ -109,33 +110,18 @@ class Attach:
         self._last_progress = 0.0
         self._lag_seconds = 0.0  # how long the last change written had waited in the queue
 
-    # -- leadership (as scheduler/worker.py) ----------------------------------------------------
+    # -- leadership (ledger/leader.py, as the worker) --------------------------------------------------
     def _try_lead(self) -> bool:
-        try:
-            if self._lock_conn is None or self._lock_conn.closed:
-                self._lock_conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
-            row = self._lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (ATTACH_LOCK,)).fetchone()
-            return bool(row and row[0])
-        except psycopg.Error:
-            self._lock_conn = None
-            return False
+        if self._leader is None:
+            self._leader = AdvisoryLeader(self.url, ATTACH_LOCK)
+        return self._leader.try_lead()
 
     def _still_leader(self) -> bool:
-        try:
-            assert self._lock_conn is not None
-            self._lock_conn.execute("SELECT 1")
-            return True
-        except (psycopg.Error, AssertionError):
-            return False
+        return self._leader is not None and self._leader.still_leader()
 
     def _release(self) -> None:
-        if self._lock_conn is not None and not self._lock_conn.closed:
-            try:
-                self._lock_conn.execute("SELECT pg_advisory_unlock_all()")
-                self._lock_conn.close()
-            except psycopg.Error:
-                pass
-        self._lock_conn = None
+        if self._leader is not None:
+            self._leader.release()
 
     # -- writing ----------------------------------------------------------------------------------
     def _count(self, w: Watched, outcomes: list[str]) -> None:
