@@ -202,6 +202,10 @@ class Snapshot:
         # plugins say "nothing to do" without reading the pod log
         self.n_anti_required = 0
         self.n_pod_affinity = 0
+        # per namespace, the requests (``pods`` and zeros left out) summed over its scheduled pods
+        # and how many there are: elastic quota usage without a scan of every pod (scheduler.quota)
+        self.ns_used: dict[str, dict[str, int]] = {}
+        self.ns_count: dict[str, int] = {}
 
     # ------------------------------------------------------------------ nodes
     def upsert_node(self, node: Node) -> None:
@@ -314,7 +318,28 @@ class Snapshot:
             log.clear()
             self.pod_log.clear()
 
+    def _ns_account(self, obj: Pod, sign: int) -> None:
+        ns = obj.namespace
+        n = self.ns_count.get(ns, 0) + sign
+        if n:
+            self.ns_count[ns] = n
+        else:
+            self.ns_count.pop(ns, None)
+        used = self.ns_used.get(ns)
+        if used is None:
+            used = self.ns_used[ns] = {}
+        for r, v in obj.requests.items():
+            if r != PODS and v:
+                t = used.get(r, 0) + sign * int(v)
+                if t:
+                    used[r] = t
+                else:
+                    del used[r]
+        if not used:
+            del self.ns_used[ns]
+
     def _log_pod(self, sign: int, node_name: str, obj: Pod) -> None:
+        self._ns_account(obj, sign)
         if obj.anti_affinity_required:
             self.n_anti_required += sign
         if obj.has_pod_affinity:

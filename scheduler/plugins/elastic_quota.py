@@ -43,7 +43,7 @@ class ElasticQuota:
         ns = pods[0].namespace
         if self.quotas.leaf_for(ns) is None:
             return None
-        usage = self.quotas.usage(self.state.pods, occupying(self.state))
+        usage = self.quotas.usage_of(self.state.snap.ns_used, self.state.snap.ns_count)
         return quota_mod.pre_filter_status(usage.check(ns, requests_of(pods)))
 
     def pre_filter(self, req: PreFilterRequest) -> Status | None:

@@ -11,7 +11,7 @@ from typing import Any
 from scheduler.decisions import Decision, PodPreempted
 from scheduler.framework import Code, PostFilterRequest, PostFilterResult, Status
 from scheduler.model import PREEMPT_LOWER, Pod
-from scheduler.plugins.elastic_quota import ElasticQuota, occupying
+from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.preemption.units import Unit
 from scheduler.quota import Quotas, Usage, requests_of
 from scheduler.snapshot import Demand
@@ -116,7 +116,7 @@ class PreemptionBase:
         leaf = qs.leaf_for(ns)
         if leaf is None:
             return None
-        usage = qs.usage(self.state.pods, occupying(self.state))
+        usage = qs.usage_of(self.state.snap.ns_used, self.state.snap.ns_count)
         return QuotaCtx(usage, ns, requests_of(req.pods), leaf)
 
     def _reserved(self, req: PostFilterRequest) -> dict[str, list[Demand]]:

@@ -50,8 +50,17 @@ class ElasticQuotaPreemption(WorkloadPreemption):
         over: dict[str, bool] = {}
         candidates: list[Unit] = []
         seen: set[str] = set()
-        for k, p in st.pods.items():
-            if p.node_name is None:
+        # the quotas whose pods can be victims (rule 4: others' borrowing quotas; rule 5: the
+        # preemptor's own): a unit qualifies only if all its pods are under one of them, so a
+        # pod elsewhere is skipped before its unit is built (a pod's unit is the same whichever
+        # of its pods is visited first, and the candidates are sorted by a total key after)
+        if borrowed:
+            able = {v for v in set(qs.leaf_of_ns.values()) if v != q.leaf and q.usage.over_min(v)}
+        else:
+            able = {q.leaf}
+        leaf_of_ns = qs.leaf_of_ns
+        for k, p in st.pods.items() if able else ():
+            if p.node_name is None or leaf_of_ns.get(p.namespace) not in able:
                 continue
             u = units.of(k)
             if u is None or u.key in seen:
