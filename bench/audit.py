@@ -172,6 +172,7 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
     from api.services import state as state_service
     from ledger import store
     from ledger.projections import temporal
+    from ledger.queries.state import list_objects_at
 
     with engine.connect() as c:
         head = store.head(c)
@@ -221,32 +222,15 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         at_g += _time(lambda p=p: explain_service.explain(engine, "PodGroup", BIG, groups[p], at=p), per)
         at_p += _time(lambda p=p: explain_service.explain(engine, "Pod", BIG, pod, at=p), per)
 
-        def get_pods(p: int = p) -> int:
+        def get_pods(p: int = p) -> int:  # what `get pods -n big --at P` reads for its table
             with engine.connect() as c:
-                return len(temporal.objects_at_position(c, p, kind="Pod", namespace=BIG))
+                return len(list_objects_at(c, p, "Pod", BIG))
 
         get_at += _time(get_pods, 3)
 
-        def get_pods_rows(p: int = p) -> int:  # baseline: row by row, each JSON value decoded apart
-            import json
-
-            import psycopg.types.json
-
+        def get_pods_rows(p: int = p) -> int:  # baseline: whole rows (manifest and status), as before
             with engine.connect() as c:
-                raw = c.connection.driver_connection
-                # as before issue 14: the standard library's decoder, per value
-                psycopg.types.json.set_json_loads(json.loads, raw)
-                n = len(
-                    c.execute(
-                        sa.text(
-                            f"SELECT {temporal._COLUMNS} FROM object_versions WHERE valid_from <= :p "
-                            "AND valid_to > :p AND kind = 'Pod' AND namespace = :n ORDER BY kind, namespace, name"
-                        ),
-                        {"p": p, "n": BIG},
-                    ).all()
-                )
-                psycopg.types.json.set_json_loads(db._json_loads, raw)
-                return n
+                return len(temporal.objects_at_position(c, p, kind="Pod", namespace=BIG))
 
         get_at0 += _time(get_pods_rows, 3)
     hist_p = _time(lambda: history_service.history(engine, "Pod", BIG, pod), reps)
@@ -302,11 +286,11 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         ms("explain --at (10 positions): pod", at_p, 50, fold_ms),
         ms(f"get pods --at (10 positions, {BIG_PODS:,} pods of big)", get_at, 200, fold_ms),
         ms(
-            f"get pods --at (10 positions, {BIG_PODS:,} pods of big), vs rows decoded one by one",
+            f"get pods --at (10 positions, {BIG_PODS:,} pods of big), vs whole rows",
             get_at,
             200,
             _p99(get_at0),
-            "before: a row per pod, each JSON value decoded by json.loads",
+            "before: whole rows (manifest + status) of every pod",
         ),
         ms("history: pod", hist_p, 50),
         ms("history: pod group", hist_g, 50),
@@ -351,6 +335,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.reuse:
         db.server_url()  # the embedded server stops with the process that started it: start it again
     url = args.reuse or fresh_database()
+    if args.keep and not args.reuse:
+        print(f"database (kept): {url}", file=sys.stderr, flush=True)
     try:
         engine = db.get_engine(url, migrate_on_start=False)
         if args.reuse:

@@ -224,11 +224,14 @@ def get(
             rows = list_objects(target, info.kind, ns, name)
         else:
             from api.services.state import position_at
-            from ledger.queries.state import objects_at
+            from ledger.queries.state import list_objects_at
 
             pos = position_at(target, at)
-            with objects_at(target, pos if pos is not None else 0) as conn:
-                rows = list_objects(conn, info.kind, ns, name)
+            # the temporal projection read directly; a table needs only a few fields of each
+            with target.connect() as conn:
+                rows = list_objects_at(
+                    conn, pos or 0, info.kind, ns, name, lean=output not in ("json", "yaml")
+                )
         if not (labels or fields):
             return rows
         return [r for r in rows if _selected(r, labels, fields)]
