@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
+from api.services import explain_reads as reads
 from api.services.errors import NotFound
 from api.services.history import canonical_kind
 from api.services.jobs import job_pod_group
 from ledger.projections.temporal import quota_used
 from ledger.queries import explain as explain_q
-from ledger.queries import inputs as inputs_q
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
-from ledger.queries.state import objects_at, objects_now
+from ledger.queries.state import objects_at
 from ledger.resources.job import owning_job
 from scheduler.bridge import Bridge, config_from
 
 # live explain reads everything in one statement (ledger.queries.explain); False: one query at a
 # time, as --at does (tests compare the two)
 LIVE_ONE_STATEMENT = True
+# explain --at likewise, over the temporal projection (False: one query at a time, a temporary view)
+AT_ONE_STATEMENT = True
 GROUP_DECISIONS = (
     "PodGroupUnschedulable",
     "PodGroupScheduled",
@@ -69,11 +72,21 @@ def explain(
         job, kind, name = f"{namespace}/{name}", "PodGroup", job_pod_group(engine, namespace, name, job_pos)
     if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
         raise ValueError(f"explain supports job, podgroup, compositepodgroup and pod, not {kind}")
+    with engine.connect() as conn:  # one pooled connection for every read (checkouts cost)
+        return _explain(engine, conn, kind, namespace, name, at, nodes, job)
+
+
+def _explain(
+    engine: Engine, conn: Connection, kind: str, namespace: str, name: str, at: Any, nodes: bool, job: Any
+) -> dict[str, Any]:
     live = None
     # a composite root's decisions also come from its group stream (see _gather): one query at a time
-    if LIVE_ONE_STATEMENT and (at is None or at == "") and kind != "CompositePodGroup":
-        with engine.connect() as conn:
+    if kind != "CompositePodGroup":
+        if LIVE_ONE_STATEMENT and (at is None or at == ""):
             live = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS)
+        elif AT_ONE_STATEMENT and not (at is None or at == ""):
+            at_pos = resolve_at(conn, at)
+            live = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS, at_pos)
     if live is not None:
         pos = live["head"]
         obj, status = live["object"], live["status"]
@@ -88,7 +101,7 @@ def explain(
         decisions, pod_events, preempted = live["decisions"], live["pod_events"], live["preempted"]
     else:
         pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted = _gather(
-            engine, kind, namespace, name, at
+            engine, conn, kind, namespace, name, at
         )
 
     ctype = {
@@ -110,7 +123,7 @@ def explain(
             (e for e in reversed(decisions) if e["position"] == last["data"]["diagnosis_position"]), None
         )
         last = {**last, "data": {**(base["data"] if base else {}), "retried_at": last["position"]}}
-    changes = _changes(engine, kind, namespace, name, group, [a["position"] for a in attempts], pos)
+    changes = reads.changes(conn, kind, namespace, name, group, [a["position"] for a in attempts], pos)
     gates: list[dict[str, Any]] = []
     latest_gate: dict[str, dict[str, Any]] = {}
     for e in pod_events:
@@ -248,7 +261,8 @@ def explain(
             for p in pods
         ],
     }
-    shadow = shadow_section(engine, namespace, doc["pods"], pos)
+    observed = live["observed"] if live is not None else None
+    shadow = reads.shadow_section(conn, namespace, doc["pods"], pos, observed)
     if shadow:
         doc["shadow"] = shadow
     if nodes:
@@ -264,40 +278,16 @@ def explain(
     return doc
 
 
-def shadow_section(
-    engine: Engine, namespace: str, pods: list[dict[str, Any]], pos: int
-) -> list[dict[str, Any]] | None:
-    """On a shadow ledger (``attach --mode shadow``): per pod, where podledger placed it and
-    where the cluster's own scheduler did, and whether they differ. None when the cluster's
-    bindings of these pods were not observed."""
-    keys = [f"{namespace}/{p['name']}" for p in pods]
-    with engine.connect() as conn:
-        seen = log_q.observed_bindings(conn, keys, pos)
-    if not seen:
-        return None
-    out = []
-    for p, key in zip(pods, keys, strict=True):
-        o = seen.get(key) or {}
-        out.append(
-            {
-                "name": p["name"],
-                "podledgerNode": p["node"],
-                "clusterNode": o.get("node"),
-                "clusterScheduler": o.get("scheduler"),
-                "differs": p["node"] != o.get("node"),
-            }
-        )
-    return out
-
-
-def _gather(engine: Engine, kind: str, namespace: str, name: str, at: int | str | None) -> tuple[Any, ...]:
+def _gather(
+    engine: Engine, conn0: Connection, kind: str, namespace: str, name: str, at: int | str | None
+) -> tuple[Any, ...]:
     """What explain reads as of ``at``, one query at a time (the --at path, and the live path's
-    reference: ``ledger.queries.explain`` reads the same in one statement)."""
+    reference: ``ledger.queries.explain`` reads the same in one statement). The log on ``conn0``;
+    a past state on a connection of its own (its temporary view lives in a rolled-back transaction)."""
     key = f"{namespace}/{name}"
-    with engine.connect() as conn:
-        head = log_q.head(conn)
-        pos = resolve_at(conn, at)
-    with objects_at(engine, pos) if pos < head else objects_now(engine) as conn:
+    head = log_q.head(conn0)
+    pos = resolve_at(conn0, at)
+    with objects_at(engine, pos) if pos < head else nullcontext(conn0) as conn:
         row = objects_q.get_object(conn, kind, namespace, name)
         if row is None:
             raise NotFound(f"{kind} {key} not found at position {pos}")
@@ -315,76 +305,28 @@ def _gather(engine: Engine, kind: str, namespace: str, name: str, at: int | str 
         # the usage projection, not a scan of every bound pod of the namespace
         used = quota_used(conn, namespace, pos if pos < head else None) if quota is not None else {}
 
-    with engine.connect() as conn:
-        subject = f"{namespace}/{group}" if group else None
-        if kind == "CompositePodGroup":
-            # the root's PodGroupUnschedulable/Scheduled carry ``group`` = the composite's key
-            decisions = sorted(
-                log_q.stream_events(conn, [f"sched/compositepodgroup/{key}"], pos)
-                + log_q.group_decisions(conn, key, GROUP_DECISIONS, pos),
-                key=lambda e: e["position"],
-            )
-        elif subject:
-            decisions = log_q.group_decisions(conn, subject, GROUP_DECISIONS, pos)
-        else:
-            decisions = []
-        pod_keys = [f"{namespace}/{p[0]}" for p in pods]
-        pod_events = log_q.stream_events(conn, [f"sched/pod/{k}" for k in pod_keys], pos)
-        preemptor_keys = [subject] if subject else []
-        if kind == "Pod":
-            preemptor_keys.append(key)
-        if kind == "CompositePodGroup":
-            preemptor_keys.append(key)
-        preempted = log_q.preemptions_by(conn, preemptor_keys, pos)
+    subject = f"{namespace}/{group}" if group else None
+    if kind == "CompositePodGroup":
+        # the root's PodGroupUnschedulable/Scheduled carry ``group`` = the composite's key
+        decisions = sorted(
+            log_q.stream_events(conn0, [f"sched/compositepodgroup/{key}"], pos)
+            + log_q.group_decisions(conn0, key, GROUP_DECISIONS, pos),
+            key=lambda e: e["position"],
+        )
+    elif subject:
+        decisions = log_q.group_decisions(conn0, subject, GROUP_DECISIONS, pos)
+    else:
+        decisions = []
+    pod_keys = [f"{namespace}/{p[0]}" for p in pods]
+    pod_events = log_q.stream_events(conn0, [f"sched/pod/{k}" for k in pod_keys], pos)
+    preemptor_keys = [subject] if subject else []
+    if kind == "Pod":
+        preemptor_keys.append(key)
+    if kind == "CompositePodGroup":
+        preemptor_keys.append(key)
+    preempted = log_q.preemptions_by(conn0, preemptor_keys, pos)
 
     return pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted
-
-
-def _changes(
-    engine: Engine, kind: str, namespace: str, name: str, group: str | None, attempts: list[int], pos: int
-) -> dict[str, Any]:
-    """The inputs (quotas, nodes, PDBs, priority classes, the group's spec) that changed between
-    the last two attempts (``betweenAttempts``: what the last verdict saw that the one before did
-    not) and since the last attempt (``sinceLastAttempt``: what no verdict has seen yet), each
-    ``{from, to, kinds}`` with ``kinds`` per kind of input (``ledger.queries.inputs.summarise``)."""
-    own = [f"{kind.lower()}/{namespace}/{name}"]
-    if group and kind == "Pod":
-        own.append(f"podgroup/{namespace}/{group}")
-    out: dict[str, Any] = {}
-    with engine.connect() as conn:
-        if len(attempts) >= 2:
-            a, b = attempts[-2], attempts[-1]
-            out["betweenAttempts"] = {
-                "from": a,
-                "to": b,
-                "kinds": inputs_q.summarise(inputs_q.input_changes(conn, namespace, own, a, b)),
-            }
-        if attempts:
-            a = attempts[-1]
-            out["sinceLastAttempt"] = {
-                "from": a,
-                "to": pos,
-                "kinds": inputs_q.summarise(inputs_q.input_changes(conn, namespace, own, a, pos)),
-            }
-    return out
-
-
-def render_changes(changes: dict[str, Any]) -> list[str]:
-    """What changed since the last attempt, for ``render_explain``."""
-    lines: list[str] = []
-    for key, title in (
-        ("betweenAttempts", "Changed between the last two attempts"),
-        ("sinceLastAttempt", "Changed since the last attempt (no verdict has seen it yet)"),
-    ):
-        part = changes.get(key)
-        if part is None:
-            continue
-        kinds = part["kinds"]
-        lines.append(
-            f"  {title} (positions {part['from']}..{part['to']}): {'' if kinds else 'no inputs'}".rstrip()
-        )
-        lines.extend(f"    - {ln}" for ln in inputs_q.describe(kinds))
-    return lines
 
 
 def node_table(
@@ -446,7 +388,7 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
         lines.append("  Why:")
         lines.extend(f"    - {r}" for r in doc["reasons"])
     if doc.get("changes"):
-        lines.extend(render_changes(doc["changes"]))
+        lines.extend(reads.render_changes(doc["changes"]))
     if doc.get("gates"):
         lines.append("  Waiting before any attempt (PreEnqueue; upstream shows this nowhere):")
         lines.extend(

@@ -2,7 +2,7 @@
 
 The multi-query path (``objects``/``log`` queries, one round trip each) costs about a millisecond
 per round trip on a loaded machine; here the head, the object, its pods, the namespace's quota and
-usage, the group's decisions, the pods' scheduler streams and the preemptions they caused come
+usage, the group's decisions, the pods' scheduler streams, the preemptions they caused and the cluster's observed bindings come
 back as one JSON document built by the server, from one snapshot (so every part is as of the same
 head, which the multi-query path only approximates). The shapes are those of the per-query
 functions, so ``api/services/explain.py`` uses either.
@@ -52,23 +52,42 @@ _PREEMPTORS = {
 }
 
 
-def _statement(kind: str) -> str:
+def _statement(kind: str, at: int | None = None) -> str:
+    """The live statement, or (``at``) the same as of position ``at``: ``objects`` is then a
+    common table expression over the temporal projection (not materialized: each use pushes its
+    filters into the version indexes) and every read of the log stops at ``at``."""
+    if at is None:
+        head, upto, past = "(SELECT coalesce(max(position), 0) FROM events)", "", ""
+    else:
+        p = int(at)  # a literal: the planner sees the bound
+        head, upto = str(p), f" AND e.position <= {p}"
+        past = (
+            "objects AS NOT MATERIALIZED (SELECT kind, namespace, name, object, status "
+            f"FROM object_versions WHERE valid_from <= {p} AND valid_to > {p}),\n"
+        )
     return f"""
-WITH o AS (SELECT object, status FROM objects WHERE kind = :k AND namespace = :n AND name = :m),
+WITH {past}o AS (SELECT object, status FROM objects WHERE kind = :k AND namespace = :n AND name = :m),
 pods AS ({_PODS[kind]})
 SELECT json_build_object(
-  'head', (SELECT coalesce(max(position), 0) FROM events),
+  'head', {head},
   'object', (SELECT json_build_array(object, status) FROM o),
   'pods', (SELECT coalesce(json_agg(json_build_array(name, object, status) ORDER BY name), '[]') FROM pods),
   'quota', (SELECT json_build_array(name, object) FROM objects
             WHERE kind = 'ElasticQuota' AND namespace = :n LIMIT 1),
-  'used', (SELECT used FROM quota_usage WHERE namespace = :n ORDER BY valid_from DESC LIMIT 1),
+  'used', (SELECT used FROM quota_usage WHERE namespace = :n{upto.replace("e.position", "valid_from")}
+            ORDER BY valid_from DESC LIMIT 1),
   'decisions', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
-                WHERE {_DECISIONS[kind]}),
+                WHERE {_DECISIONS[kind]}{upto}),
   'pod_events', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
-                 WHERE e.stream = ANY(ARRAY(SELECT 'sched/pod/' || :n || '/' || name FROM pods))),
+                 WHERE e.stream = ANY(ARRAY(SELECT 'sched/pod/' || :n || '/' || name FROM pods)){upto}),
   'preempted', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
-                WHERE e.type = 'PodPreempted' AND e.data->>'preemptor' = ANY({_PREEMPTORS[kind]}))
+                WHERE e.type = 'PodPreempted' AND e.data->>'preemptor' = ANY({_PREEMPTORS[kind]}){upto}),
+  'observed', (SELECT coalesce(json_agg(json_build_array(pod, node, scheduler, cluster, position)), '[]')
+               FROM (SELECT DISTINCT ON (data->>'pod') data->>'pod' AS pod, data->>'node' AS node,
+                       data->>'scheduler' AS scheduler, data->>'cluster' AS cluster, position
+                     FROM events e WHERE type = 'PodBindingObserved'{upto}
+                     AND data->>'pod' = ANY(ARRAY(SELECT :n || '/' || name FROM pods))
+                     ORDER BY data->>'pod', position DESC) ob)
 )::text
 """
 
@@ -83,17 +102,23 @@ def _events(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def explain_inputs(
-    conn: Connection, kind: str, namespace: str, name: str, group_types: Sequence[str]
+    conn: Connection,
+    kind: str,
+    namespace: str,
+    name: str,
+    group_types: Sequence[str],
+    at: int | None = None,
 ) -> dict[str, Any] | None:
-    """What live explain of ``kind`` ``namespace/name`` reads, in one round trip; None when the
+    """What live explain of ``kind`` ``namespace/name`` reads (``at``: what explain --at reads as of
+    that position, the temporal projection for the state), in one round trip; None when the
     object does not exist. Keys: ``head``; ``object`` and ``status``; ``pods`` [(name, manifest,
     status)] by name; ``quota`` (name, manifest) or None; ``used`` {resource: total};
     ``decisions`` (the group's events of ``group_types``, or the composite's stream), ``pod_events``
     (the pods' scheduler streams) and ``preempted`` (PodPreempted by the object or its group), each
-    a list of {position, type, stream, data, meta, at} in position order."""
-    raw = conn.execute(
-        _STATEMENTS[kind], {"k": kind, "n": namespace, "m": name, "t": list(group_types)}
-    ).scalar_one()
+    a list of {position, type, stream, data, meta, at} in position order; ``observed`` the
+    cluster's last observed binding per pod on a shadow ledger (``log.observed_bindings``)."""
+    stmt = _STATEMENTS[kind] if at is None else sa.text(_statement(kind, at))
+    raw = conn.execute(stmt, {"k": kind, "n": namespace, "m": name, "t": list(group_types)}).scalar_one()
     doc = orjson.loads(raw)
     if doc["object"] is None:
         return None
@@ -109,6 +134,10 @@ def explain_inputs(
         "decisions": _events(doc["decisions"]),
         "pod_events": _events(doc["pod_events"]),
         "preempted": _events(doc["preempted"]),
+        "observed": {
+            o[0]: {"node": o[1], "scheduler": o[2], "cluster": o[3], "position": o[4]}
+            for o in doc["observed"]
+        },
     }
 
 

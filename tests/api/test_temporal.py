@@ -132,9 +132,10 @@ def test_temporal_state_equals_full_fold_at_every_position(
                         engine, r["kind"], r["namespace"], r["name"], at=None if live else p
                     )
                     with monkeypatch.context() as mp:
-                        # the reference: one query at a time (at the head, the live path answers
-                        # `new` in one statement)
+                        # the reference: one query at a time (`new` is one statement, live at the
+                        # head, over the temporal projection before it)
                         mp.setattr(explain_service, "LIVE_ONE_STATEMENT", False)
+                        mp.setattr(explain_service, "AT_ONE_STATEMENT", False)
                         mp.setattr(explain_service, "objects_at", oracle.objects_at)
                         mp.setattr(
                             explain_service, "quota_used", lambda c, ns, _p: temporal.scan_quota_used(c, ns)
