@@ -144,7 +144,7 @@ def build(engine: Any, target: int) -> dict[str, Any]:
         bridge.run_until_idle(t)
         with engine.connect() as c:
             head = store.head(c)
-        if rounds % 100 == 0:
+        if rounds % 10 == 0:
             rate = head / (time.perf_counter() - t_build)
             print(f"  round {rounds}: {head:,} events ({rate:,.0f} events/s)", file=sys.stderr, flush=True)
     return {"rounds": rounds, "events": head, "build_s": time.perf_counter() - t_build}
@@ -204,6 +204,10 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         ).scalar_one()
     pod = f"pod-{BIG_PODS // 2:05d}"
 
+    def step(what: str) -> None:
+        print(f"  measuring {what} ...", file=sys.stderr, flush=True)
+
+    step(f"live explain ({reps} samples each, one statement and one query at a time)")
     live_g = _time(lambda: explain_service.explain(engine, "PodGroup", BIG, live_group), reps)
     live_p = _time(lambda: explain_service.explain(engine, "Pod", BIG, pod), reps)
     # baseline, same run: live explain one query at a time (before issue 14's one statement)
@@ -213,7 +217,10 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         live_p0 = _time(lambda: explain_service.explain(engine, "Pod", BIG, pod), reps)
     finally:
         explain_service.LIVE_ONE_STATEMENT = True
+    step("explain --at and get pods --at at 10 positions")
     at_g: list[float] = []
+    at_g0: list[float] = []
+    at_p0: list[float] = []
     at_p: list[float] = []
     get_at: list[float] = []
     get_at0: list[float] = []
@@ -221,6 +228,13 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
     for p in positions:
         at_g += _time(lambda p=p: explain_service.explain(engine, "PodGroup", BIG, groups[p], at=p), per)
         at_p += _time(lambda p=p: explain_service.explain(engine, "Pod", BIG, pod, at=p), per)
+        explain_service.AT_ONE_STATEMENT = False  # baseline: one query at a time, a temporary view
+        try:
+            at_g0 += _time(lambda p=p: explain_service.explain(engine, "PodGroup", BIG, groups[p], at=p), per)
+            at_p0 += _time(lambda p=p: explain_service.explain(engine, "Pod", BIG, pod, at=p), per)
+        finally:
+            explain_service.AT_ONE_STATEMENT = True
+        print(f"    position {p:,} done", file=sys.stderr, flush=True)
 
         def get_pods(p: int = p) -> int:  # what `get pods -n big --at P` reads for its table
             with engine.connect() as c:
@@ -233,6 +247,7 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
                 return len(temporal.objects_at_position(c, p, kind="Pod", namespace=BIG))
 
         get_at0 += _time(get_pods_rows, 3)
+    step("history, state at a position, the full fold (baseline)")
     hist_p = _time(lambda: history_service.history(engine, "Pod", BIG, pod), reps)
     hist_g = _time(lambda: history_service.history(engine, "PodGroup", BIG, live_group), reps)
     state_s = _time(lambda: state_service.state_at(engine, positions[len(positions) // 2]), 1)
@@ -244,8 +259,16 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         c.rollback()
     fold_s = time.perf_counter() - t0
 
+    step(f"replay --verify over {head:,} events" if verify else "nothing more (--no-verify)")
+    last = [time.perf_counter()]
+
+    def progress(r: Any) -> None:
+        if time.perf_counter() - last[0] >= 10:
+            last[0] = time.perf_counter()
+            print(f"    {r.runs:,} runs, {r.cycles:,} cycles verified", file=sys.stderr, flush=True)
+
     t0 = time.perf_counter()
-    rep = replay_service.verify_replay(engine) if verify else replay_service.VerifyReport()
+    rep = replay_service.verify_replay(engine, progress) if verify else replay_service.VerifyReport()
     verify_s = time.perf_counter() - t0
     assert rep.ok, rep.mismatches[:3]
     with engine.connect() as c:
@@ -284,6 +307,20 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         ms("explain live: pod in a 10k-pod namespace", live_p, 5, _p99(live_p0), "one query at a time"),
         ms("explain --at (10 positions): pod group", at_g, 50, fold_ms),
         ms("explain --at (10 positions): pod", at_p, 50, fold_ms),
+        ms(
+            "explain --at (10 positions): pod group, vs one query at a time",
+            at_g,
+            50,
+            _p99(at_g0),
+            "temp view, a query each",
+        ),
+        ms(
+            "explain --at (10 positions): pod, vs one query at a time",
+            at_p,
+            50,
+            _p99(at_p0),
+            "temp view, a query each",
+        ),
         ms(f"get pods --at (10 positions, {BIG_PODS:,} pods of big)", get_at, 200, fold_ms),
         ms(
             f"get pods --at (10 positions, {BIG_PODS:,} pods of big), vs whole rows",

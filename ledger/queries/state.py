@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ledger.projections.temporal import shadow_objects
 from ledger.queries.object_rows import ObjectRow
+from ledger.store import _raw
 
 
 @contextmanager
@@ -46,7 +46,8 @@ def objects_now(engine: Engine) -> Iterator[Connection]:
 _LEAN = (
     "kind, namespace, name, created_at, valid_from, "
     "object->'spec'->'schedulingGroup'->>'podGroupName', object->'metadata'->'labels', "
-    "object->'spec'->>'unschedulable', status->>'phase', status->'gated', status->>'nodeName', "
+    "object->'spec'->>'unschedulable', status->>'phase', NULLIF(status->'gated', 'null'), "
+    "status->>'nodeName', "
     "status->>'nominatedNodeName', CASE WHEN kind <> 'Pod' THEN status->'conditions' END"
 )
 _WHOLE = "kind, namespace, name, object, status, created_at, valid_from"
@@ -63,15 +64,16 @@ def _lean_row(r: Any) -> ObjectRow:
     if labels:
         obj["metadata"] = {"labels": labels}
     status: dict[str, Any] = {}
-    for k, v in (
-        ("phase", phase),
-        ("gated", gated),
-        ("nodeName", node),
-        ("nominatedNodeName", nominated),
-        ("conditions", conds),
-    ):
-        if v is not None:
-            status[k] = v
+    if phase is not None:
+        status["phase"] = phase
+    if gated is not None:
+        status["gated"] = gated
+    if node is not None:
+        status["nodeName"] = node
+    if nominated is not None:
+        status["nominatedNodeName"] = nominated
+    if conds is not None:
+        status["conditions"] = conds
     return ObjectRow(kind, ns, name, obj, status, created_at, pos)
 
 
@@ -91,17 +93,15 @@ def list_objects_at(
     p = int(position)  # a literal: the planner sees the bound
     q = (
         f"SELECT {_LEAN if lean else _WHOLE} FROM object_versions "
-        f"WHERE kind = :k AND valid_from <= {p} AND valid_to > {p}"
+        f"WHERE kind = %(k)s AND valid_from <= {p} AND valid_to > {p}"
     )
-    params: dict[str, Any] = {"k": kind}
     if namespace is not None:
-        q += " AND namespace = :n"
-        params["n"] = namespace
+        q += " AND namespace = %(n)s"
     if name is not None:
-        q += " AND name = :m"
-        params["m"] = name
+        q += " AND name = %(m)s"
     q += " ORDER BY namespace, name"
-    rows = conn.execute(sa.text(q), params)
+    # on the raw psycopg connection: SQLAlchemy's row processing was ~1/4 of the client's CPU
+    rows = _raw(conn).execute(q, {"k": kind, "n": namespace, "m": name}).fetchall()
     return [_lean_row(r) for r in rows] if lean else [ObjectRow(*r) for r in rows]
 
 
