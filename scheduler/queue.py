@@ -35,8 +35,10 @@ INFLIGHT = "inflight"
 
 
 def backoff_seconds(attempts: int, size: int, initial: float, maximum: float) -> float:
-    """``min(initial * 2^(N-1), max * sqrt(entity size))`` for N >= 1 attempts."""
-    n = max(1, attempts)
+    """``min(initial * 2^(N-1), max * sqrt(entity size))`` for N >= 1 attempts. The exponent stops
+    at 1023 (``2.0 ** 1024`` overflows; a pod retried that often, e.g. 1,000 rounds of a long
+    log, has long reached the maximum, which the cap does not change)."""
+    n = min(max(1, attempts), 1024)
     return float(min(initial * (2.0 ** (n - 1)), maximum * math.sqrt(max(1, size))))
 
 

@@ -132,6 +132,14 @@ def test_backoff_formula(n: int, size: int, expected: float) -> None:
     assert backoff_seconds(n, size, 1.0, 10.0) == pytest.approx(expected)
 
 
+def test_backoff_after_thousands_of_attempts() -> None:
+    """A pod retried every round of a long log (bench.audit: > 1,024 attempts) stays at the
+    maximum instead of overflowing 2.0 ** N."""
+    for n in (1023, 1024, 1025, 5000, 10**9):
+        assert backoff_seconds(n, 4, 1.0, 10.0) == 20.0
+        assert backoff_seconds(n, 1, 0.0, 10.0) == 0.0
+
+
 def test_fit_error_string_sorted_like_kube_scheduler() -> None:
     msg = fit_error_message(
         5, {"Insufficient cpu": 3, "node(s) didn't match Pod's node affinity/selector": 2}
