@@ -79,6 +79,13 @@ events = sa.Table(
         "position",
         postgresql_where=sa.text("type = 'PodUnschedulable'"),
     ),
+    sa.Index(
+        "events_input_position_idx",
+        "position",
+        postgresql_where=sa.text(
+            "stream ~ '^(elasticquota|elasticquotatree|node|poddisruptionbudget|priorityclass)/'"
+        ),
+    ),
 )
 
 streams = sa.Table(
