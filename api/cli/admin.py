@@ -122,7 +122,8 @@ def verify(
 
     res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"))
     if res.ok:
-        out.print(f"ok: {res.checked} events, hash chain intact")
+        since = f" from position {res.start} (earlier partitions detached)" if res.start else ""
+        out.print(f"ok: {res.checked} events{since}, hash chain intact")
         return
     out.print(
         f"BROKEN at position {res.first_bad_position}: {res.reason} ({res.checked} events verified before it)"

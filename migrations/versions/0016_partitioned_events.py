@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+
 from alembic import op
 
 revision = "0016"
@@ -158,7 +159,9 @@ def _capture() -> Dependents:
     dep = Dependents()
     events = _one("SELECT 'events'::regclass::oid")
     for oid, name, kind, depth, definition, owner, options, comment in _rows(_VIEWS):
-        indexes = [r[0] for r in _rows("SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = :o", o=oid)]
+        indexes = [
+            r[0] for r in _rows("SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = :o", o=oid)
+        ]
         grants = _grants(oid, name)
         dep.views.append(View(name, kind, depth, definition, owner, list(options), comment, grants, indexes))
     for name, definition in _rows(
@@ -298,8 +301,10 @@ def upgrade() -> None:
     else:
         _ddl("CREATE SEQUENCE events_position_seq AS bigint")
         position = "position bigint NOT NULL DEFAULT nextval('events_position_seq')"
-    _ddl(f"CREATE TABLE events ({position}, {BODY}, CONSTRAINT events_pkey PRIMARY KEY (position)) "
-               "PARTITION BY RANGE (position)")
+    _ddl(
+        f"CREATE TABLE events ({position}, {BODY}, CONSTRAINT events_pkey PRIMARY KEY (position)) "
+        "PARTITION BY RANGE (position)"
+    )
     if not identity:
         _ddl("ALTER SEQUENCE events_position_seq OWNED BY events.position")
     _ddl((SQL / "partitions.sql").read_text())
@@ -382,9 +387,10 @@ def downgrade() -> None:
         f"CREATE TABLE events (position bigint GENERATED ALWAYS AS IDENTITY, {BODY}, "
         "CONSTRAINT events_pkey PRIMARY KEY (position))"
     )
-    sources = " UNION ALL ".join([f"SELECT {COLUMNS} FROM event_archive.{t}" for t in archived] + [
-        f"SELECT {COLUMNS} FROM events_partitioned"
-    ])
+    sources = " UNION ALL ".join(
+        [f"SELECT {COLUMNS} FROM event_archive.{t}" for t in archived]
+        + [f"SELECT {COLUMNS} FROM events_partitioned"]
+    )
     _ddl(
         f"INSERT INTO events ({COLUMNS}) OVERRIDING SYSTEM VALUE SELECT * FROM ({sources}) r ORDER BY position"
     )
