@@ -104,7 +104,15 @@ def partitions_detach(
         raise UserError(
             "say --archive (keep the partitions in the schema event_archive) or --drop (discard their events)"
         )
-    done = partitions.detach(_owner_engine(), before, archive=archive)
+    import sqlalchemy as sa
+
+    try:
+        done = partitions.detach(_owner_engine(), before, archive=archive)
+    except sa.exc.DBAPIError as exc:
+        # 55000: the Merkle tree does not cover the events yet; 55P03: the table lock timed out
+        if getattr(exc.orig, "sqlstate", None) in ("55000", "55P03"):
+            raise UserError(str(exc.orig).strip().splitlines()[0]) from None
+        raise
     if not done:
         out.print(f"nothing to detach: no partition lies wholly before position {before} and the log's head")
         return

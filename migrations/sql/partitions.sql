@@ -165,6 +165,13 @@ BEGIN
       SELECT d.last_position, d.last_hash INTO v_last_pos, v_last_hash FROM event_archive.detached d
       ORDER BY d.hi DESC LIMIT 1;
     END IF;
+    -- anchored history in use (migration 0007): its tree must already hold these events, since
+    -- extending it reads the event of its last leaf
+    IF EXISTS (SELECT 1 FROM merkle_leaves)
+       AND (SELECT max(l.position) FROM merkle_leaves l) < coalesce(v_last_pos, 0) THEN
+      RAISE EXCEPTION 'the Merkle tree does not reach position % yet: run `podledger checkpoint` before detaching',
+        v_last_pos USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
     EXECUTE format('ALTER TABLE events DETACH PARTITION %I', v_part.name);
     PERFORM ledger_drop_cloned_triggers(v_part.name);
     IF p_archive THEN

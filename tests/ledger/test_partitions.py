@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import sqlalchemy as sa
 from alembic.config import Config
 
 from alembic import command
@@ -324,3 +325,19 @@ def test_worker_ensures_partitions(small, db_url):
     assert ranges(db_url) == [(0, 10), (10, 20), (20, 30), (30, 40), (None, None)]
     with su(db_url) as c:
         assert c.execute("SELECT count(*) FROM events_default").fetchone()[0] == 0
+
+
+def test_detach_waits_for_the_merkle_tree(small, db_url):
+    from ledger import anchor
+
+    engine = small
+    store.append(engine, [note("b/1", str(i)) for i in range(15)])
+    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    anchor.update_tree(owner)  # anchored history in use, up to position 15
+    store.append(engine, [note("b/1", str(i)) for i in range(10)])
+    partitions.ensure(engine)
+    with pytest.raises(sa.exc.DBAPIError, match="Merkle tree does not reach position 19"):
+        partitions.detach(owner, before=20, archive=True)
+    assert [d.name for d in partitions.detach(owner, before=10, archive=True)] == ["events_p0"]
+    anchor.update_tree(owner)  # the tree extends from its last leaf, still in the log
+    assert [d.name for d in partitions.detach(owner, before=20, archive=True)] == ["events_p10"]
