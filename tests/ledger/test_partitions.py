@@ -341,3 +341,44 @@ def test_detach_waits_for_the_merkle_tree(small, db_url):
     assert [d.name for d in partitions.detach(owner, before=10, archive=True)] == ["events_p0"]
     anchor.update_tree(owner)  # the tree extends from its last leaf, still in the log
     assert [d.name for d in partitions.detach(owner, before=20, archive=True)] == ["events_p10"]
+
+
+def test_conversion_carries_any_dependent_read_from_the_catalog(db_url, engine):
+    """Not only the v_* views the migrations made: a view on a view, a materialized view with
+    its index, comments with quotes and colons, grants to another role, a disabled trigger."""
+    store.append(engine, [note(f"s/{i % 3}", str(i)) for i in range(12)])
+    with su(db_url) as c:
+        c.execute("CREATE VIEW x_streams AS SELECT stream, count(*) AS n FROM events GROUP BY stream")
+        c.execute("CREATE VIEW x_busy WITH (security_barrier) AS SELECT * FROM x_streams WHERE n > 3")
+        c.execute("CREATE MATERIALIZED VIEW x_types AS SELECT type, count(*) AS n FROM events GROUP BY type")
+        c.execute("CREATE UNIQUE INDEX x_types_type ON x_types (type)")
+        c.execute("COMMENT ON VIEW x_busy IS 'it''s busy: streams with :n > 3'")
+        c.execute("COMMENT ON TABLE events IS 'the log'")
+        c.execute("GRANT SELECT ON x_busy TO podledger_reporting")
+        c.execute("CREATE FUNCTION x_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$")
+        c.execute("CREATE TRIGGER x_noop AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION x_noop()")
+        c.execute("ALTER TABLE events DISABLE TRIGGER x_noop")
+
+    def state() -> tuple:
+        with su(db_url) as c:
+            return (
+                c.execute("SELECT * FROM x_busy ORDER BY 1").fetchall(),
+                c.execute("SELECT * FROM x_types ORDER BY 1").fetchall(),
+                c.execute("SELECT obj_description('x_busy'::regclass, 'pg_class')").fetchone(),
+                c.execute("SELECT obj_description('events'::regclass, 'pg_class')").fetchone(),
+                c.execute("SELECT has_table_privilege('podledger_reporting', 'x_busy', 'SELECT')").fetchone(),
+                c.execute("SELECT reloptions FROM pg_class WHERE relname = 'x_busy'").fetchone(),
+                c.execute(
+                    "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'x_types'::regclass"
+                ).fetchall(),
+                c.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = 'x_noop'").fetchall(),
+            )
+
+    before = state()
+    assert before[0] == [("s/0", 4), ("s/1", 4), ("s/2", 4)] and before[4] == (True,) and before[7] == [("D",)]
+    db.dispose_all()
+    cfg = _alembic(db_url)
+    command.downgrade(cfg, "0015")
+    assert relkind(db_url) == "r" and state() == before
+    command.upgrade(cfg, "head")
+    assert relkind(db_url) == "p" and state() == before
