@@ -213,11 +213,13 @@ def _detach_dependents(dep: Dependents) -> None:
 def _set_aside(new_name: str) -> None:
     """Rename the current ``events`` and its indexes and sequence out of the way."""
     events = _one("SELECT 'events'::regclass::oid")
-    for (index,) in _rows(
-        "SELECT quote_ident(c.relname) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = :o",
+    for index, renamed in _rows(
+        "SELECT quote_ident(c.relname), quote_ident(left(c.relname, 40) || '__' || :n) "
+        "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = :o",
         o=events,
+        n=new_name,
     ):
-        _ddl(f"ALTER INDEX {index} RENAME TO {index.strip(chr(34))}__{new_name}")
+        _ddl(f"ALTER INDEX {index} RENAME TO {renamed}")
     seq = _one("SELECT pg_get_serial_sequence('events', 'position')")
     if seq:
         _ddl(f"ALTER SEQUENCE {seq} RENAME TO {new_name}_position_seq")
