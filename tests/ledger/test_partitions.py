@@ -375,10 +375,49 @@ def test_conversion_carries_any_dependent_read_from_the_catalog(db_url, engine):
             )
 
     before = state()
-    assert before[0] == [("s/0", 4), ("s/1", 4), ("s/2", 4)] and before[4] == (True,) and before[7] == [("D",)]
+    assert (
+        before[0] == [("s/0", 4), ("s/1", 4), ("s/2", 4)] and before[4] == (True,) and before[7] == [("D",)]
+    )
     db.dispose_all()
     cfg = _alembic(db_url)
     command.downgrade(cfg, "0015")
     assert relkind(db_url) == "r" and state() == before
     command.upgrade(cfg, "head")
     assert relkind(db_url) == "p" and state() == before
+
+
+def test_appends_never_fail_while_partitions_are_made(small, db_url):
+    """Writers (single appends and batches, three threads) while ensure makes 10-position
+    partitions and folds the default one over and over: no append fails, no deadlock, the chain
+    holds and every row ends in a range partition."""
+    import threading
+
+    engine = small
+    errors: list[BaseException] = []
+
+    def writer(wid: int) -> None:
+        try:
+            for i in range(40):
+                if i % 5 == 0:
+                    store.append(engine, [note(f"w{wid}/{j % 3}", f"{i}.{j}") for j in range(70)])  # COPY
+                else:
+                    store.append(engine, [note(f"w{wid}/single", str(i))])
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    made = 0
+    while any(t.is_alive() for t in threads):
+        made += len(partitions.ensure(engine, ahead=1, size=10))
+    for t in threads:
+        t.join()
+    assert errors == []
+    partitions.ensure(engine, ahead=1, size=10)
+    total = 3 * (8 * 70 + 32)
+    assert store.head(engine) == total and verify_chain(engine).ok
+    with su(db_url) as c:
+        assert c.execute("SELECT count(*) FROM events_default").fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == total
+    assert made > 0
