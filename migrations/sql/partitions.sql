@@ -178,6 +178,8 @@ BEGIN
       EXECUTE format('ALTER TABLE %I SET SCHEMA event_archive', v_part.name);
       EXECUTE format('CREATE TRIGGER events_no_update BEFORE UPDATE OR DELETE ON event_archive.%I '
                      'FOR EACH ROW EXECUTE FUNCTION ledger_forbid_mutation()', v_part.name);
+      -- `podledger verify --archive` (the application login) reads it
+      EXECUTE format('GRANT SELECT ON event_archive.%I TO podledger_app', v_part.name);
     ELSE
       EXECUTE format('DROP TABLE %I', v_part.name);
     END IF;

@@ -229,6 +229,8 @@ def test_detach_archive_then_verify_and_append(small, db_url):
     assert ranges(db_url)[0] == (30, 40)
     res = verify_chain(engine)
     assert res.ok and res.start == 30 and res.checked == 5
+    res = verify_chain(engine, archive=True)  # the whole chain: not with a dropped partition
+    assert not res.ok and res.checked == 9 and "events_p10 was dropped" in res.reason
 
     listed = {p.name: p for p in partitions.list_partitions(owner)}
     assert listed["events_p0"].state == "archived" and listed["events_p0"].events == 9
@@ -300,6 +302,8 @@ def test_cli_partitions_list_ensure_detach(small, db_url):
     assert lines[-1][:2] == ["events_default", "default"]
     res = cli("verify")
     assert res.returncode == 0 and "from position 20" in res.stdout
+    res = cli("verify", "--archive")
+    assert res.returncode == 0 and "ok: 25 events, hash chain intact" in res.stdout
 
 
 def test_partition_settings_from_the_environment(monkeypatch):
@@ -421,3 +425,24 @@ def test_appends_never_fail_while_partitions_are_made(small, db_url):
         assert c.execute("SELECT count(*) FROM events_default").fetchone()[0] == 0
         assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == total
     assert made > 0
+
+
+def test_verify_archive_walks_the_archived_partitions_too(small, db_url):
+    engine = small
+    store.append(engine, [note(f"s/{i % 4}", str(i)) for i in range(25)])
+    partitions.ensure(engine)
+    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    assert [d.name for d in partitions.detach(owner, before=20, archive=True)] == ["events_p0", "events_p10"]
+    res = verify_chain(engine, archive=True)
+    assert res.ok and res.checked == 25 and res.start == 0
+    with su(db_url) as c:
+        c.execute("SET session_replication_role = replica")
+        c.execute('UPDATE event_archive.events_p10 SET data = \'{"text": "forged"}\' WHERE position = 12')
+    assert verify_chain(engine).ok  # the retained log alone is intact
+    res = verify_chain(engine, archive=True)
+    assert not res.ok and res.first_bad_position == 12 and "modified" in res.reason
+    with su(db_url) as c:
+        c.execute("SET session_replication_role = replica")
+        c.execute("DELETE FROM event_archive.events_p10 WHERE position = 19")
+    res = verify_chain(engine, archive=True)
+    assert not res.ok and res.first_bad_position in (12, 19)
