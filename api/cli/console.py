@@ -88,7 +88,9 @@ class LazyConsole:
             obj = obj.to_rich()
         self.rich.print(obj, markup=markup)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # anything else: the Rich Console's
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self.rich, name)
 
 

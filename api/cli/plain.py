@@ -3,7 +3,7 @@
 When the output is not a terminal, the consoles of ``api.cli.console`` print no styles, so what
 Rich writes for a plain string or a borderless table is plain text whose layout this module
 reproduces character for character, for the cases it can decide cheaply: printable text with no
-tab, no control character and nothing that looks like an emoji code (``:name:``); tables whose
+tab, no control character and no emoji code Rich would replace (``:smile:``); tables whose
 cells are printable ASCII on one line and whose natural width fits the console. ``render_text``
 and ``Table.render`` return None for anything else, and the caller prints through Rich.
 tests/api/test_plain.py compares both on seeded random strings and tables.
@@ -17,8 +17,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# Rich's emoji code pattern (rich._emoji_replace), loosened: any ``:...:`` without whitespace
-_EMOJI_LIKE = re.compile(r":\S*?:")
+# Rich's emoji code pattern (rich._emoji_replace): ``:name:`` or ``:name-text:``/``:name-emoji:``
+_EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
+
+
+def _has_emoji_code(text: str) -> bool:
+    """Whether Rich would replace an emoji code in ``text``: a match of its pattern whose name
+    is in its emoji table (loaded only when something matches, e.g. JSON or a time of day)."""
+    names = [m[1] for m in _EMOJI_CODE.findall(text)]
+    if not names:
+        return False
+    try:
+        from rich._emoji_codes import EMOJI
+    except ImportError:  # Rich moved its table: assume the worst, Rich prints it
+        return True
+    return any(name.lower() in EMOJI for name in names)
 
 
 def _simple_line(line: str) -> bool:
@@ -28,7 +41,7 @@ def _simple_line(line: str) -> bool:
 def render_text(text: str) -> str | None:
     """What a Rich console (markup and highlighting off, soft wrap) writes for ``print(text)``
     when it is not a terminal, or None if this module cannot say for sure."""
-    if _EMOJI_LIKE.search(text) is not None:
+    if _has_emoji_code(text):
         return None
     if not all(_simple_line(line) for line in text.split("\n")):
         return None
@@ -78,7 +91,7 @@ class Table:
             return None
         for row in lines:
             for cell in row:
-                if type(cell) is not str or not _ascii_cell(cell) or _EMOJI_LIKE.search(cell):
+                if type(cell) is not str or not _ascii_cell(cell) or _has_emoji_code(cell):
                     return None
         widths = [max(len(row[i]) for row in lines) for i in range(n)]
         if 0 in widths:

@@ -19,7 +19,18 @@ ALPHABET = (
     + [" "] * 8
     + list("-_./=,()'\"<>%!?#*|")
     + [":"] * 3
-    + ["[", "]", "[bold]", "[/]", ":smile:", ":thumbs_up:", "12:30:45"]
+    + [
+        "[",
+        "]",
+        "[bold]",
+        "[/]",
+        ":smile:",
+        ":SMILE:",
+        ":smile-text:",
+        ":thumbs_up:",
+        ":no_such_emoji:",
+        "12:30:45",
+    ]
     + ["é", "…", "→", "─", "日本", "😄", "\u200b", "\u0301"]
     + ["\t", "\r", "\x07", "\x1b[31m", "\x00"]
     + ["\n"]
@@ -104,6 +115,13 @@ def test_plain_tables_at_the_console_width(total):
             if got is not None:
                 assert got == rich_table(table)
             assert (got is None) == (total > WIDTH)
+
+
+def test_emoji_codes_only_when_rich_knows_the_name():
+    assert plain.render_text('at 12:30:45 {"a":"b"}') == 'at 12:30:45 {"a":"b"}\n'
+    for text in ("done :smile:", "done :Smile-text:", "x:thumbs_up:y"):
+        assert plain.render_text(text) is None
+    assert plain.render_text("x :no_such_emoji: y") == rich_text("x :no_such_emoji: y")
 
 
 def test_get_table_layout():
