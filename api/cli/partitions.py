@@ -6,11 +6,10 @@ import sys
 from dataclasses import asdict
 from typing import Annotated
 
-import orjson
 import typer
-from rich.table import Table
 
 from api.cli.console import UserError, db_app, out
+from api.cli.plain import Table
 
 partitions_app = typer.Typer(no_args_is_help=True, help="Partitions of the events table (by position range).")
 db_app.add_typer(partitions_app, name="partitions")
@@ -39,13 +38,15 @@ def partitions_list(
     output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
 ) -> None:
     """Attached, default and detached partitions with their position ranges and sizes."""
+    import orjson
+
     from ledger import partitions
 
     parts = partitions.list_partitions(_owner_engine())
     if output == "json":
         sys.stdout.write(orjson.dumps([asdict(p) for p in parts]).decode() + "\n")
         return
-    table = Table("PARTITION", "STATE", "FROM", "TO", "FIRST", "LAST", "SIZE", box=None)
+    table = Table("PARTITION", "STATE", "FROM", "TO", "FIRST", "LAST", "SIZE")
     for p in parts:
         table.add_row(
             p.name,
