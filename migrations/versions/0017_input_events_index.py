@@ -5,7 +5,7 @@ a group scheduled long ago read every event since (hundreds of thousands on a lo
 partial index holds the input streams' events only.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-04
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0017"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
