@@ -225,9 +225,9 @@ class Scheduler(Reading):
         self.state.snap.touched_groups.update(self.state.pod_groups)  # a gate may have turned on
         # feature gates can change group membership / entity keys
         now = max(self.state.added_at.values(), default=0.0)
-        keys = self.queue.entity_of
+        keys = list(self.queue.entity_of)
         if profile_changed:  # every pending pod: pods of another scheduler join or leave the queue
-            keys = {k: p for k, p in self.state.pods.items() if p.node_name is None}  # type: ignore[misc]
+            keys = [k for k, p in self.state.pods.items() if p.node_name is None]
         for pk in sorted(keys):
             self._index_pending(self.state.pods[pk], now)
             if pk in self.queue.entity_of:
