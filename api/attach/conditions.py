@@ -28,17 +28,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from api.attach.kinds import BY_KIND
 from api.attach.remote import Remote, RemoteError
 from ledger import writer
 from ledger.store import NewEvent
 
-CONDITION_TYPES = {
-    "PodGroup": "PodGroupInitiallyScheduled",
-    "CompositePodGroup": "CompositePodGroupInitiallyScheduled",
-}
 DONE = ("patched", "unchanged", "kept", "gone")
 
 PENDING_SQL = """
@@ -57,21 +53,22 @@ WHERE e.type IN ('PodGroupConditionChanged', 'CompositePodGroupConditionChanged'
       WHERE s.type IN ('PodGroupConditionSent', 'CompositePodGroupConditionSent')
         AND s.data->>'outcome' IN ('patched', 'unchanged', 'kept', 'gone')
         AND (s.data->>'decision_position')::bigint = e.position)
+  -- the group is podledger's: a pod of its tree names podledger's profile
+  AND EXISTS (
+      WITH RECURSIVE tree(kind, name) AS (
+          SELECT CASE WHEN e.type = 'PodGroupConditionChanged' THEN 'PodGroup' ELSE 'CompositePodGroup' END,
+                 split_part(e.data->>'group', '/', 2)
+          UNION  -- not ALL: a cycle in a bad layout ends
+          SELECT g.kind, g.name FROM objects g JOIN tree t ON t.kind = 'CompositePodGroup'
+          WHERE g.kind IN ('PodGroup', 'CompositePodGroup')
+            AND g.namespace = split_part(e.data->>'group', '/', 1)
+            AND g.object->'spec'->>'parentCompositePodGroupName' = t.name)
+      SELECT 1 FROM tree t JOIN objects p ON t.kind = 'PodGroup'
+      WHERE p.kind = 'Pod' AND p.namespace = split_part(e.data->>'group', '/', 1)
+        AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = t.name
+        AND coalesce(p.object->'spec'->>'schedulerName', 'default-scheduler') = :profile)
 ORDER BY e.position
 LIMIT 200
-"""
-
-GROUPS_SQL = """
-SELECT kind, name, object->'spec'->>'parentCompositePodGroupName'
-FROM objects WHERE namespace = :ns AND kind IN ('PodGroup', 'CompositePodGroup')
-"""
-
-OURS_SQL = """
-SELECT 1 FROM objects
-WHERE kind = 'Pod' AND namespace = :ns
-  AND object->'spec'->'schedulingGroup'->>'podGroupName' = ANY(:groups)
-  AND coalesce(object->'spec'->>'schedulerName', 'default-scheduler') = :profile
-LIMIT 1
 """
 
 
@@ -91,25 +88,6 @@ def rfc3339(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def leaves(conn: Connection, kind: str, ns: str, name: str) -> list[str]:
-    """The PodGroups of a group's tree (the group itself for a PodGroup)."""
-    if kind == "PodGroup":
-        return [name]
-    children: dict[str, list[tuple[str, str]]] = {}
-    for k, n, parent in conn.execute(sa.text(GROUPS_SQL), {"ns": ns}).all():
-        if parent:
-            children.setdefault(str(parent), []).append((str(k), str(n)))
-    out, todo, seen = [], [name], {name}
-    while todo:
-        for k, n in children.get(todo.pop(), []):
-            if k == "PodGroup":
-                out.append(n)
-            elif n not in seen:  # a cycle in a bad layout ends here
-                seen.add(n)
-                todo.append(n)
-    return out
-
-
 @dataclass
 class ConditionWriter:
     engine: Engine
@@ -123,17 +101,21 @@ class ConditionWriter:
     failed: int = 0
 
     def pending(self) -> list[Decision]:
-        out = []
         with self.engine.connect() as conn:
-            for r in conn.execute(sa.text(PENDING_SQL)).all():
-                kind = "CompositePodGroup" if r[1].startswith("Composite") else "PodGroup"
-                d = Decision(int(r[0]), kind, str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]), r[7])
-                ns, _, name = d.group.partition("/")
-                groups = leaves(conn, kind, ns, name)
-                params = {"ns": ns, "groups": groups, "profile": self.profile}
-                if groups and conn.execute(sa.text(OURS_SQL), params).first() is not None:
-                    out.append(d)
-        return out
+            rows = conn.execute(sa.text(PENDING_SQL), {"profile": self.profile}).all()
+        return [
+            Decision(
+                int(r[0]),
+                "CompositePodGroup" if r[1].startswith("Composite") else "PodGroup",
+                str(r[2]),
+                str(r[3]),
+                str(r[4]),
+                str(r[5]),
+                str(r[6]),
+                r[7],
+            )
+            for r in rows
+        ]
 
     def run_once(self) -> int:
         """Send every pending condition whose backoff has passed; returns the calls made."""
