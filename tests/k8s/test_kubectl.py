@@ -254,7 +254,10 @@ def test_kubectl_patches_a_podgroups_status_subresource(k8s: Server, tmp_path) -
     ]
     with k8s.engine.connect() as c:
         meta = c.execute(
-            sa.text("SELECT meta FROM events WHERE type = 'PodGroupConditionChanged' ORDER BY position DESC")
+            sa.text(
+                "SELECT meta FROM events WHERE type = 'PodGroupConditionChanged' "
+                "AND data->>'group' = 'team-st/st'"
+            )
         ).scalar_one()
     assert meta["observed"] is True and meta["actor"] == "writer"
     # a bad condition is a 422 naming the field; a reader is refused
