@@ -6,11 +6,10 @@ import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
-import orjson
 import typer
-from rich.table import Table
 
 from api.cli.console import UserError, app, db_app, engine, err, out, proj_app
+from api.cli.plain import Table
 
 
 @db_app.command("upgrade")
@@ -172,6 +171,8 @@ def follow(target: Any, on_change: Callable[[int], None], *, poll: float = 5.0) 
 
 
 def _print_events(events: list[Any], output: str, *, header: bool = True) -> None:
+    import orjson
+
     if output == "json":
         for ev in events:
             sys.stdout.write(
@@ -189,8 +190,8 @@ def _print_events(events: list[Any], output: str, *, header: bool = True) -> Non
                 + "\n"
             )
         return
-    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None, show_header=header)
-    table.columns[-1].overflow = "fold"  # the whole payload, wrapped (issue 21: no truncation)
+    # the whole payload, wrapped (issue 21: no truncation)
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", show_header=header, fold_last=True)
     for ev in events:
         table.add_row(str(ev.position), ev.stream, str(ev.version), ev.type, orjson.dumps(ev.data).decode())
     out.print(table)
