@@ -108,6 +108,12 @@ def verify(
     key: Annotated[
         str | None, typer.Option(help="Signing key file whose public half checks --checkpoint.")
     ] = None,
+    archive: Annotated[
+        bool,
+        typer.Option(
+            "--archive", help="Also walk the archived partitions (schema event_archive), from position 0."
+        ),
+    ] = False,
 ) -> None:
     """Walk the hash chain of the log and name the first broken position."""
     from ledger.verify import verify_chain
@@ -119,9 +125,10 @@ def verify(
 
         return verify_checkpoint(Path(checkpoint), public_key, key)
 
-    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"))
+    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"), archive=archive)
     if res.ok:
-        out.print(f"ok: {res.checked} events, hash chain intact")
+        since = f" from position {res.start} (earlier partitions detached)" if res.start else ""
+        out.print(f"ok: {res.checked} events{since}, hash chain intact")
         return
     out.print(
         f"BROKEN at position {res.first_bad_position}: {res.reason} ({res.checked} events verified before it)"

@@ -18,6 +18,7 @@ import api.cli.admin  # noqa: F401  (registers db upgrade, verify, projections r
 import api.cli.anchor  # noqa: F401  (registers checkpoint, prove, db roles)
 import api.cli.audit  # noqa: F401  (registers explain, history, replay)
 import api.cli.objects  # noqa: F401  (registers apply, get, delete)
+import api.cli.partitions  # noqa: F401  (registers db partitions)
 import api.cli.scheduling  # noqa: F401  (registers schedule, simulate, demo, worker)
 import api.cli.serve  # noqa: F401  (registers serve)
 import api.k8s.cli  # noqa: F401  (registers kubeconfig)
