@@ -50,6 +50,7 @@ import numpy as np
 from bench.common import Metric, write
 from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
 from bench.paper_published import ALLOC, FRAG_RATIO
+from bench.paper_report import load_runs, tables
 from bench.trace import DEFAULT_TRACE_DIR
 from scheduler import gpufrag
 from scheduler import gpushare as gs
@@ -490,18 +491,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
     args = ap.parse_args(argv)
     if args.merge:
-        runs = [
-            Run(
-                **{k: v for k, v in row.items() if k != "frag"},
-                frag={int(x): tuple(f) for x, f in row["frag"].items()},
-            )
-            for f in args.merge.split(",")
-            for row in json.loads(Path(f).read_text())
-        ]
+        runs = load_runs(args.merge.split(","), Run)
         write("paper", summarize(runs))
         plot(runs, ROOT / "docs" / "paper-alloc.png")
         for m in summarize(runs):
             print(f"{m.name}: {m.value} (published {m.baseline_value}, met {m.met})")
+        print(tables(runs, TRACES, POLICIES))
         return
     folder = trace_dir()
     if not (folder / NODE_FILE).is_file():
