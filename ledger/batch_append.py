@@ -141,7 +141,8 @@ def _append(
         if len(set(given)) != len(given):
             raise EventValidationError("duplicate event_id within one batch")
         with raw.cursor() as cur:
-            cur.execute("SELECT event_id, position FROM events WHERE event_id = ANY(%s)", (given,))
+            # event_keys holds every event id (events is partitioned by position: migration 0016)
+            cur.execute("SELECT event_id, position FROM event_keys WHERE event_id = ANY(%s)", (given,))
             found = dict(cur.fetchall())
         if found:
             if len(found) == n:
