@@ -95,7 +95,9 @@ class NominatedColumns:
             if j is not None:
                 sel[j] = False
         for k in assumed:
-            sel[pos[k]] = False
+            j = pos.get(k)
+            if j is not None:
+                sel[j] = False
         return sel
 
     def totals(self, index: dict[str, int], n: int, sel: BOOL, names: Sequence[str]) -> tuple[I64, list[I64]]:

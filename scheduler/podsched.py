@@ -269,12 +269,14 @@ class PodScheduler:
             if per is not None:
                 gone = per.pop(pod_key, None)
                 self._nom_cols.remove(pod_key, gone[1] if gone is not None else None)
+                self.snap.unwatch(pod_key)
                 if not per:
                     del self.nominated[old]
         if node is not None and d is not None:
             self.nominated.setdefault(node, {})[pod_key] = (priority, d)
             self._nominated_of[pod_key] = node
             self._nom_cols.add(pod_key, node, priority, d)
+            self.snap.watch(pod_key)
 
     def _reserved_check(self, pi: PodInfo) -> tuple[I64, list[tuple[str, BOOL]]] | None:
         """The nominated-pod check (upstream addNominatedPods + NodeResourcesFit) as per-node
@@ -286,7 +288,7 @@ class PodScheduler:
         if not self.nominated:
             return None
         cols, snap = self._nom_cols, self.snap
-        sel = cols.counted(snap.index, pi.pod.priority, (pi.pod.key,), snap.pods_among(cols.pos.keys()))
+        sel = cols.counted(snap.index, pi.pod.priority, (pi.pod.key,), snap.pods_among(snap.watched))
         if not sel.any():
             return None
         count, tots = cols.totals(snap.index, snap.n, sel, pi.demand.names)

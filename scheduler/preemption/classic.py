@@ -193,7 +193,7 @@ class ClassicPreemption(WorkloadPreemption):
         helps: BOOL = alloc[R_PODS] > free[R_PODS]
         cols = getattr(ps, "_nom_cols", None)
         if getattr(ps, "nominated", None) and cols is not None:
-            sel = cols.counted(snap.index, prio, own, snap.pods_among(cols.pos.keys()))
+            sel = cols.counted(snap.index, prio, own, snap.pods_among(snap.watched))
             if sel.any():
                 count, tots = cols.totals(snap.index, snap.n, sel, names)
                 cap = cap - np.vstack([*tots, count])
