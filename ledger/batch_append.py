@@ -9,6 +9,10 @@ Round trips, for an append that is its own transaction (an ``Engine`` target, CO
    CopyInResponse before the data);
 4. ``SELECT currval(...); COMMIT`` as one message.
 
+With event ids chosen by the caller (the scheduler's content-addressed ids) the idempotency
+check (which of them are stored) rides in message 1 too, gating the bump; it used to be a
+round trip of its own before it.
+
 Four round trips, the same as a bare ``BEGIN``/``COPY``/``COMMIT``; through SQLAlchemy's
 transaction and psycopg's pipeline it took seven (an implicit ``BEGIN`` with its own sync,
 the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller's transaction
@@ -25,6 +29,7 @@ a quarter of the client's work).
 from __future__ import annotations
 
 import gc
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -51,17 +56,33 @@ _COPY_SQL = (
 _CURRVAL = b"SELECT currval(pg_get_serial_sequence('events', 'position'))"
 
 
-def _begin_sql(names: Sequence[str], counts: Sequence[int]) -> bytes:
-    """The stream bump statement with its arguments inlined as hex (no SQL quoting needed)."""
+def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid.UUID] = ()) -> bytes:
+    """The stream bump statement with its arguments inlined as hex (no SQL quoting needed).
+
+    With ``given`` (the event ids the caller chose) the same message first reads which of them
+    are stored (the idempotency check), and the bump runs only if none is: its WHERE clause
+    holds no column of the function, so the planner evaluates it once, before the function
+    (a one-time filter), and a re-send bumps nothing and takes no lock."""
     streams = orjson.dumps(list(names)).hex().encode()
     ns = orjson.dumps(list(counts)).hex().encode()
+    if given:
+        # uuid.UUID's text is hex digits and dashes: safe to inline
+        ids = b"'{" + ",".join(str(u) for u in given).encode() + b"}'::uuid[]"
+        check = b"SELECT event_id::text, position FROM events WHERE event_id = ANY(" + ids + b"); "
+        gate = b" WHERE NOT EXISTS (SELECT 1 FROM events WHERE event_id = ANY(" + ids + b"))"
+    else:
+        check = gate = b""
     return (
-        b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-        b"encode(b.r_head, 'hex') FROM ledger_begin_batch("
-        b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-        b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
-        b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-        b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (streams, ns)
+        check
+        + (
+            b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
+            b"encode(b.r_head, 'hex') FROM ledger_begin_batch("
+            b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
+            b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
+            b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
+            b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (streams, ns)
+        )
+        + gate
     )
 
 
@@ -135,22 +156,11 @@ def _append(
 ) -> tuple[list[int], list[_Prepared], bool]:
     n = len(events)
     prepared = [] if commit else prepare(0, n)
+    # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide. Which of them are
+    # stored is read in the round trip of the stream bump (``_begin_sql``).
     given = [ev.event_id for ev in events if ev.event_id is not None]
-    if given:
-        # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide.
-        if len(set(given)) != len(given):
-            raise EventValidationError("duplicate event_id within one batch")
-        with raw.cursor() as cur:
-            cur.execute("SELECT event_id, position FROM events WHERE event_id = ANY(%s)", (given,))
-            found = dict(cur.fetchall())
-        if found:
-            if len(found) == n:
-                if not prepared:
-                    prepared = prepare(0, n)
-                return [int(found[p.event_id]) for p in prepared], prepared, False
-            raise IdempotencyConflict(
-                f"{len(found)} of {n} event ids of this batch are already stored; refusing a partial re-send"
-            )
+    if len(set(given)) != len(given):
+        raise EventValidationError("duplicate event_id within one batch")
 
     counts: dict[str, int] = {}
     for ev in events:
@@ -165,7 +175,7 @@ def _append(
     # trigger takes too; re-entrant within a transaction) and read the chain head with a
     # snapshot taken after the lock was granted. The version check below runs before any
     # position is drawn, so a loser burns none. The rows are encoded while the server works.
-    begin = _begin_sql(names, [counts[s] for s in names])
+    begin = _begin_sql(names, [counts[s] for s in names], given)
     if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:
         begin = b"BEGIN; " + begin
     _send(raw, begin)
@@ -184,7 +194,24 @@ def _append(
             raise
     cache: dict[Any, tuple[bytes, bytes]] = {}
     parts = [copy_parts(p, cache) for p in prepared] if copy else []
-    res = _results(raw)[-1]
+    results = _results(raw)
+    res = results[-1]
+    if given:
+        found = {
+            uuid.UUID(results[-2].get_value(i, 0).decode()): int(results[-2].get_value(i, 1))
+            for i in range(results[-2].ntuples)
+        }
+        if found:
+            if commit:
+                _send(raw, b"ROLLBACK")  # nothing was bumped; end the transaction BEGIN opened
+                _results(raw)
+            if len(found) == n:
+                if len(prepared) < n:
+                    prepared = prepare(0, n)
+                return [found[p.event_id] for p in prepared], prepared, False
+            raise IdempotencyConflict(
+                f"{len(found)} of {n} event ids of this batch are already stored; refusing a partial re-send"
+            )
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
     new_versions = dict(orjson.loads(r_versions or b"[]"))
     expected = expected_versions or {}

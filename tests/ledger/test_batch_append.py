@@ -179,3 +179,36 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
     after = store.append(engine, [note("d/0"), note("d/1")])
     assert after[0] > n and after[1] == after[0] + 1 and count(engine) == n + 2
     assert verify_chain(engine).ok
+
+
+@pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2])  # unnest INSERT and binary COPY
+@pytest.mark.parametrize("own", [True, False])  # its own transaction / a caller's transaction
+def test_resend_in_the_bump_round_trip_bumps_nothing(engine, n, own):
+    """The idempotency check rides in the stream bump's message and gates it: a re-send returns
+    the original positions without bumping a stream or burning a position, a partial re-send
+    is refused, and the next append continues the versions."""
+    import uuid
+
+    from ledger.errors import IdempotencyConflict
+
+    streams = [f"r/{i % 3}" for i in range(n)]
+    batch = [NewEvent(s, "NoteRecorded", {"text": "x"}, event_id=uuid.uuid4()) for s in streams]
+
+    def send(events: list[NewEvent]) -> list[int]:
+        if own:
+            return store.append(engine, events)
+        with engine.begin() as conn:
+            return store.append(conn, events)
+
+    first = send(batch)
+    before = versions(engine, ["r/0", "r/1", "r/2"])
+    assert send(batch) == first
+    assert versions(engine, ["r/0", "r/1", "r/2"]) == before
+    with pytest.raises(IdempotencyConflict):
+        send([batch[0], note("r/0")])
+    assert versions(engine, ["r/0", "r/1", "r/2"]) == before
+    assert count(engine) == n
+    again = send([note("r/0"), note("r/9")])
+    assert again == [n + 1, n + 2]
+    assert store.stream_version(engine, "r/0") == before["r/0"] + 1
+    assert verify_chain(engine).ok
