@@ -16,8 +16,8 @@ round trip of its own before it.
 Four round trips, the same as a bare ``BEGIN``/``COPY``/``COMMIT``; through SQLAlchemy's
 transaction and psycopg's pipeline it took seven (an implicit ``BEGIN`` with its own sync,
 the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller's transaction
-steps 1-3 are the same (``BEGIN`` only if none is open yet) and ``currval`` is its own round
-trip. The stream names travel as hex-encoded JSON inside the statement text (no quoting of
+steps 1-3 are the same (``BEGIN`` only if none is open yet) and there is no step 4: the last
+position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``). The stream names travel as hex-encoded JSON inside the statement text (no quoting of
 user text in SQL), parsed on the server by ``jsonb``.
 
 Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
@@ -54,6 +54,14 @@ _COPY_SQL = (
     "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
 )
 _CURRVAL = b"SELECT currval(pg_get_serial_sequence('events', 'position'))"
+# The last position drawn, read in the bump's statement after ledger_begin_batch took the ledger
+# lock (the subquery refers to the function's row, so it runs after the function). Every
+# writer draws positions only under that lock (ledger_append_one, this module), so a batch's
+# COPY draws the next n: no ``currval`` round trip after a COPY in a caller's transaction.
+_LAST_DRAWN = (
+    b"(SELECT CASE WHEN q.is_called THEN q.last_value ELSE q.last_value - 1 END "
+    b"FROM events_position_seq q WHERE b.r_head IS NOT DISTINCT FROM b.r_head)"
+)
 
 
 def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid.UUID] = ()) -> bytes:
@@ -76,11 +84,11 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
         check
         + (
             b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-            b"encode(b.r_head, 'hex') FROM ledger_begin_batch("
+            b"encode(b.r_head, 'hex'), %b FROM ledger_begin_batch("
             b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
             b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
             b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-            b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (streams, ns)
+            b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (_LAST_DRAWN, streams, ns)
         )
         + gate
     )
@@ -213,6 +221,7 @@ def _append(
                 f"{len(found)} of {n} event ids of this batch are already stored; refusing a partial re-send"
             )
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
+    drawn = int(res.get_value(0, 2) or b"0")
     new_versions = dict(orjson.loads(r_versions or b"[]"))
     expected = expected_versions or {}
     next_version: dict[str, int] = {}
@@ -250,8 +259,7 @@ def _append(
                 _send(raw, _CURRVAL + b"; COMMIT")
                 last = int(_results(raw)[0].get_value(0, 0) or b"0")
             else:
-                cur.execute(_CURRVAL)
-                last = int(cur.fetchone()[0])  # type: ignore[index]
+                last = drawn + n
             return list(range(last - n + 1, last + 1)), prepared, True
         number(prepared)
         for p in prepared:

@@ -212,3 +212,30 @@ def test_resend_in_the_bump_round_trip_bumps_nothing(engine, n, own):
     assert again == [n + 1, n + 2]
     assert store.stream_version(engine, "r/0") == before["r/0"] + 1
     assert verify_chain(engine).ok
+
+
+def test_copy_in_a_callers_transaction_reports_the_drawn_positions(engine):
+    """A COPY-sized batch in a caller's transaction learns its positions from the last position
+    drawn before it (read under the lock), without ``currval``: right after a rollback burned
+    positions too."""
+    import uuid
+
+    n = COPY_THRESHOLD * 2
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        store.append(conn, [note(f"h/{i}") for i in range(n)])  # draws n positions, then rolls back
+        raise RuntimeError
+    for _ in range(2):
+        batch = [
+            NewEvent(f"c/{i % 5}", "NoteRecorded", {"text": "x"}, event_id=uuid.uuid4()) for i in range(n)
+        ]
+        with engine.begin() as conn:
+            got = store.append(conn, batch)
+        with engine.connect() as c:
+            rows = dict(
+                c.execute(
+                    sa.text("SELECT event_id, position FROM events WHERE event_id = ANY(:ids)"),
+                    {"ids": [ev.event_id for ev in batch]},
+                ).all()
+            )
+        assert got == [rows[ev.event_id] for ev in batch]
+    assert verify_chain(engine).ok
