@@ -205,9 +205,10 @@ def _append(
     results = _results(raw)
     res = results[-1]
     if given:
+        rows = results[-2]
         found = {
-            uuid.UUID(results[-2].get_value(i, 0).decode()): int(results[-2].get_value(i, 1))
-            for i in range(results[-2].ntuples)
+            uuid.UUID(bytes(rows.get_value(i, 0) or b"").decode()): int(rows.get_value(i, 1) or b"0")
+            for i in range(rows.ntuples)
         }
         if found:
             if commit:

@@ -4,7 +4,7 @@ nominated totals at once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
 import numpy as np
@@ -80,7 +80,7 @@ class NominatedColumns:
         return self._node
 
     def counted(
-        self, index: dict[str, int], priority: int, own: AbstractSet[str], assumed: AbstractSet[str]
+        self, index: dict[str, int], priority: int, own: Iterable[str], assumed: AbstractSet[str]
     ) -> BOOL:
         """Rows of the nominated pods that count against a pod of ``priority`` (upstream
         addNominatedPods): priority >= it, on a node of the snapshot, not one of ``own`` (the

@@ -291,13 +291,27 @@ class _Temporal:
         self.usage = usage
         self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
         self.usage_rows: list[tuple[str, int, str]] = []
+        # a pod object's effective requests, by object identity (a status change keeps the
+        # object dict, so a pod's requests are computed once per batch, not per event)
+        self._reqs: dict[int, tuple[dict[str, Any], dict[str, int]]] = {}
+
+    def _requests(self, row: dict[str, Any] | None) -> dict[str, int]:
+        if row is None or (row["status"] or {}).get("phase") != "Bound":
+            return {}
+        obj = row["object"]
+        hit = self._reqs.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        req = _bound_requests(row)
+        self._reqs[id(obj)] = (obj, req)
+        return req
 
     def step(self, rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
         key = next(iter(_touch(ev)), None)
         if key is None:
             return
         prev = rows.get(key)
-        prev_req = _bound_requests(prev) if key[0] == "Pod" else None
+        prev_req = self._requests(prev) if key[0] == "Pod" else None
         prev_obj, prev_status = (prev["object"], prev["status"]) if prev is not None else (None, None)
         _apply(rows, ev, dirty)
         row = rows.get(key)
@@ -317,7 +331,7 @@ class _Temporal:
             and row["status"].get("phase") == (prev_status or {}).get("phase")
         ):
             return  # same spec, same phase: same contribution
-        new_req = _bound_requests(row)
+        new_req = self._requests(row)
         if new_req == prev_req:
             return
         usage = self.usage.setdefault(key[1], {})
