@@ -396,7 +396,9 @@ class _Temporal:
             )
 
 
-def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True) -> None:
+def project(
+    conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True, commit: bool = False
+) -> None:
     """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction.
 
     The rows the batch touches are read once, folded in Python, and written back with one
@@ -406,6 +408,9 @@ def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool =
     every version it produces in ``object_versions`` (closing the previous one) and every change
     of a namespace's bound-pod requests in ``quota_usage``, event by event, so the state at any
     position can be read back without folding (ledger/projections/temporal.py).
+
+    ``commit`` (the caller's transaction ends here, ``ledger.writer``): COMMIT is the last
+    statement of the write pipeline, whose sync raises any error of it.
     """
     keys: set[Key] = set()
     for ev in events:
@@ -480,6 +485,8 @@ def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool =
                         }
                     )
                 cur.execute(_WRITE, (orjson.dumps(doc).decode(),))
+            if commit:
+                cur.execute("COMMIT")
 
 
 def touched_keys(ev: StoredEvent) -> list[Key]:
