@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from ledger.store import NewEvent, _Prepared
 
 COPY_THRESHOLD = 64
+# In a caller's transaction (a scheduler flush, a request) one INSERT ... RETURNING is one round
+# trip, COPY two (CopyInResponse, then the data): below this size the INSERT wins on a loaded
+# machine (steady arrival in bench.endtoend: batches of ~20-200 events).
+COPY_THRESHOLD_TX = 256
 CHUNK = 128  # events prepared and sent at a time by a COPY-sized batch of its own transaction
 
 _COPY_SQL = (
@@ -177,7 +181,7 @@ def _append(
         prepare(0, n)  # raises, naming the event with the empty stream
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
-    copy = n >= COPY_THRESHOLD
+    copy = n >= (COPY_THRESHOLD if commit else COPY_THRESHOLD_TX)
     # One round trip (migrations/sql/ledger_begin_batch.sql): bump the stream versions, bound
     # the idle time of this lock-holding transaction, take the ledger lock (the one the insert
     # trigger takes too; re-entrant within a transaction) and read the chain head with a

@@ -14,7 +14,7 @@ from alembic.config import Config
 
 from alembic import command
 from ledger import db, store
-from ledger.batch_append import COPY_THRESHOLD
+from ledger.batch_append import COPY_THRESHOLD, COPY_THRESHOLD_TX
 from ledger.errors import ConcurrencyError, EventValidationError
 from ledger.store import NewEvent
 from ledger.verify import verify_chain
@@ -181,7 +181,7 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
     assert verify_chain(engine).ok
 
 
-@pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2])  # unnest INSERT and binary COPY
+@pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2, COPY_THRESHOLD_TX + 3])  # INSERT, COPY (own tx), COPY
 @pytest.mark.parametrize("own", [True, False])  # its own transaction / a caller's transaction
 def test_resend_in_the_bump_round_trip_bumps_nothing(engine, n, own):
     """The idempotency check rides in the stream bump's message and gates it: a re-send returns
@@ -220,7 +220,7 @@ def test_copy_in_a_callers_transaction_reports_the_drawn_positions(engine):
     positions too."""
     import uuid
 
-    n = COPY_THRESHOLD * 2
+    n = COPY_THRESHOLD_TX + 5
     with pytest.raises(RuntimeError), engine.begin() as conn:
         store.append(conn, [note(f"h/{i}") for i in range(n)])  # draws n positions, then rolls back
         raise RuntimeError
