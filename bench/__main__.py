@@ -12,6 +12,7 @@ MODULES = [
     "bench.audit",
     "bench.core",
     "bench.endtoend",
+    "bench.partitions",
     "bench.preemption",
     "bench.scale",
     "bench.startup",

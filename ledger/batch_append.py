@@ -17,8 +17,10 @@ Four round trips, the same as a bare ``BEGIN``/``COPY``/``COMMIT``; through SQLA
 transaction and psycopg's pipeline it took seven (an implicit ``BEGIN`` with its own sync,
 the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller's transaction
 steps 1-3 are the same (``BEGIN`` only if none is open yet) and there is no step 4: the last
-position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``). The stream names travel as hex-encoded JSON inside the statement text (no quoting of
-user text in SQL), parsed on the server by ``jsonb``.
+position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``); below
+``COPY_THRESHOLD_TX`` events steps 2-3 are one ``INSERT ... RETURNING``. The stream names
+travel as hex-encoded JSON inside the statement text (no quoting of user text in SQL), parsed
+on the server by ``jsonb``.
 
 Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
 preparation allocates only acyclic objects, and with a large live heap (a scheduler, a
@@ -78,10 +80,11 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
     streams = orjson.dumps(list(names)).hex().encode()
     ns = orjson.dumps(list(counts)).hex().encode()
     if given:
-        # uuid.UUID's text is hex digits and dashes: safe to inline
+        # uuid.UUID's text is hex digits and dashes: safe to inline. event_keys holds every
+        # event id (events is partitioned by position: migration 0016).
         ids = b"'{" + ",".join(str(u) for u in given).encode() + b"}'::uuid[]"
-        check = b"SELECT event_id::text, position FROM events WHERE event_id = ANY(" + ids + b"); "
-        gate = b" WHERE NOT EXISTS (SELECT 1 FROM events WHERE event_id = ANY(" + ids + b"))"
+        check = b"SELECT event_id::text, position FROM event_keys WHERE event_id = ANY(" + ids + b"); "
+        gate = b" WHERE NOT EXISTS (SELECT 1 FROM event_keys WHERE event_id = ANY(" + ids + b"))"
     else:
         check = gate = b""
     return (

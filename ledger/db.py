@@ -350,19 +350,36 @@ def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: 
 
 def read_connection(url: str | None = None) -> psycopg.Connection[Any]:
     """A plain psycopg connection (autocommit) on the ledger at ``url`` as the application role,
-    for read-only commands that print rows: no SQLAlchemy, no pool. The database is migrated
-    first when it is not at the schema head (the one-query check of ``at_schema_head``)."""
+    for read-only commands that print rows: no SQLAlchemy, no pool.
+
+    The schema check is one query on that same connection (the application role may read
+    ``alembic_version``): at the head, the connection is returned as is. Otherwise (no such
+    database or role yet, no version table, another revision) the owner creates the database
+    and migrates it, and a new connection is opened."""
     import psycopg
 
     _install_json_loads()
     url = url or os.environ.get("PODLEDGER_DATABASE_URL") or running_embedded_url() or server_url()
-    if url not in _migrated:
-        if not at_schema_head(url):
-            ensure_database(url)
-            migrate(url)
-        _migrated.add(url)
     as_owner = os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1"
     login = libpq_url(url) if as_owner else app_url(url)
+    if url in _migrated:
+        return psycopg.connect(login, autocommit=True, connect_timeout=10)
+    try:
+        conn = psycopg.connect(login, autocommit=True, connect_timeout=10)
+    except psycopg.Error:
+        conn = None  # ensure_database below reports an unreachable server
+    if conn is not None:
+        try:
+            revs = [r[0] for r in conn.execute("SELECT version_num FROM alembic_version").fetchall()]
+        except psycopg.Error:
+            revs = []
+        if revs == [schema_head()]:
+            _migrated.add(url)
+            return conn
+        conn.close()
+    ensure_database(url)
+    migrate(url)
+    _migrated.add(url)
     return psycopg.connect(login, autocommit=True, connect_timeout=10)
 
 

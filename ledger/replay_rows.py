@@ -150,7 +150,12 @@ def connect(url: str | None = None) -> psycopg.Connection[Any]:
 
 
 def _query(
-    after: int, limit: int, upto: int | None, types: Sequence[str] | None, chain: bool = False
+    after: int,
+    limit: int,
+    upto: int | None,
+    types: Sequence[str] | None,
+    chain: bool = False,
+    table: str = "events",
 ) -> tuple[str, list[Any]]:
     where = "position > %s"
     params: list[Any] = [int(after)]
@@ -162,7 +167,7 @@ def _query(
         params.append(list(types))
     cols = _COLUMNS + (", prev_hash, hash" if chain else "")
     params.append(int(limit))
-    return f"SELECT {cols} FROM events WHERE {where} ORDER BY position LIMIT %s", params
+    return f"SELECT {cols} FROM {table} WHERE {where} ORDER BY position LIMIT %s", params
 
 
 def read_rows(
@@ -180,9 +185,12 @@ def read_rows(
         return list(map(ReplayRow, cur.fetchall()))
 
 
-def read_chain(conn: psycopg.Connection[Any], after: int = 0, limit: int = 10_000) -> list[ChainRow]:
-    """Like ``read_rows``, with each event's stored ``prev_hash`` and ``hash``."""
-    query, params = _query(after, limit, None, None, chain=True)
+def read_chain(
+    conn: psycopg.Connection[Any], after: int = 0, limit: int = 10_000, *, table: str = "events"
+) -> list[ChainRow]:
+    """Like ``read_rows``, with each event's stored ``prev_hash`` and ``hash``; ``table``: an
+    archived partition (``event_archive."events_p0"``, ledger/verify.py) instead of the log."""
+    query, params = _query(after, limit, None, None, chain=True, table=table)
     with conn.cursor(binary=True) as cur:
         cur.execute(query, params)
         return list(map(ChainRow, cur.fetchall()))

@@ -6,6 +6,8 @@ checks that the migrated database and this metadata agree.
 
 from __future__ import annotations
 
+import re
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 
@@ -42,10 +44,9 @@ events = sa.Table(
     sa.Column("tx_id", XID8(), nullable=False, server_default=sa.text("pg_current_xact_id()")),
     sa.Column("prev_hash", pg.BYTEA, nullable=False),
     sa.Column("hash", pg.BYTEA, nullable=False),
-    sa.UniqueConstraint("stream", "version", name="events_stream_version_key"),
-    sa.UniqueConstraint("event_id", name="events_event_id_key"),
     sa.CheckConstraint("version > 0", name="events_version_positive"),
     sa.Index("events_type_position_idx", "type", "position"),
+    sa.Index("events_stream_version_idx", "stream", "version"),
     sa.Index(
         "events_decision_pod_idx",
         sa.text("(data->>'pod')"),
@@ -79,6 +80,22 @@ events = sa.Table(
         "position",
         postgresql_where=sa.text("type = 'PodUnschedulable'"),
     ),
+)
+
+# events is PARTITION BY RANGE (position) (migration 0016): its partitions (events_p<lo>,
+# events_default) are not in this metadata, and the global uniqueness of event ids and stream
+# versions lives here, one row per event written by the trigger events_record_keys.
+PARTITION_NAME = re.compile(r"^events_(p[0-9]+|default)$")
+
+event_keys = sa.Table(
+    "event_keys",
+    metadata,
+    sa.Column("event_id", pg.UUID(as_uuid=True), nullable=False),
+    sa.Column("stream", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("event_id", name="events_event_id_key"),
+    sa.UniqueConstraint("stream", "version", name="events_stream_version_key"),
 )
 
 streams = sa.Table(

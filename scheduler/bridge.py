@@ -535,7 +535,9 @@ class Bridge:
     def recreate_victims(self, results: Sequence[d.CycleResult], now: float) -> list[StoredEvent]:
         """Append a ``PodCreated`` for every controller-owned victim of ``results``
         (``scheduler.controllers``), then fold them."""
-        victims = controllers.preempted_owned(results, self._owned)
+        victims = (
+            controllers.preempted_owned(results, self._owned) if self.config.controller_emulation else []
+        )
         if not victims:
             return []
         batch = controllers.recreations(victims, self._owned, self._preempted_at, from_ts(now), EVENT_NS)

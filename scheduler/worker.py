@@ -181,6 +181,38 @@ class Worker:
 
         self._sched.add_job(job, "interval", seconds=every, id="checkpoint", max_instances=1, coalesce=True)
 
+    def ensure_partitions(self) -> None:
+        """Keep ``PODLEDGER_PARTITIONS_AHEAD`` empty partitions after the newest position
+        (ledger/partitions.py). A failure (the table lock not granted within its timeout, the
+        database away) is logged and retried at the next check; appends never need it to
+        succeed: rows past the last partition land in the default partition."""
+        from ledger import partitions
+
+        try:
+            made = partitions.ensure(self.engine)
+            if made:
+                _json_line(event="partitions", worker=self.name, created=made)
+        except Exception as exc:
+            _json_line(event="partitions-error", worker=self.name, error=f"{type(exc).__name__}: {exc}")
+
+    def _schedule_partitions(self) -> None:
+        """Check the partitions every ``PODLEDGER_PARTITION_CHECK_INTERVAL`` seconds (default
+        60, 0: never) while leading, the first time at once."""
+        from ledger import partitions
+
+        every = partitions.check_interval()
+        if every <= 0 or self._sched is None:
+            return
+        self._sched.add_job(
+            self.ensure_partitions,
+            "interval",
+            seconds=every,
+            id="partitions",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(UTC),
+        )
+
     def lead(self) -> None:
         from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -209,6 +241,7 @@ class Worker:
             next_run_time=datetime.now(UTC),
         )
         self._schedule_checkpoints()
+        self._schedule_partitions()
         done = threading.Event()  # ends this term's listener (one LISTEN connection per term)
         threading.Thread(target=self._listen, args=(done,), name="listen", daemon=True).start()
         try:

@@ -6,11 +6,10 @@ import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
-import orjson
 import typer
-from rich.table import Table
 
 from api.cli.console import UserError, app, db_app, engine, err, out, proj_app
+from api.cli.plain import Table
 
 
 @db_app.command("upgrade")
@@ -109,6 +108,12 @@ def verify(
     key: Annotated[
         str | None, typer.Option(help="Signing key file whose public half checks --checkpoint.")
     ] = None,
+    archive: Annotated[
+        bool,
+        typer.Option(
+            "--archive", help="Also walk the archived partitions (schema event_archive), from position 0."
+        ),
+    ] = False,
 ) -> None:
     """Walk the hash chain of the log and name the first broken position."""
     from ledger.verify import verify_chain
@@ -120,9 +125,10 @@ def verify(
 
         return verify_checkpoint(Path(checkpoint), public_key, key)
 
-    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"))
+    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"), archive=archive)
     if res.ok:
-        out.print(f"ok: {res.checked} events, hash chain intact")
+        since = f" from position {res.start} (earlier partitions detached)" if res.start else ""
+        out.print(f"ok: {res.checked} events{since}, hash chain intact")
         return
     out.print(
         f"BROKEN at position {res.first_bad_position}: {res.reason} ({res.checked} events verified before it)"
@@ -172,6 +178,8 @@ def follow(target: Any, on_change: Callable[[int], None], *, poll: float = 5.0) 
 
 
 def _print_events(events: list[Any], output: str, *, header: bool = True) -> None:
+    import orjson
+
     if output == "json":
         for ev in events:
             sys.stdout.write(
@@ -189,8 +197,8 @@ def _print_events(events: list[Any], output: str, *, header: bool = True) -> Non
                 + "\n"
             )
         return
-    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", box=None, show_header=header)
-    table.columns[-1].overflow = "fold"  # the whole payload, wrapped (issue 21: no truncation)
+    # the whole payload, wrapped (issue 21: no truncation)
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", show_header=header, fold_last=True)
     for ev in events:
         table.add_row(str(ev.position), ev.stream, str(ev.version), ev.type, orjson.dumps(ev.data).decode())
     out.print(table)

@@ -11,11 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
-from rich.table import Table
 
 from api.cli.console import UserError, app, db_app, engine, err, out
+from api.cli.plain import Table
 
 KeyOpt = Annotated[
     str | None,
@@ -80,6 +79,8 @@ def prove(
     Anyone holding the verifier key checks it with ``ledger.transparency.verify_event_proof``
     (or ``python -m ledger.transparency PROOF.json VERIFIER_KEY``).
     """
+    import orjson
+
     from ledger import anchor
 
     note = _read(checkpoint_file, "checkpoint") if checkpoint_file else None
@@ -116,6 +117,8 @@ def db_roles(
     output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
 ) -> None:
     """Show the owner, application and reporting roles and what each may do on events."""
+    import orjson
+
     from ledger import db, roles
 
     infos = roles.describe(db.get_engine(owner=True))
@@ -125,7 +128,7 @@ def db_roles(
             orjson.dumps({"roles": [asdict(r) for r in infos], "problems": issues}).decode() + "\n"
         )
     else:
-        table = Table("ROLE", "PURPOSE", "LOGIN", "SUPERUSER", "ON EVENTS", "SESSIONS", box=None)
+        table = Table("ROLE", "PURPOSE", "LOGIN", "SUPERUSER", "ON EVENTS", "SESSIONS")
         for r in infos:
             table.add_row(
                 r.name,

@@ -6,12 +6,10 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
-import yaml
-from rich.table import Table
 
 from api.cli.console import UserError, app, engine, err, out
+from api.cli.plain import Table
 
 
 def _ref(ref: str) -> tuple[str, str]:
@@ -37,6 +35,8 @@ def explain(
     ] = 50,
 ) -> None:
     """Why is this group or pod where it is (as of a position or time)?"""
+    import orjson
+
     from api.services.explain import explain as do_explain
     from api.services.explain import render_explain
 
@@ -58,6 +58,8 @@ def history(
     output: Annotated[str, typer.Option("-o", "--output", help="table | json")] = "table",
 ) -> None:
     """The object's timeline: its events and the scheduler's decisions about it."""
+    import orjson
+
     from api.services.history import history as do_history
 
     ns, name = _ref(ref)
@@ -68,8 +70,7 @@ def history(
     if output == "json":
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
-    table = Table("POS", "T", "TYPE", "WHAT", box=None)
-    table.columns[-1].overflow = "fold"  # whole summaries, wrapped
+    table = Table("POS", "T", "TYPE", "WHAT", fold_last=True)  # whole summaries, wrapped
     for r in rows:
         table.add_row(str(r["position"]), r["relative"], r["type"], r["summary"])
     out.print(table)
@@ -90,6 +91,9 @@ def replay(
     output: Annotated[str, typer.Option("-o", "--output", help="text | json")] = "text",
 ) -> None:
     """Time travel, proof of every decision, and what-if under another configuration."""
+    import orjson
+    import yaml
+
     from api.services.replay import verify_replay
     from api.services.state import state_at
     from api.services.whatif import whatif

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
-from rich.table import Table
 
 from api.cli.console import UserError, app, engine, err, out, split_ref
+from api.cli.plain import Table
 
 
 def _age(ts: datetime) -> str:
@@ -122,7 +121,7 @@ def _detail(kind: str, r: Any) -> str:
 
 
 def _table(info: Any, rows: list[Any], output: str, *, namespaces: bool, header: bool = True) -> Table:
-    table = Table(box=None, pad_edge=False, show_header=header)
+    table = Table(pad_edge=False, show_header=header)
     cols = (["NAMESPACE"] if namespaces else []) + ["NAME", "STATUS"]
     if info.kind == "Pod":
         cols += ["NODE"]
@@ -256,6 +255,8 @@ def _print_rows(info: Any, name: str | None, ns: str | None, rows: list[Any], ou
                 orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
             )
         else:
+            import yaml
+
             sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
         return False
     namespaces = bool(info.namespaced and ns is None)

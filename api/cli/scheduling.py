@@ -7,17 +7,15 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
-import yaml
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from api.cli.console import UserError, app, engine, err, out
 
 
 def schedule_until_idle(target: Any, *, progress: bool = True) -> list[Any]:
     """Run cycles until idle (``api.services.schedule``), with a progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from api.services.schedule import bound_count
     from api.services.schedule import schedule_until_idle as run
 
@@ -27,7 +25,7 @@ def schedule_until_idle(target: Any, *, progress: bool = True) -> list[Any]:
         MofNCompleteColumn(),
         TextColumn("pending pods"),
         TimeElapsedColumn(),
-        console=err,
+        console=err.rich,
         disable=not progress,
         transient=True,
     ) as bar:
@@ -65,6 +63,9 @@ def simulate(
     output: Annotated[str, typer.Option("-o", "--output", help="text | json")] = "text",
 ) -> None:
     """Run a scenario on a fresh private ledger; exit 1 when an expectation fails."""
+    import orjson
+    import yaml
+
     from api.services.simulate import ScenarioError, run_scenario
 
     if not scenario.exists():
@@ -117,6 +118,8 @@ def demo(
 ) -> None:
     """The story in a minute: a gang that cannot fit, why (explain), capacity joins, it is
     scheduled, its history, and the proof that every decision replays."""
+    from rich.table import Table
+
     from api.cli.audit import history, replay
     from api.services.demo import BLOCKED_GROUP, demo_report, first_position
     from api.services.explain import explain, render_explain

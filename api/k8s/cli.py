@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from api.cli.console import UserError, app
 
@@ -62,6 +61,8 @@ def kubeconfig_cmd(
     ] = False,
 ) -> None:
     """Print a kubeconfig for the running server, with a token of ROLE from PODLEDGER_TOKENS."""
+    import yaml
+
     from api.http.auth import ENV_VAR
 
     if role not in ("reader", "writer", "admin"):

@@ -79,8 +79,9 @@ def events_by_ids(conn: Connection, ids: Sequence[uuid.UUID]) -> list[Any]:
     return list(
         conn.execute(
             sa.text(
-                "SELECT position, stream, version, type, data, meta FROM events WHERE event_id = ANY(:ids) "
-                "ORDER BY position"
+                # event_keys: the ids' one index (events is partitioned by position, migration 0016)
+                "SELECT position, stream, version, type, data, meta FROM events WHERE position = ANY("
+                "ARRAY(SELECT position FROM event_keys WHERE event_id = ANY(:ids))) ORDER BY position"
             ),
             {"ids": list(ids)},
         ).all()

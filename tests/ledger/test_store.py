@@ -217,11 +217,13 @@ def test_schema_matches_table_metadata(engine, db_url):
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from ledger.tables import metadata
+    from ledger.tables import PARTITION_NAME, metadata
 
     su = sa.create_engine(db.sqlalchemy_url(db_url))
     with su.connect() as conn:
-        diffs = compare_metadata(MigrationContext.configure(conn), metadata)
+        # the partitions of events (migration 0016) are not in the metadata
+        skip = {"include_name": lambda name, kind, _p: not (kind == "table" and PARTITION_NAME.match(name))}
+        diffs = compare_metadata(MigrationContext.configure(conn, opts=skip), metadata)
     su.dispose()
     diffs = [
         d
