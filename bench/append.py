@@ -18,12 +18,14 @@ ratios hold even when the absolute numbers move with the load.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import uuid
 
 import orjson
 import psycopg
+from sqlalchemy.engine import Engine
 
 from bench.common import Metric, print_table, ratio_metric, write
 from ledger import db, replay_rows, store
@@ -67,6 +69,8 @@ def drop_database(url: str) -> None:
 
 
 ROUNDS = 3  # replay rounds, interleaved with the peers
+# BENCH_ONLY=replay: store the same events (untimed) and measure only the replay comparisons.
+ONLY = os.environ.get("BENCH_ONLY", "")
 
 
 def run() -> list[Metric]:
@@ -107,7 +111,7 @@ def run() -> list[Metric]:
         cpu = _CpuMeter(url)
         c_ours = c_copy = c_es = 0.0
         after = BATCH
-        for batch in batches:
+        for batch in batches if ONLY != "replay" else ():
             c0 = cpu.now()
             t0 = time.perf_counter()
             store.append(engine, batch)
@@ -139,6 +143,15 @@ def run() -> list[Metric]:
             c0 = cpu.now()
             t_es += es.append(batch)
             c_es += cpu.now() - c0
+        if ONLY == "replay":
+            for batch in batches:
+                store.append(engine, batch)
+                es.append(batch)
+            only_replay = _replay(url, engine, raw, es, cpu)[0]
+            raw.close()
+            es.close()
+            cpu.close()
+            return only_replay
         ours = N_BATCHED / t_ours
         copy_rate = N_BATCHED / t_copy
         es_append = N_BATCHED / t_es
@@ -161,37 +174,7 @@ def run() -> list[Metric]:
         single_ms = statistics.median(single) * 1000
         bare_ms = statistics.median(bare) * 1000
 
-        # 3. ordered replay into memory: lean rows (ledger/replay_rows.py) on a raw connection,
-        # every payload decoded, vs a raw ordered read without decoding and vs the eventsourcing
-        # recorder's select_notifications + orjson; ROUNDS interleaved rounds, best of each.
-        total = store.head(engine)
-        reader = replay_rows.connect(url)
-        replay_rate = raw_read_rate = es_read = 0.0
-        rc_ours = rc_es = float("inf")
-        for _ in range(ROUNDS):
-            c0 = cpu.now()
-            t0 = time.perf_counter()
-            state: dict[str, int] = {}
-            n = 0
-            for ev in replay_rows.iter_rows(reader):  # pipelined pages of 10,000
-                ev.raw_data  # noqa: B018  (decode every payload, as the peer does)
-                state[ev.stream] = ev.version
-                n += 1
-            replay_rate = max(replay_rate, n / (time.perf_counter() - t0))
-            rc_ours = min(rc_ours, cpu.now() - c0)
-            t0 = time.perf_counter()
-            with raw.transaction(), raw.cursor(name="rawread") as cur:
-                cur.itersize = 10_000
-                cur.execute(
-                    "SELECT position, stream, version, type, data::text FROM events ORDER BY position"
-                )
-                m = sum(1 for _ in cur)
-            raw_read_rate = max(raw_read_rate, m / (time.perf_counter() - t0))
-            c0 = cpu.now()
-            es_read = max(es_read, es.read_rate())
-            rc_es = min(rc_es, cpu.now() - c0)
-            assert n == total == m
-        reader.close()
+        replay, total = _replay(url, engine, raw, es, cpu)
 
         # 4. the scheduler's catch-up read when nothing is new (its steady state between
         # appends): store.read_tail on a raw pooled connection vs read_all through a
@@ -227,16 +210,7 @@ def run() -> list[Metric]:
             2.0,
             higher_is_better=False,
         ),
-        Metric(
-            "ordered replay into memory (lean rows, orjson)",
-            replay_rate,
-            "events/s",
-            "raw ordered read, no decode",
-            raw_read_rate,
-            replay_rate / raw_read_rate,
-            "value >= 150,000/s",
-            replay_rate >= 150_000,
-        ),
+        replay[0],
         ratio_metric(
             "batched append vs eventsourcing",
             ours,
@@ -245,14 +219,7 @@ def run() -> list[Metric]:
             es_append,
             1.5,
         ),
-        ratio_metric(
-            "ordered replay vs eventsourcing",
-            replay_rate,
-            "events/s",
-            "eventsourcing select_notifications + orjson (interleaved)",
-            es_read,
-            1.5,
-        ),
+        replay[1],
         ratio_metric(
             "empty catch-up read p50 (store.read_tail, raw connection)",
             tail_raw_us,
@@ -266,8 +233,65 @@ def run() -> list[Metric]:
         # ratios become when the machine is not shared. Informational.
         _cpu_metric("batched append CPU (client + server)", c_ours, "raw COPY", c_copy, N_BATCHED),
         _cpu_metric("batched append CPU (client + server)", c_ours, "eventsourcing", c_es, N_BATCHED),
-        _cpu_metric("ordered replay CPU (client + server)", rc_ours, "eventsourcing", rc_es, total),
+        replay[2],
     ]
+
+
+def _replay(
+    url: str, engine: Engine, raw: psycopg.Connection, es: _EventsourcingPeer, cpu: _CpuMeter
+) -> tuple[list[Metric], int]:
+    """3. ordered replay rounds (ours, raw read, eventsourcing interleaved): three metrics, events."""
+    # 3. ordered replay into memory: lean rows (ledger/replay_rows.py) on a raw connection,
+    # every payload decoded, vs a raw ordered read without decoding and vs the eventsourcing
+    # recorder's select_notifications + orjson; ROUNDS interleaved rounds, best of each.
+    total = store.head(engine)
+    reader = replay_rows.connect(url)
+    replay_rate = raw_read_rate = es_read = 0.0
+    rc_ours = rc_es = float("inf")
+    for _ in range(ROUNDS):
+        c0 = cpu.now()
+        t0 = time.perf_counter()
+        state: dict[str, int] = {}
+        n = 0
+        for ev in replay_rows.iter_rows(reader):  # pipelined pages of 10,000
+            ev.data  # noqa: B018  (every payload decoded as the folds read it: upcast when older)
+            state[ev.stream] = ev.version
+            n += 1
+        replay_rate = max(replay_rate, n / (time.perf_counter() - t0))
+        rc_ours = min(rc_ours, cpu.now() - c0)
+        t0 = time.perf_counter()
+        with raw.transaction(), raw.cursor(name="rawread") as cur:
+            cur.itersize = 10_000
+            cur.execute("SELECT position, stream, version, type, data::text FROM events ORDER BY position")
+            m = sum(1 for _ in cur)
+        raw_read_rate = max(raw_read_rate, m / (time.perf_counter() - t0))
+        c0 = cpu.now()
+        es_read = max(es_read, es.read_rate())
+        rc_es = min(rc_es, cpu.now() - c0)
+        assert n == total == m
+    reader.close()
+
+    return [
+        Metric(
+            "ordered replay into memory (lean rows, orjson)",
+            replay_rate,
+            "events/s",
+            "raw ordered read, no decode",
+            raw_read_rate,
+            replay_rate / raw_read_rate,
+            "value >= 150,000/s",
+            replay_rate >= 150_000,
+        ),
+        ratio_metric(
+            "ordered replay vs eventsourcing",
+            replay_rate,
+            "events/s",
+            "eventsourcing select_notifications + orjson (interleaved)",
+            es_read,
+            1.5,
+        ),
+        _cpu_metric("ordered replay CPU (client + server)", rc_ours, "eventsourcing", rc_es, total),
+    ], total
 
 
 def _cpu_metric(name: str, ours: float, peer: str, theirs: float, events: int) -> Metric:

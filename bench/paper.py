@@ -7,7 +7,10 @@ is read from ``PODLEDGER_TRACE_DIR`` (default ``../shared/data/openb``), never c
 One run = one pod list x one policy x one seed, a private ledger database of its own:
 
 * nodes: the trace's GPU nodes (``openb_node_list_gpu_node.csv``): ``cpu``, ``memory``,
-  ``nvidia.com/gpu`` and the label ``alibabacloud.com/gpu-card-model``;
+  ``nvidia.com/gpu`` and the label ``alibabacloud.com/gpu-card-model``; with ``--node-order
+  artifact`` (default) renamed ``%04d-<name>`` from a per-seed permutation and appended in name
+  order, so equal scores go to the artifact's per-seed random node order
+  (``bench/paper_protocol.py``); ``index``: trace names, file order;
 * workload: the pod list shuffled with the seed, then inflated (tasks drawn again, with
   replacement, as copies ``<name>-c<k>``) or pruned until its GPU request reaches 1.3 x the
   cluster's GPUs; GPU tasks carry the GPU-share annotations (``alibabacloud.com/gpu-milli``,
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import random
@@ -44,7 +48,9 @@ from typing import Any
 import numpy as np
 
 from bench.common import Metric, write
+from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
 from bench.paper_published import ALLOC, FRAG_RATIO
+from bench.paper_report import load_runs, tables
 from bench.trace import DEFAULT_TRACE_DIR
 from scheduler import gpufrag
 from scheduler import gpushare as gs
@@ -91,6 +97,8 @@ class Run:
     alloc: list[float] = field(default_factory=list)  # % at X = 0..130
     frag: dict[int, tuple[float, float]] = field(default_factory=dict)  # X -> (GPUs, ratio %)
     verified: str = ""
+    node_order: str = DEFAULT_NODE_ORDER
+    digest: str = ""  # sha256 of the sorted placements (pod -> node, devices): equal runs, equal digest
     placements: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)  # not written
     inspected: Any = None  # not written
 
@@ -145,9 +153,13 @@ def tune(tasks: list[Task], capacity_milli: int, seed: int, limit: int | None = 
     return out[:limit] if limit is not None else out
 
 
-def node_manifest(r: dict[str, Any]) -> dict[str, Any]:
+def node_manifest(r: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The trace row as a Node named ``name`` (default: its trace name, else the trace name is
+    kept in the annotation ``TRACE_NODE``)."""
     cap = {"cpu": f"{r['cpu_milli']}m", "memory": f"{r['memory_mib']}Mi", gs.NVIDIA_GPU: str(r["gpu"])}
-    meta: dict[str, Any] = {"name": r["sn"]}
+    meta: dict[str, Any] = {"name": name or r["sn"]}
+    if name and name != r["sn"]:
+        meta["annotations"] = {TRACE_NODE: r["sn"]}
     if (r.get("model") or "").strip():
         meta["labels"] = {gs.GPU_MODEL: r["model"].strip()}
     return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"capacity": cap}}
@@ -184,10 +196,12 @@ def config_manifest(policy: str) -> dict[str, Any]:
 
 
 def frag_at(
-    nodes: list[dict[str, Any]], placed: list[tuple[Task, str, tuple[int, ...]]], typical: Any
+    named: list[tuple[str, dict[str, Any]]], placed: list[tuple[Task, str, tuple[int, ...]]], typical: Any
 ) -> tuple[float, float]:
-    """(fragmentation in GPUs, % of the free GPUs) of the cluster holding ``placed``."""
-    idx = {r["sn"]: i for i, r in enumerate(nodes)}
+    """(fragmentation in GPUs, % of the free GPUs) of the cluster (``(name, row)`` per node)
+    holding ``placed``."""
+    idx = {nm: i for i, (nm, _) in enumerate(named)}
+    nodes = [r for _, r in named]
     g = max(int(r["gpu"]) for r in nodes)
     free = np.full((len(nodes), g), -1, dtype=np.int64)
     cpu = np.array([int(r["cpu_milli"]) for r in nodes], dtype=np.int64)
@@ -212,9 +226,10 @@ def run_one(
     limit: int | None = None,
     verify: bool = False,
     inspect: Callable[[Any], Any] | None = None,
+    node_order: str = DEFAULT_NODE_ORDER,
 ) -> Run:
     """One run in a private ledger; ``inspect(engine)``, when given, runs on the ledger before it
-    is dropped (its result in ``Run.inspected``)."""
+    is dropped (its result in ``Run.inspected``). Placements name the ledger's nodes."""
     from api.services import objects as services
     from api.services.simulate import private_ledger
     from bench.trace import load
@@ -224,7 +239,8 @@ def run_one(
     nodes = read_nodes(folder)
     capacity = sum(int(r["gpu"]) for r in nodes) * gs.MILLI
     tasks = tune(read_tasks(folder, trace), capacity, seed, limit)
-    out = Run(trace, policy, seed, pods=len(tasks))
+    named = ordered_nodes(nodes, seed, node_order)
+    out = Run(trace, policy, seed, pods=len(tasks), node_order=node_order)
     t0, c0 = time.perf_counter(), time.process_time()
     now = 1767225600.0  # 2026-01-01T00:00:00Z
     with private_ledger() as engine:
@@ -239,7 +255,7 @@ def run_one(
 
         engine.dispose()
         sa.event.listen(engine, "connect", _idle_limit)
-        manifests = [config_manifest(policy)] + [node_manifest(r) for r in nodes]
+        manifests = [config_manifest(policy)] + [node_manifest(r, nm) for nm, r in named]
         manifests += [pod_manifest(t) for t in tasks]
         objects = load(manifests, f"paper {trace} {policy} seed {seed}")
         res = services.apply_objects(
@@ -257,6 +273,7 @@ def run_one(
         out.cpu_s = time.process_time() - c0
         out.bound = len(placed)
         out.placements = placed
+        out.digest = hashlib.sha256(json.dumps(sorted(placed.items())).encode()).hexdigest()[:16]
         typical = bridge.scheduler.state.podsched.workload.typical()
         if verify:
             from api.services.replay import verify_replay
@@ -280,32 +297,36 @@ def run_one(
         while len(xs) <= 130 and x >= len(xs):
             xs.append(100 * alloc / capacity)
             if len(xs) - 1 in frag_x and frag_x[len(xs) - 1] is None:
-                out.frag[len(xs) - 1] = frag_at(nodes, done, typical)
+                out.frag[len(xs) - 1] = frag_at(named, done, typical)
                 frag_x[len(xs) - 1] = True
     out.alloc = xs
     return out
 
 
-def core_cpu(folder: Path, trace: str, policy: str, seed: int, limit: int | None = None) -> tuple[int, float]:
-    """(pods bound, CPU seconds) of the scheduling alone: the run's nodes and pods through the
-    pure core (``Scheduler.run_until_idle``, no database), the policy's share of a run's cost."""
+def core_scheduler(
+    rows: list[dict[str, Any]],
+    tasks: list[Task],
+    policy: str,
+    seed: int,
+    node_order: str = DEFAULT_NODE_ORDER,
+) -> Any:
+    """The pure core (``scheduler.Scheduler``, no database) holding the run's nodes (named and
+    ordered as in the ledger) and pods, nothing scheduled yet."""
     from dataclasses import replace as _replace
 
     from scheduler.model import GpuShare, Node, Pod, SchedulerConfig
     from scheduler.scheduler import Scheduler
 
-    nodes = read_nodes(folder)
-    tasks = tune(read_tasks(folder, trace), sum(int(r["gpu"]) for r in nodes) * gs.MILLI, seed, limit)
     cfg = SchedulerConfig(preemption_algorithm="None", plugin_weights={policy: 1})
     sch = Scheduler(_replace(cfg, backoff_initial_seconds=0.0, backoff_max_seconds=0.0))
     seq = 0
-    for r in nodes:
+    for name, r in ordered_nodes(rows, seed, node_order):
         seq += 1
         alloc = {"cpu": int(r["cpu_milli"]), "memory": int(r["memory_mib"]) << 20, "pods": 110}
         model = (r.get("model") or "").strip()
         sch.upsert_node(
             Node(
-                r["sn"],
+                name,
                 {**alloc, gs.NVIDIA_GPU: int(r["gpu"])},
                 {gs.GPU_MODEL: model} if model else {},
                 seq=seq,
@@ -316,6 +337,22 @@ def core_cpu(folder: Path, trace: str, policy: str, seed: int, limit: int | None
         gpu = GpuShare(t.milli, t.count, t.spec) if t.count > 0 else None
         req = {"cpu": t.cpu, "memory": t.mem << 20}
         sch.upsert_pod(Pod(NAMESPACE, t.name.lower(), req, priority=100, gpu=gpu, seq=seq), 0.0)
+    return sch
+
+
+def core_cpu(
+    folder: Path,
+    trace: str,
+    policy: str,
+    seed: int,
+    limit: int | None = None,
+    node_order: str = DEFAULT_NODE_ORDER,
+) -> tuple[int, float]:
+    """(pods bound, CPU seconds) of the scheduling alone: the run's nodes and pods through the
+    pure core (``Scheduler.run_until_idle``, no database), the policy's share of a run's cost."""
+    nodes = read_nodes(folder)
+    tasks = tune(read_tasks(folder, trace), sum(int(r["gpu"]) for r in nodes) * gs.MILLI, seed, limit)
+    sch = core_scheduler(nodes, tasks, policy, seed, node_order)
     c0 = time.process_time()
     sch.run_until_idle(0.0, max_cycles=10 * len(tasks) + 100)
     cpu = time.process_time() - c0
@@ -445,21 +482,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N pods of each workload (smoke)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "paper-runs.json"))
     ap.add_argument("--core", action="store_true", help="only the scheduling CPU per policy (no database)")
+    ap.add_argument(
+        "--node-order",
+        choices=NODE_ORDERS,
+        default=DEFAULT_NODE_ORDER,
+        help="equal scores: the artifact's per-seed random node order (default) or the trace's file order",
+    )
     ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
     args = ap.parse_args(argv)
     if args.merge:
-        runs = [
-            Run(
-                **{k: v for k, v in row.items() if k != "frag"},
-                frag={int(x): tuple(f) for x, f in row["frag"].items()},
-            )
-            for f in args.merge.split(",")
-            for row in json.loads(Path(f).read_text())
-        ]
+        runs = load_runs(args.merge.split(","), Run)
         write("paper", summarize(runs))
         plot(runs, ROOT / "docs" / "paper-alloc.png")
         for m in summarize(runs):
             print(f"{m.name}: {m.value} (published {m.baseline_value}, met {m.met})")
+        print(tables(runs, TRACES, POLICIES))
         return
     folder = trace_dir()
     if not (folder / NODE_FILE).is_file():
@@ -468,7 +505,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.core:
         for tr in args.traces.split(","):
             for po in args.policies.split(","):
-                bound, cpu = core_cpu(folder, tr, po, args.seed0, args.limit)
+                bound, cpu = core_cpu(folder, tr, po, args.seed0, args.limit, args.node_order)
                 print(
                     f"core {tr} {po} seed {args.seed0}: {bound} bound, scheduling CPU {cpu:.1f} s", flush=True
                 )
@@ -482,7 +519,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: list[Run] = []
     t0 = time.perf_counter()
     for i, (tr, po, seed) in enumerate(combos):
-        r = run_one(folder, tr, po, seed, args.limit, verify=seed == SEED0)
+        r = run_one(folder, tr, po, seed, args.limit, verify=seed == SEED0, node_order=args.node_order)
         runs.append(r)
         done = i + 1
         eta = (time.perf_counter() - t0) / done * (len(combos) - done)

@@ -9,12 +9,18 @@ Round trips, for an append that is its own transaction (an ``Engine`` target, CO
    CopyInResponse before the data);
 4. ``SELECT currval(...); COMMIT`` as one message.
 
+With event ids chosen by the caller (the scheduler's content-addressed ids) the idempotency
+check (which of them are stored) rides in message 1 too, gating the bump; it used to be a
+round trip of its own before it.
+
 Four round trips, the same as a bare ``BEGIN``/``COPY``/``COMMIT``; through SQLAlchemy's
 transaction and psycopg's pipeline it took seven (an implicit ``BEGIN`` with its own sync,
 the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller's transaction
-steps 1-3 are the same (``BEGIN`` only if none is open yet) and ``currval`` is its own round
-trip. The stream names travel as hex-encoded JSON inside the statement text (no quoting of
-user text in SQL), parsed on the server by ``jsonb``.
+steps 1-3 are the same (``BEGIN`` only if none is open yet) and there is no step 4: the last
+position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``); below
+``COPY_THRESHOLD_TX`` events steps 2-3 are one ``INSERT ... RETURNING``. The stream names
+travel as hex-encoded JSON inside the statement text (no quoting of user text in SQL), parsed
+on the server by ``jsonb``.
 
 Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
 preparation allocates only acyclic objects, and with a large live heap (a scheduler, a
@@ -25,6 +31,7 @@ a quarter of the client's work).
 from __future__ import annotations
 
 import gc
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -42,6 +49,10 @@ if TYPE_CHECKING:
     from ledger.store import NewEvent, _Prepared
 
 COPY_THRESHOLD = 64
+# In a caller's transaction (a scheduler flush, a request) one INSERT ... RETURNING is one round
+# trip, COPY two (CopyInResponse, then the data): below this size the INSERT wins on a loaded
+# machine (steady arrival in bench.endtoend: batches of ~20-200 events).
+COPY_THRESHOLD_TX = 256
 CHUNK = 128  # events prepared and sent at a time by a COPY-sized batch of its own transaction
 
 _COPY_SQL = (
@@ -49,19 +60,44 @@ _COPY_SQL = (
     "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
 )
 _CURRVAL = b"SELECT currval(pg_get_serial_sequence('events', 'position'))"
+# The last position drawn, read in the bump's statement after ledger_begin_batch took the ledger
+# lock (the subquery refers to the function's row, so it runs after the function). Every
+# writer draws positions only under that lock (ledger_append_one, this module), so a batch's
+# COPY draws the next n: no ``currval`` round trip after a COPY in a caller's transaction.
+_LAST_DRAWN = (
+    b"(SELECT CASE WHEN q.is_called THEN q.last_value ELSE q.last_value - 1 END "
+    b"FROM events_position_seq q WHERE b.r_head IS NOT DISTINCT FROM b.r_head)"
+)
 
 
-def _begin_sql(names: Sequence[str], counts: Sequence[int]) -> bytes:
-    """The stream bump statement with its arguments inlined as hex (no SQL quoting needed)."""
+def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid.UUID] = ()) -> bytes:
+    """The stream bump statement with its arguments inlined as hex (no SQL quoting needed).
+
+    With ``given`` (the event ids the caller chose) the same message first reads which of them
+    are stored (the idempotency check), and the bump runs only if none is: its WHERE clause
+    holds no column of the function, so the planner evaluates it once, before the function
+    (a one-time filter), and a re-send bumps nothing and takes no lock."""
     streams = orjson.dumps(list(names)).hex().encode()
     ns = orjson.dumps(list(counts)).hex().encode()
+    if given:
+        # uuid.UUID's text is hex digits and dashes: safe to inline. event_keys holds every
+        # event id (events is partitioned by position: migration 0016).
+        ids = b"'{" + ",".join(str(u) for u in given).encode() + b"}'::uuid[]"
+        check = b"SELECT event_id::text, position FROM event_keys WHERE event_id = ANY(" + ids + b"); "
+        gate = b" WHERE NOT EXISTS (SELECT 1 FROM event_keys WHERE event_id = ANY(" + ids + b"))"
+    else:
+        check = gate = b""
     return (
-        b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-        b"encode(b.r_head, 'hex') FROM ledger_begin_batch("
-        b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-        b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
-        b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-        b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (streams, ns)
+        check
+        + (
+            b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
+            b"encode(b.r_head, 'hex'), %b FROM ledger_begin_batch("
+            b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
+            b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
+            b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
+            b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (_LAST_DRAWN, streams, ns)
+        )
+        + gate
     )
 
 
@@ -135,23 +171,11 @@ def _append(
 ) -> tuple[list[int], list[_Prepared], bool]:
     n = len(events)
     prepared = [] if commit else prepare(0, n)
+    # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide. Which of them are
+    # stored is read in the round trip of the stream bump (``_begin_sql``).
     given = [ev.event_id for ev in events if ev.event_id is not None]
-    if given:
-        # Only ids the caller chose can be re-sent; fresh uuid4s cannot collide.
-        if len(set(given)) != len(given):
-            raise EventValidationError("duplicate event_id within one batch")
-        with raw.cursor() as cur:
-            # event_keys holds every event id (events is partitioned by position: migration 0016)
-            cur.execute("SELECT event_id, position FROM event_keys WHERE event_id = ANY(%s)", (given,))
-            found = dict(cur.fetchall())
-        if found:
-            if len(found) == n:
-                if not prepared:
-                    prepared = prepare(0, n)
-                return [int(found[p.event_id]) for p in prepared], prepared, False
-            raise IdempotencyConflict(
-                f"{len(found)} of {n} event ids of this batch are already stored; refusing a partial re-send"
-            )
+    if len(set(given)) != len(given):
+        raise EventValidationError("duplicate event_id within one batch")
 
     counts: dict[str, int] = {}
     for ev in events:
@@ -160,13 +184,13 @@ def _append(
         prepare(0, n)  # raises, naming the event with the empty stream
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
-    copy = n >= COPY_THRESHOLD
+    copy = n >= (COPY_THRESHOLD if commit else COPY_THRESHOLD_TX)
     # One round trip (migrations/sql/ledger_begin_batch.sql): bump the stream versions, bound
     # the idle time of this lock-holding transaction, take the ledger lock (the one the insert
     # trigger takes too; re-entrant within a transaction) and read the chain head with a
     # snapshot taken after the lock was granted. The version check below runs before any
     # position is drawn, so a loser burns none. The rows are encoded while the server works.
-    begin = _begin_sql(names, [counts[s] for s in names])
+    begin = _begin_sql(names, [counts[s] for s in names], given)
     if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:
         begin = b"BEGIN; " + begin
     _send(raw, begin)
@@ -185,8 +209,27 @@ def _append(
             raise
     cache: dict[Any, tuple[bytes, bytes]] = {}
     parts = [copy_parts(p, cache) for p in prepared] if copy else []
-    res = _results(raw)[-1]
+    results = _results(raw)
+    res = results[-1]
+    if given:
+        rows = results[-2]
+        found = {
+            uuid.UUID(bytes(rows.get_value(i, 0) or b"").decode()): int(rows.get_value(i, 1) or b"0")
+            for i in range(rows.ntuples)
+        }
+        if found:
+            if commit:
+                _send(raw, b"ROLLBACK")  # nothing was bumped; end the transaction BEGIN opened
+                _results(raw)
+            if len(found) == n:
+                if len(prepared) < n:
+                    prepared = prepare(0, n)
+                return [found[p.event_id] for p in prepared], prepared, False
+            raise IdempotencyConflict(
+                f"{len(found)} of {n} event ids of this batch are already stored; refusing a partial re-send"
+            )
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
+    drawn = int(res.get_value(0, 2) or b"0")
     new_versions = dict(orjson.loads(r_versions or b"[]"))
     expected = expected_versions or {}
     next_version: dict[str, int] = {}
@@ -224,8 +267,7 @@ def _append(
                 _send(raw, _CURRVAL + b"; COMMIT")
                 last = int(_results(raw)[0].get_value(0, 0) or b"0")
             else:
-                cur.execute(_CURRVAL)
-                last = int(cur.fetchone()[0])  # type: ignore[index]
+                last = drawn + n
             return list(range(last - n + 1, last + 1)), prepared, True
         number(prepared)
         for p in prepared:

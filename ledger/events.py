@@ -421,3 +421,26 @@ class PodEvictionSent(Payload):
 
 
 register("PodEvictionSent", PodEvictionSent)
+
+
+class GroupConditionSent(Payload):
+    """``attach --mode schedule`` wrote podledger's group condition (the PodGroupConditionChanged
+    or CompositePodGroupConditionChanged at ``decision_position``) to the cluster's status
+    subresource: the outcome of that one attempt (``patched``; ``unchanged``: the cluster already
+    had it; ``kept``: the cluster's condition is True and never regresses; ``gone``: 404;
+    ``failed``: any other error)."""
+
+    group: str
+    type: str
+    status: str
+    reason: str
+    cluster: str
+    decision_position: int
+    attempt: int
+    outcome: str
+    code: int | None = None
+    message: str = ""
+
+
+register("PodGroupConditionSent", GroupConditionSent)
+register("CompositePodGroupConditionSent", GroupConditionSent)

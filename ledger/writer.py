@@ -35,12 +35,21 @@ def write(
     """
     if isinstance(target, Engine):
         with target.begin() as conn:
-            return write(conn, events, expected_versions)
-    stored, new = append_stored(target, events, expected_versions)
+            return _write(conn, events, expected_versions, own=True)
+    return _write(target, events, expected_versions, own=False)
+
+
+def _write(
+    conn: Connection, events: Sequence[NewEvent], expected_versions: Mapping[str, int] | None, *, own: bool
+) -> list[StoredEvent]:
+    """``own``: the transaction is this call's (an Engine target): the COMMIT then rides at the
+    end of the projection's write pipeline (one round trip less; an error there still raises
+    before anything is returned, and the ``begin`` block's own commit finds nothing to do)."""
+    stored, new = append_stored(conn, events, expected_versions)
     if new:
-        pending: list[StoredEvent] | None = target.info.get(_DEFERRED)
+        pending: list[StoredEvent] | None = conn.info.get(_DEFERRED)
         if pending is None:
-            project(target, stored)
+            project(conn, stored, commit=own)
         else:
             pending.extend(stored)
     return stored

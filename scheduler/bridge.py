@@ -136,6 +136,7 @@ _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodP
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_SCALARS = frozenset({str, int, float, bool, type(None), tuple})  # immutable: taken as is
 
 
 def _as_dict(dec: d.Decision) -> dict[str, Any]:
@@ -147,6 +148,8 @@ def _as_dict(dec: d.Decision) -> dict[str, Any]:
         names = _FIELD_NAMES[type(dec)] = tuple(f.name for f in fields(dec))
     data = {n: getattr(dec, n) for n in names}
     for n, v in data.items():
+        if type(v) in _SCALARS:
+            continue
         if isinstance(v, (dict, list)):
             data[n] = copy.deepcopy(v)
         elif is_dataclass(v):
@@ -532,7 +535,9 @@ class Bridge:
     def recreate_victims(self, results: Sequence[d.CycleResult], now: float) -> list[StoredEvent]:
         """Append a ``PodCreated`` for every controller-owned victim of ``results``
         (``scheduler.controllers``), then fold them."""
-        victims = controllers.preempted_owned(results, self._owned)
+        victims = (
+            controllers.preempted_owned(results, self._owned) if self.config.controller_emulation else []
+        )
         if not victims:
             return []
         batch = controllers.recreations(victims, self._owned, self._preempted_at, from_ts(now), EVENT_NS)

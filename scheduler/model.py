@@ -307,6 +307,15 @@ class SchedulerConfig:
         }
     )
 
+    # the profile name served (None: default-scheduler, and pod group members of other schedulers
+    # are attempted and refused as before); set: pods of other schedulers are never queued
+    scheduler_name: str | None = None
+    controller_emulation: bool = True  # re-create preempted pods that have a controller
+
+    @property
+    def profile(self) -> str:
+        return self.scheduler_name or DEFAULT_SCHEDULER
+
     def gate(self, name: str) -> bool:
         return bool(self.feature_gates.get(name, GATE_DEFAULTS.get(name, True)))
 

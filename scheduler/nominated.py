@@ -4,12 +4,16 @@ nominated totals at once."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+
 import numpy as np
 import numpy.typing as npt
 
 from scheduler.snapshot import Demand
 
 I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
 
 _NO_PRIO = np.iinfo(np.int64).min  # a free row: never >= any priority
 
@@ -74,3 +78,38 @@ class NominatedColumns:
             self._node = np.array([index.get(nm, -1) for nm in self.node_names], dtype=np.int64)
             self._index = index
         return self._node
+
+    def counted(
+        self, index: dict[str, int], priority: int, own: Iterable[str], assumed: AbstractSet[str]
+    ) -> BOOL:
+        """Rows of the nominated pods that count against a pod of ``priority`` (upstream
+        addNominatedPods): priority >= it, on a node of the snapshot, not one of ``own`` (the
+        pods being scheduled) and not ``assumed`` (an assumed pod no longer counts as
+        nominated)."""
+        node = self.node(index)
+        sel: BOOL = self.prio >= priority
+        sel &= node >= 0
+        pos = self.pos
+        for k in own:
+            j = pos.get(k)
+            if j is not None:
+                sel[j] = False
+        for k in assumed:
+            j = pos.get(k)
+            if j is not None:
+                sel[j] = False
+        return sel
+
+    def totals(self, index: dict[str, int], n: int, sel: BOOL, names: Sequence[str]) -> tuple[I64, list[I64]]:
+        """Per-node NumPy totals of the ``sel`` rows: (pod count per node, per resource of
+        ``names`` the summed requests per node), each of length ``n``."""
+        at = self.node(index)[sel]
+        count: I64 = np.bincount(at, minlength=n).astype(np.int64)
+        out: list[I64] = []
+        for name in names:
+            tot = np.zeros(n, dtype=np.int64)
+            col = self.cols.get(name)
+            if col is not None and len(at):
+                np.add.at(tot, at, col[sel])
+            out.append(tot)
+        return count, out

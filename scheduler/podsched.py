@@ -269,12 +269,14 @@ class PodScheduler:
             if per is not None:
                 gone = per.pop(pod_key, None)
                 self._nom_cols.remove(pod_key, gone[1] if gone is not None else None)
+                self.snap.unwatch(pod_key)
                 if not per:
                     del self.nominated[old]
         if node is not None and d is not None:
             self.nominated.setdefault(node, {})[pod_key] = (priority, d)
             self._nominated_of[pod_key] = node
             self._nom_cols.add(pod_key, node, priority, d)
+            self.snap.watch(pod_key)
 
     def _reserved_check(self, pi: PodInfo) -> tuple[I64, list[tuple[str, BOOL]]] | None:
         """The nominated-pod check (upstream addNominatedPods + NodeResourcesFit) as per-node
@@ -285,32 +287,20 @@ class PodScheduler:
         such a pod."""
         if not self.nominated:
             return None
-        cols = self._nom_cols
-        node = cols.node(self.snap.index)
-        sel = cols.prio >= pi.pod.priority
-        sel &= node >= 0
-        own = cols.pos.get(pi.pod.key)
-        if own is not None:
-            sel[own] = False
-        # an assumed pod no longer counts as nominated (upstream: DeleteNominatedPodIfExists)
-        for k in self.snap.pods_among(cols.pos.keys()):
-            sel[cols.pos[k]] = False
+        cols, snap = self._nom_cols, self.snap
+        sel = cols.counted(snap.index, pi.pod.priority, (pi.pod.key,), snap.pods_among(snap.watched))
         if not sel.any():
             return None
-        at = node[sel]
-        nodes, inv, count = np.unique(at, return_inverse=True, return_counts=True)
-        free, ri = self.snap.free, self.snap.res_index
+        count, tots = cols.totals(snap.index, snap.n, sel, pi.demand.names)
+        nodes = np.flatnonzero(count)
+        free, ri = snap.free, snap.res_index
         reasons: list[tuple[str, BOOL]] = [
-            (node_resources_fit.TOO_MANY_PODS, free[R_PODS, nodes] - count < 1)
+            (node_resources_fit.TOO_MANY_PODS, free[R_PODS, nodes] - count[nodes] < 1)
         ]
-        for name, a in zip(pi.demand.names, pi.demand.amounts, strict=True):
-            add = np.zeros(len(nodes), dtype=np.int64)
-            col = cols.cols.get(name)
-            if col is not None:
-                np.add.at(add, inv, col[sel])
+        for name, a, tot in zip(pi.demand.names, pi.demand.amounts, tots, strict=True):
             r = ri.get(name)
             have = free[r, nodes] if r is not None else np.zeros(len(nodes), dtype=np.int64)
-            reasons.append((node_resources_fit.insufficient(name), a > have - add))
+            reasons.append((node_resources_fit.insufficient(name), a > have - tot[nodes]))
         return nodes, reasons
 
     def feasible(self, pi: PodInfo, subset: BOOL | None) -> BOOL:

@@ -78,6 +78,11 @@ class SchedulingQueue:
         self._timer_set: set[tuple[float, int, str]] = set()
         self._after: list[tuple[float, int, str]] = []
         self._parked: set[str] = set()
+        # parked entities whose backoff timer (not_before, version, key) is queued: until it
+        # fires they cannot be ready, so a cluster change does not re-examine them; ``_scan``
+        # holds the other parked entities (those a change may make ready)
+        self._waiting: dict[str, tuple[float, int, str]] = {}
+        self._scan: set[str] = set()
         self._changed_parked: set[str] = set()
         self._scanned_stamp = 0
         self.dirty: set[str] = set()  # entities whose PreEnqueue verdict must be re-evaluated
@@ -143,11 +148,16 @@ class SchedulingQueue:
         e.changed_stamp = self.stamp
         return e
 
+    def _unpark(self, key: str) -> None:
+        self._parked.discard(key)
+        self._waiting.pop(key, None)
+        self._scan.discard(key)
+
     def drop(self, key: str) -> None:
         e = self.entities.pop(key, None)
         if e is not None:
             e.version += 1
-        self._parked.discard(key)
+        self._unpark(key)
         self._changed_parked.discard(key)
         self.dirty.discard(key)
 
@@ -155,7 +165,7 @@ class SchedulingQueue:
     def _push_active(self, e: Entity) -> None:
         e.version += 1
         e.state = ACTIVE
-        self._parked.discard(e.key)
+        self._unpark(e.key)
         heapq.heappush(self._active, (e.sort_key(), e.version, e.key))
 
     def _changed(self, e: Entity) -> bool:
@@ -175,8 +185,10 @@ class SchedulingQueue:
         e.version += 1
         e.state = PARKED
         self._parked.add(e.key)
+        self._waiting.pop(e.key, None)
+        self._scan.add(e.key)
         if not e.needs_change and e.not_before > e.attempt_time:
-            self._push_timer((e.not_before, e.version, e.key))
+            self._wait(e)
         elif not e.needs_change:
             heapq.heappush(self._after, (e.attempt_time, e.version, e.key))
         if e.needs_change and e.flush_at != float("inf"):
@@ -187,9 +199,20 @@ class SchedulingQueue:
             self._timer_set.add(entry)
             heapq.heappush(self._timers, entry)
 
+    def _wait(self, e: Entity) -> None:
+        """Queue the backoff timer of parked ``e``; until it fires, changes skip ``e``."""
+        entry = (e.not_before, e.version, e.key)
+        self._push_timer(entry)
+        self._waiting[e.key] = entry
+        self._scan.discard(e.key)
+
     def _pop_timer(self) -> tuple[float, int, str]:
         entry = heapq.heappop(self._timers)
         self._timer_set.discard(entry)
+        key = entry[2]
+        if self._waiting.get(key) == entry:
+            del self._waiting[key]
+            self._scan.add(key)
         return entry
 
     def _valid(self, key: str, version: int) -> Entity | None:
@@ -216,11 +239,13 @@ class SchedulingQueue:
             e = self._valid(key, ver)
             if e is not None and self.ready(e, now):
                 self._push_active(e)
+        # An entity waiting on its queued backoff timer is skipped: the timers up to ``now``
+        # were popped above, so its not_before is still ahead and it cannot be ready yet.
         if self.cluster_stamp > self._scanned_stamp:
-            candidates = sorted(self._parked)
+            candidates = sorted(self._scan)
             self._scanned_stamp = self.cluster_stamp
         elif self._changed_parked:
-            candidates = sorted(self._changed_parked & self._parked)
+            candidates = sorted(self._changed_parked & self._scan)
         else:
             return
         self._changed_parked.clear()
@@ -231,7 +256,7 @@ class SchedulingQueue:
             if self.ready(e, now):
                 self._push_active(e)
             elif e.not_before > now:
-                self._push_timer((e.not_before, e.version, e.key))
+                self._wait(e)
 
     def activate(self, e: Entity, now: float) -> None:
         """PreEnqueue passed for a gated (or new) entity: active unless still backing off."""
@@ -248,7 +273,7 @@ class SchedulingQueue:
     def gate(self, e: Entity) -> None:
         e.version += 1
         e.state = GATED
-        self._parked.discard(e.key)
+        self._unpark(e.key)
 
     def pop(self, now: float) -> Entity | None:
         h = self._active

@@ -43,7 +43,6 @@ from scheduler.decisions import (
 )
 from scheduler.framework import Profile, Status
 from scheduler.model import (
-    DEFAULT_SCHEDULER,
     CompositePodGroup,
     Node,
     Pod,
@@ -215,6 +214,10 @@ class Scheduler(Reading):
             self.queue.cluster_changed()
 
     def set_config(self, config: SchedulerConfig) -> None:
+        profile_changed = (config.profile, config.scheduler_name) != (
+            self.config.profile,
+            self.config.scheduler_name,
+        )
         self.config = config
         self.state.config = config
         self.state.podsched.set_config(config)
@@ -222,10 +225,13 @@ class Scheduler(Reading):
         self.state.snap.touched_groups.update(self.state.pod_groups)  # a gate may have turned on
         # feature gates can change group membership / entity keys
         now = max(self.state.added_at.values(), default=0.0)
-        for pk in sorted(self.queue.entity_of):
-            pod = self.state.pods[pk]
-            self._index_pending(pod, now)
-            self.queue.mark_dirty(self.queue.entity_of[pk])
+        keys = list(self.queue.entity_of)
+        if profile_changed:  # every pending pod: pods of another scheduler join or leave the queue
+            keys = [k for k, p in self.state.pods.items() if p.node_name is None]
+        for pk in sorted(keys):
+            self._index_pending(self.state.pods[pk], now)
+            if pk in self.queue.entity_of:
+                self.queue.mark_dirty(self.queue.entity_of[pk])
 
     # ====================================================== bookkeeping
     def _sync_nomination(self, pod: Pod) -> None:
@@ -269,7 +275,8 @@ class Scheduler(Reading):
 
     def _index_pending(self, pod: Pod, now: float) -> None:
         st = self.state
-        if not st.is_member(pod) and pod.scheduler_name != DEFAULT_SCHEDULER:
+        cfg = self.config
+        if pod.scheduler_name != cfg.profile and (cfg.scheduler_name or not st.is_member(pod)):
             self._remove_from_entity(pod.key, now)
             return  # another scheduler's pod
         ekey = st.entity_of(pod)

@@ -206,6 +206,10 @@ class Snapshot:
         # and how many there are: elastic quota usage without a scan of every pod (scheduler.quota)
         self.ns_used: dict[str, dict[str, int]] = {}
         self.ns_count: dict[str, int] = {}
+        # watched keys (the owner's nominated pods) and which of them are pods of the snapshot,
+        # kept up to date pod by pod: ``pods_among(watched)`` costs O(its result)
+        self.watched: set[str] = set()
+        self._watched_in: set[str] = set()
 
     # ------------------------------------------------------------------ nodes
     def upsert_node(self, node: Node) -> None:
@@ -357,6 +361,8 @@ class Snapshot:
             self.remove_pod(key)
         self.ensure_resources(d.names)
         self._pods[key] = (node_name, d, group)
+        if key in self.watched:
+            self._watched_in.add(key)
         obj = self.resolve(key)
         if obj is not None:
             self.objs[key] = obj
@@ -377,6 +383,7 @@ class Snapshot:
         if entry is None:
             return
         node_name, d, group = entry
+        self._watched_in.discard(key)
         obj = self.objs.pop(key, None)
         if obj is not None:
             self._log_pod(-1, node_name, obj)
@@ -413,8 +420,21 @@ class Snapshot:
         return key in self._pods
 
     def pods_among(self, keys: AbstractSet[str]) -> AbstractSet[str]:
-        """Which of ``keys`` are pods of the snapshot (one set intersection)."""
+        """Which of ``keys`` are pods of the snapshot: for ``watched`` the kept answer (O(its
+        size)), otherwise one set intersection. Read-only by convention."""
+        if keys is self.watched:
+            return self._watched_in
         return self._pods.keys() & keys
+
+    def watch(self, key: str) -> None:
+        """Track whether ``key`` is a pod of the snapshot (see ``pods_among``)."""
+        self.watched.add(key)
+        if key in self._pods:
+            self._watched_in.add(key)
+
+    def unwatch(self, key: str) -> None:
+        self.watched.discard(key)
+        self._watched_in.discard(key)
 
     # ---------------------------------------------------------------- journal
     def backup(self) -> int:

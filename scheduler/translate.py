@@ -307,12 +307,14 @@ def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
             spec.get("percentageOfNodesToScore", base.percentage_of_nodes_to_score)
         ),
         feature_gates=gates,
+        scheduler_name=spec.get("schedulerName") or None,
+        controller_emulation=bool(spec.get("controllerEmulation", True)),
     )
 
 
 # fields added after the hash was defined: left out at their default so that existing
 # configurations keep their hash
-_HASH_DEFAULTS = {"percentage_of_nodes_to_score": 100}
+_HASH_DEFAULTS = {"percentage_of_nodes_to_score": 100, "scheduler_name": None, "controller_emulation": True}
 
 
 def config_hash(config: m.SchedulerConfig) -> str:

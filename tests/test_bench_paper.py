@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench import paper
+from bench import paper_protocol as pp
 from scheduler import gpushare as gs
 
 
@@ -43,6 +44,59 @@ def test_manifests_follow_the_gpu_share_convention() -> None:
     assert node["metadata"]["labels"] == {gs.GPU_MODEL: "V100M16"}
 
 
+def _row(i: int) -> dict[str, str]:
+    return {
+        "sn": f"openb-node-{i:04d}",
+        "cpu_milli": "32000",
+        "memory_mib": "65536",
+        "gpu": "2",
+        "model": "T4",
+    }
+
+
+def test_artifact_node_order_renames_with_a_per_seed_permutation() -> None:
+    rows = [_row(i) for i in (3, 0, 2, 1, 4)]  # file order is not name order
+    named = pp.ordered_nodes(rows, 42, "artifact")
+    names = [n for n, _ in named]
+    assert names == sorted(names)  # appended in name order: lowest index = smallest name
+    assert sorted(n[:4] for n in names) == ["0000", "0001", "0002", "0003", "0004"]
+    # the node at sorted trace position i gets the prefix perm[i], its row kept alongside
+    perm = pp.node_permutation(5, 42)
+    assert {n: r["sn"] for n, r in named} == {
+        f"{perm[i]:04d}-openb-node-{i:04d}": f"openb-node-{i:04d}" for i in range(5)
+    }
+    assert pp.ordered_nodes(rows, 42, "artifact") == named  # deterministic per seed
+    assert len({tuple(r["sn"] for _, r in pp.ordered_nodes(rows, s, "artifact")) for s in range(42, 52)}) > 1
+    assert [n for n, _ in pp.ordered_nodes(rows, 42, "index")] == [r["sn"] for r in rows]
+    with pytest.raises(ValueError):
+        pp.ordered_nodes(rows, 42, "name")
+    node = paper.node_manifest(named[0][1], named[0][0])
+    assert node["metadata"]["name"] == names[0]
+    assert node["metadata"]["annotations"] == {pp.TRACE_NODE: named[0][1]["sn"]}
+    assert "annotations" not in paper.node_manifest(rows[0])["metadata"]
+
+
+@pytest.mark.parametrize("policy", ["GpuClustering", "BestFit", "FGD"])
+def test_equal_scores_go_to_the_smallest_artifact_name(policy: str) -> None:
+    """Identical idle nodes score the same: the scheduler's own tie-break (lowest index) picks the
+    smallest renamed node, i.e. the artifact's per-seed order, not the file's first node."""
+    rows = [_row(i) for i in range(8)]
+    task = paper.Task("p-0", 1000, 1024, 1, 500, ("T4",))
+    picked = {}
+    for seed in (42, 43, 44):
+        sch = paper.core_scheduler(rows, [task], policy, seed, "artifact")
+        sch.run_until_idle(0.0, max_cycles=10)
+        node = sch.pod(f"{paper.NAMESPACE}/p-0").node_name
+        assert node == min(n for n, _ in pp.ordered_nodes(rows, seed, "artifact")) and node.startswith(
+            "0000-"
+        )
+        picked[seed] = node[5:]
+    assert len(set(picked.values())) > 1  # another seed, another node
+    sch = paper.core_scheduler(rows, [task], policy, 42, "index")
+    sch.run_until_idle(0.0, max_cycles=10)
+    assert sch.pod(f"{paper.NAMESPACE}/p-0").node_name == "openb-node-0000"
+
+
 @pytest.mark.slow
 def test_smoke_run_fgd_1000_pods_is_verified(server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = paper.trace_dir()
@@ -64,8 +118,11 @@ def test_smoke_run_fgd_1000_pods_is_verified(server_url: str, monkeypatch: pytes
         for dv in devs:
             used[(node, dv)] = used.get((node, dv), 0) + t.milli
     assert used and max(used.values()) <= 1000
-    nodes = {row["sn"]: int(row["gpu"]) for row in paper.read_nodes(folder)}
-    assert all(dv < nodes[n] for n, dv in used)
+    # the ledger's nodes are the artifact's renamed nodes (seed 42); the trace name is kept
+    named = dict(pp.ordered_nodes(paper.read_nodes(folder), 42, "artifact"))
+    assert all(n[:4].isdigit() and n[4] == "-" and n.endswith(named[n]["sn"]) for n in named)
+    assert all(dv < int(named[n]["gpu"]) for n, dv in used)
+    assert r.node_order == "artifact" and len(r.digest) == 16
 
 
 @pytest.mark.slow

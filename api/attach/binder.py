@@ -73,7 +73,7 @@ class Binder:
     engine: Engine
     remote: Remote
     cluster: str
-    profile: str = "default-scheduler"
+    profile: str = "podledger"
     max_attempts: int = 5
     backoff: float = 0.5
     backoff_max: float = 30.0

@@ -38,8 +38,12 @@ def attach(
         int | None, typer.Option(help="Serve Prometheus metrics on 127.0.0.1:PORT.")
     ] = None,
     scheduler_name: Annotated[
-        str, typer.Option(help="schedule mode: bind only pods with this spec.schedulerName.")
-    ] = "default-scheduler",
+        str,
+        typer.Option(
+            help="schedule mode: the profile name podledger serves: only pods with this "
+            "spec.schedulerName are scheduled (written to the ledger's SchedulerConfig)."
+        ),
+    ] = "podledger",
     progress_every: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
     queue_size: Annotated[int, typer.Option(help="Changes read ahead of the writer, at most.")] = 1000,
 ) -> None:
@@ -48,7 +52,8 @@ def attach(
     mirror: list then watch its objects and append each change as podledger's input events
     (read-only on the cluster); shadow: the same, with the cluster's bindings recorded as
     PodBindingObserved beside podledger's own decisions; schedule: podledger's decisions for
-    pods of --scheduler-name are bound through pods/binding. See docs/attach.md."""
+    pods of --scheduler-name are bound through pods/binding, their groups' conditions patched
+    on the status subresource. See docs/attach.md."""
     import os
     import socket
 

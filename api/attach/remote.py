@@ -61,7 +61,13 @@ class Remote:
         self.request_timeout = request_timeout
 
     def _call(
-        self, method: str, path: str, query: list[tuple[str, Any]], body: Any = None, timeout: Any = None
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, Any]],
+        body: Any = None,
+        timeout: Any = None,
+        content_type: str = "application/json",
     ) -> Any:
         """The urllib3 response of one request (not read yet); Gone on 410, RemoteError on any
         other error status or a connection that fails."""
@@ -73,7 +79,7 @@ class Remote:
                 method=method,
                 resource_path=path,
                 query_params=query,
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                header_params={"Accept": "application/json", "Content-Type": content_type},
                 body=body,
                 auth_settings=["BearerToken"],
             )
@@ -104,6 +110,15 @@ class Remote:
 
     def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         resp = self._call("POST", path, [], body=body)
+        try:
+            return json.loads(resp.data) if resp.data else {}
+        finally:
+            resp.release_conn()
+
+    def patch_json(
+        self, path: str, body: dict[str, Any], content_type: str = "application/strategic-merge-patch+json"
+    ) -> dict[str, Any]:
+        resp = self._call("PATCH", path, [], body=body, content_type=content_type)
         try:
             return json.loads(resp.data) if resp.data else {}
         finally:

@@ -36,7 +36,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from api.attach import mirror as M
+from api.attach import profile as P
 from api.attach.binder import Binder
+from api.attach.conditions import ConditionWriter
 from api.attach.kinds import WATCHED, Watched, resource_version, rv_number
 from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
@@ -90,15 +92,17 @@ class Attach:
     backoff_max: float = 30.0
     watch_timeout: int = 300
     standby_poll: float = 0.5
-    profile: str = "default-scheduler"  # schedule mode: the schedulerName of the pods podledger binds
+    profile: str = "podledger"  # schedule mode: the schedulerName of the pods podledger schedules
     metrics: Metrics = field(default_factory=Metrics)
     stop_event: threading.Event = field(default_factory=threading.Event)
     _leader: AdvisoryLeader | None = None
 
     def __post_init__(self) -> None:
         self.binder: Binder | None = None
+        self.conditions: ConditionWriter | None = None
         if self.mode == "schedule":
             self.binder = Binder(self.engine, self.remote, self.cluster, profile=self.profile)
+            self.conditions = ConditionWriter(self.engine, self.remote, self.cluster, profile=self.profile)
         self._last_bind = 0.0
         self.mirror = M.Mirror(
             self.engine, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow"
@@ -245,8 +249,12 @@ class Attach:
         return list(self.namespaces) if w.namespaced and self.namespaces else [None]
 
     def start(self) -> None:
-        """Resume or list every stream, in WATCHED order (references before referrers)."""
+        """Resume or list every stream, in WATCHED order (references before referrers); in
+        schedule mode, first make the ledger's SchedulerConfig serve the profile (profile.py)."""
         self.streams = []
+        if self.mode == "schedule":
+            line = P.configure(self.engine, self.cluster, self.profile)
+            json_line(event="config", attach=self.name, schedulerName=self.profile, result=line)
         for w in WATCHED:
             for scope in self.scopes(w):
                 st = Stream(w, scope)
@@ -293,7 +301,8 @@ class Attach:
                 {
                     "binds": self.binder.sent,
                     "evictions": self.binder.evicted,
-                    "call_failures": self.binder.failed,
+                    "conditions": self.conditions.sent if self.conditions else 0,
+                    "call_failures": self.binder.failed + (self.conditions.failed if self.conditions else 0),
                 }
                 if self.binder
                 else {}
@@ -317,7 +326,9 @@ class Attach:
                     return
                 if self.binder is not None and time.monotonic() - self._last_bind >= 0.2:
                     self._last_bind = time.monotonic()
-                    if self.binder.run_once():
+                    calls = self.binder.run_once()
+                    calls += self.conditions.run_once() if self.conditions is not None else 0
+                    if calls:
                         self.progress(force=True)
                 try:
                     item = self.q.get(timeout=0.5)

@@ -220,6 +220,39 @@ def bind(conn: Connection, pod: Row, node: str, *, actor: str, meta: Mapping[str
     return writer.write(conn, [ev])[0]
 
 
+def record_conditions(
+    conn: Connection,
+    kind: str,
+    namespace: str,
+    name: str,
+    conditions: Sequence[Mapping[str, str]],
+    *,
+    actor: str,
+    meta: Mapping[str, Any],
+) -> list[StoredEvent]:
+    """Append one ``<Kind>ConditionChanged`` per condition a client wrote through the status
+    subresource of a PodGroup or CompositePodGroup: observed (``meta.observed``), no ``cycle``
+    (replay folds it as an input), on the stream of podledger's own condition decisions."""
+    prefix = "compositepodgroup" if kind == "CompositePodGroup" else "podgroup"
+    events = [
+        NewEvent(
+            f"sched/{prefix}/{namespace}/{name}",
+            f"{kind}ConditionChanged",
+            {"group": f"{namespace}/{name}", **{k: c[k] for k in ("type", "status", "reason", "message")}},
+            {"actor": actor, "observed": True, **meta},
+        )
+        for c in conditions
+    ]
+    return writer.write(conn, events)
+
+
+def qualified_name_problem(value: str) -> str | None:
+    """Why ``value`` is not a Kubernetes qualified name (a condition type), or None."""
+    from ledger.resources.models.values import qualified_name_problem as problem
+
+    return problem(value)
+
+
 def format_resources(resources: Mapping[str, int]) -> dict[str, str]:
     """Exact base units back to Kubernetes quantities (ledger.resources.quantity)."""
     from ledger.resources.quantity import format_resources as fmt

@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from api.http.errors import RETRY_AFTER, ApiError, database_down
-from api.k8s import backend, discovery, eviction, handlers, openapi, watch
+from api.k8s import backend, discovery, eviction, group_status, handlers, openapi, watch
 from api.k8s import resources as R
 from api.k8s import table as T
 from api.k8s.objects import Selector
@@ -198,7 +198,8 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     if method == "PATCH":
         if t.name is None:
             raise K8sError(405, "PATCH needs an object name", reason="MethodNotAllowed")
-        code, obj = await run_in_threadpool(handlers.patch, eng, t, body, ctype, q, actor, rid)
+        patch = group_status.patch if group_status.handles(t) else handlers.patch
+        code, obj = await run_in_threadpool(patch, eng, t, body, ctype, q, actor, rid)
         return _json(obj, code)
     value = handlers.parse_body(body, ctype) if body.strip() else None
     if method == "POST":
@@ -218,7 +219,8 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
             reason="MethodNotAllowed",
         )
     if method == "PUT":
-        code, obj = await run_in_threadpool(handlers.update, eng, t, value, q, actor, rid)
+        update = group_status.update if group_status.handles(t) else handlers.update
+        code, obj = await run_in_threadpool(update, eng, t, value, q, actor, rid)
         return _json(obj, code)
     if method == "DELETE":
         code, obj = await run_in_threadpool(handlers.delete, eng, t, value, q, actor, rid)

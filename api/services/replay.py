@@ -31,6 +31,9 @@ class VerifyReport:
         return not self.mismatches
 
 
+OBSERVABLE = ("PodBound", "PodGroupConditionChanged", "CompositePodGroupConditionChanged")
+
+
 def produced_decisions(bridge: Bridge, now: float) -> list[tuple[str, str, dict[str, Any]]]:
     """Run ``bridge``'s scheduler until idle at ``now`` and return the decision events it would
     append, as (stream, type, canonical data), without appending them."""
@@ -52,9 +55,10 @@ def recorded_runs(engine: Engine) -> Iterator[tuple[str, Any]]:
     group: list[StoredEvent] = []
     gkey: tuple[Any, ...] | None = None
     for ev in store.iter_all(engine):
-        # A PodBound without cycle meta was decided outside podledger's scheduler (a Binding
-        # through the Kubernetes API): an input to fold, not a decision to recompute.
-        if ev.type in DECISION_TYPES and not (ev.type == "PodBound" and "cycle" not in (ev.meta or {})):
+        # A PodBound or a group condition without cycle meta was decided outside podledger's
+        # scheduler (a Binding or a status write through the Kubernetes API): an input to fold,
+        # not a decision to recompute.
+        if ev.type in DECISION_TYPES and not (ev.type in OBSERVABLE and "cycle" not in (ev.meta or {})):
             key = ((ev.meta or {}).get("snapshot_position"), ev.effective_at)
             if group and key != gkey:
                 yield "run", group

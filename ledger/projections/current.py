@@ -35,9 +35,9 @@ JOIN unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name) USIN
 """
 _WRITE = """
 INSERT INTO objects (kind, namespace, name, uid, object, status, created_position, updated_position, created_at, updated_at)
-SELECT k, n, m, u, o::jsonb, s::jsonb, cp, up, ca, ua
-FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[], %b::bigint[],
-            %b::timestamptz[], %b::timestamptz[]) AS x(k, n, m, u, o, s, cp, up, ca, ua)
+SELECT k, n, m, u, o, s, cp, up, ca, ua
+FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, u text, o jsonb, s jsonb, cp bigint, up bigint,
+                                        ca timestamptz, ua timestamptz)
 ON CONFLICT (kind, namespace, name) DO UPDATE SET
   uid = excluded.uid, object = excluded.object, status = excluded.status,
   created_position = excluded.created_position, updated_position = excluded.updated_position,
@@ -239,10 +239,13 @@ WHERE v.kind = q.kind AND v.namespace = q.namespace AND v.name = q.name AND v.va
 _VERSION_WRITE = """
 INSERT INTO object_versions (kind, namespace, name, valid_from, valid_to, uid, object, status, created_position,
                              created_at, updated_at)
-SELECT k, n, m, vf, vt, u, o::jsonb, s::jsonb, cp, ca, ua
-FROM unnest(%b::text[], %b::text[], %b::text[], %b::bigint[], %b::bigint[], %b::text[], %b::text[], %b::text[],
-            %b::bigint[], %b::timestamptz[], %b::timestamptz[]) AS x(k, n, m, vf, vt, u, o, s, cp, ca, ua)
+SELECT k, n, m, vf, vt, u, o, s, cp, ca, ua
+FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, vf bigint, vt bigint, u text, o jsonb, s jsonb,
+                                        cp bigint, ca timestamptz, ua timestamptz)
 """
+# _WRITE and _VERSION_WRITE take their rows as one JSON document (one orjson call), not as
+# arrays: psycopg builds array parameters element by element in Python, which was the largest
+# client cost of a projection write.
 # The latest row of each namespace: one backward step of the primary key per namespace (a
 # DISTINCT ON over the namespace's whole history sorts every row it ever had).
 _USAGE_READ = """
@@ -288,13 +291,27 @@ class _Temporal:
         self.usage = usage
         self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
         self.usage_rows: list[tuple[str, int, str]] = []
+        # a pod object's effective requests, by object identity (a status change keeps the
+        # object dict, so a pod's requests are computed once per batch, not per event)
+        self._reqs: dict[int, tuple[dict[str, Any], dict[str, int]]] = {}
+
+    def _requests(self, row: dict[str, Any] | None) -> dict[str, int]:
+        if row is None or (row["status"] or {}).get("phase") != "Bound":
+            return {}
+        obj = row["object"]
+        hit = self._reqs.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        req = _bound_requests(row)
+        self._reqs[id(obj)] = (obj, req)
+        return req
 
     def step(self, rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
         key = next(iter(_touch(ev)), None)
         if key is None:
             return
         prev = rows.get(key)
-        prev_req = _bound_requests(prev) if key[0] == "Pod" else None
+        prev_req = self._requests(prev) if key[0] == "Pod" else None
         prev_obj, prev_status = (prev["object"], prev["status"]) if prev is not None else (None, None)
         _apply(rows, ev, dirty)
         row = rows.get(key)
@@ -314,7 +331,7 @@ class _Temporal:
             and row["status"].get("phase") == (prev_status or {}).get("phase")
         ):
             return  # same spec, same phase: same contribution
-        new_req = _bound_requests(row)
+        new_req = self._requests(row)
         if new_req == prev_req:
             return
         usage = self.usage.setdefault(key[1], {})
@@ -351,22 +368,23 @@ class _Temporal:
                     out.append((key, pos, ends.get(key, OPEN), row))
                 ends[key] = pos
             if out:
-                cur.execute(
-                    _VERSION_WRITE,
-                    (
-                        [o[0][0] for o in out],
-                        [o[0][1] for o in out],
-                        [o[0][2] for o in out],
-                        [o[1] for o in out],
-                        [o[2] for o in out],
-                        [o[3]["uid"] for o in out],
-                        [orjson.dumps(o[3]["object"]).decode() for o in out],
-                        [orjson.dumps(o[3]["status"]).decode() for o in out],
-                        [o[3]["created_position"] for o in out],
-                        [o[3]["created_at"] for o in out],
-                        [o[3]["updated_at"] for o in out],
-                    ),
-                )
+                doc = [
+                    {
+                        "k": key[0],
+                        "n": key[1],
+                        "m": key[2],
+                        "vf": vf,
+                        "vt": vt,
+                        "u": row["uid"],
+                        "o": row["object"],
+                        "s": row["status"],
+                        "cp": row["created_position"],
+                        "ca": row["created_at"],
+                        "ua": row["updated_at"],
+                    }
+                    for key, vf, vt, row in out
+                ]
+                cur.execute(_VERSION_WRITE, (orjson.dumps(doc).decode(),))
         if self.usage_rows:
             cur.execute(
                 _USAGE_WRITE,
@@ -378,7 +396,9 @@ class _Temporal:
             )
 
 
-def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True) -> None:
+def project(
+    conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True, commit: bool = False
+) -> None:
     """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction.
 
     The rows the batch touches are read once, folded in Python, and written back with one
@@ -388,6 +408,9 @@ def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool =
     every version it produces in ``object_versions`` (closing the previous one) and every change
     of a namespace's bound-pod requests in ``quota_usage``, event by event, so the state at any
     position can be read back without folding (ledger/projections/temporal.py).
+
+    ``commit`` (the caller's transaction ends here, ``ledger.writer``): COMMIT is the last
+    statement of the write pipeline, whose sync raises any error of it.
     """
     keys: set[Key] = set()
     for ev in events:
@@ -443,22 +466,27 @@ def project(conn: Connection, events: Sequence[StoredEvent], *, temporal: bool =
             if gone:
                 cur.execute(_DELETE, ([k[0] for k in gone], [k[1] for k in gone], [k[2] for k in gone]))
             if live:
-                vals = [rows[k] for k in live]
-                cur.execute(
-                    _WRITE,
-                    (
-                        [k[0] for k in live],
-                        [k[1] for k in live],
-                        [k[2] for k in live],
-                        [v["uid"] for v in vals],  # type: ignore[index]
-                        [orjson.dumps(v["object"]).decode() for v in vals],  # type: ignore[index]
-                        [orjson.dumps(v["status"]).decode() for v in vals],  # type: ignore[index]
-                        [v["created_position"] for v in vals],  # type: ignore[index]
-                        [v["updated_position"] for v in vals],  # type: ignore[index]
-                        [v["created_at"] for v in vals],  # type: ignore[index]
-                        [v["updated_at"] for v in vals],  # type: ignore[index]
-                    ),
-                )
+                doc = []
+                for k in live:
+                    v = rows[k]
+                    assert v is not None
+                    doc.append(
+                        {
+                            "k": k[0],
+                            "n": k[1],
+                            "m": k[2],
+                            "u": v["uid"],
+                            "o": v["object"],
+                            "s": v["status"],
+                            "cp": v["created_position"],
+                            "up": v["updated_position"],
+                            "ca": v["created_at"],
+                            "ua": v["updated_at"],
+                        }
+                    )
+                cur.execute(_WRITE, (orjson.dumps(doc).decode(),))
+            if commit:
+                cur.execute("COMMIT")
 
 
 def touched_keys(ev: StoredEvent) -> list[Key]:

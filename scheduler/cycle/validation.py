@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scheduler.framework import SUCCESS, Status, error, go_quote
-from scheduler.model import DEFAULT_SCHEDULER, PREEMPT_LOWER, CompositePodGroup, Pod, PodGroup
+from scheduler.model import PREEMPT_LOWER, CompositePodGroup, Pod, PodGroup
 from scheduler.state import CPG, MAX_DEPTH, PG, State, name_of
 
 MSG_NOT_FOUND = "%s not found in workload forest"
@@ -110,6 +110,6 @@ def validate(
                 % (first.preemption_policy or PREEMPT_LOWER, q(first.name), ppol, q(p.name)),
                 VALIDATION,
             )
-    if first.scheduler_name != DEFAULT_SCHEDULER:
+    if first.scheduler_name != state.config.profile:
         return error(MSG_PROFILE % q(first.scheduler_name), VALIDATION)
     return SUCCESS

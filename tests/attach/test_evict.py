@@ -35,6 +35,7 @@ def _pod(name: str, priority: str, cpu: str, app: str) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS, "labels": {"app": app}},
         "spec": {
+            "schedulerName": "podledger",  # attach's default --scheduler-name
             "priorityClassName": priority,
             "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
         },

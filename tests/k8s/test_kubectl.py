@@ -223,3 +223,46 @@ def test_invalid_input_is_a_422_status_and_appends_nothing(k8s: Server, tmp_path
         and "spec.containers[0].resources.requests.cpu" in res.stderr
     )
     assert k8s.inputs() == before
+
+
+def test_kubectl_patches_a_podgroups_status_subresource(k8s: Server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import yaml
+
+    f = tmp_path / "pg.yaml"
+    f.write_text(
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: st, namespace: team-st}\n"
+        "spec: {schedulingPolicy: {gang: {minCount: 2}}}\n"
+    )
+    k8s.kubectl("apply", "--server-side", "-f", str(f))
+    cond = {
+        "type": "PodGroupInitiallyScheduled",
+        "status": "True",
+        "reason": "Scheduled",
+        "message": "",
+        "lastTransitionTime": "2026-12-04T10:00:00Z",
+    }
+    args = ("patch", "podgroup.v1beta1.scheduling.k8s.io", "st", "-n", "team-st", "--subresource=status")
+    out = k8s.kubectl(*args, "--type=strategic", "-p", json.dumps({"status": {"conditions": [cond]}}))
+    assert "patched" in out.stdout
+    doc = yaml.safe_load(
+        k8s.kubectl("get", "podgroup.v1beta1.scheduling.k8s.io", "st", "-n", "team-st", "-o", "yaml").stdout
+    )
+    assert [(c["type"], c["status"], c["reason"]) for c in doc["status"]["conditions"]] == [
+        ("PodGroupInitiallyScheduled", "True", "Scheduled")
+    ]
+    with k8s.engine.connect() as c:
+        meta = c.execute(
+            sa.text(
+                "SELECT meta FROM events WHERE type = 'PodGroupConditionChanged' "
+                "AND data->>'group' = 'team-st/st'"
+            )
+        ).scalar_one()
+    assert meta["observed"] is True and meta["actor"] == "writer"
+    # a bad condition is a 422 naming the field; a reader is refused
+    bad = {"status": {"conditions": [{**cond, "reason": ""}]}}
+    res = k8s.kubectl(*args, "--type=merge", "-p", json.dumps(bad), check=False)
+    assert res.returncode != 0 and "status.conditions[0].reason: Required value" in res.stderr
+    res = k8s.kubectl(*args, "--type=merge", "-p", json.dumps({"status": {}}), role="reader", check=False)
+    assert res.returncode != 0 and "Forbidden" in res.stderr

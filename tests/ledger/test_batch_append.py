@@ -14,7 +14,7 @@ from alembic.config import Config
 
 from alembic import command
 from ledger import db, store
-from ledger.batch_append import COPY_THRESHOLD
+from ledger.batch_append import COPY_THRESHOLD, COPY_THRESHOLD_TX
 from ledger.errors import ConcurrencyError, EventValidationError
 from ledger.store import NewEvent
 from ledger.verify import verify_chain
@@ -178,4 +178,64 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
     # the aborted COPY may have drawn positions (a rollback leaves a hole, DESIGN.md §3)
     after = store.append(engine, [note("d/0"), note("d/1")])
     assert after[0] > n and after[1] == after[0] + 1 and count(engine) == n + 2
+    assert verify_chain(engine).ok
+
+
+@pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2, COPY_THRESHOLD_TX + 3])  # INSERT, COPY (own tx), COPY
+@pytest.mark.parametrize("own", [True, False])  # its own transaction / a caller's transaction
+def test_resend_in_the_bump_round_trip_bumps_nothing(engine, n, own):
+    """The idempotency check rides in the stream bump's message and gates it: a re-send returns
+    the original positions without bumping a stream or burning a position, a partial re-send
+    is refused, and the next append continues the versions."""
+    import uuid
+
+    from ledger.errors import IdempotencyConflict
+
+    streams = [f"r/{i % 3}" for i in range(n)]
+    batch = [NewEvent(s, "NoteRecorded", {"text": "x"}, event_id=uuid.uuid4()) for s in streams]
+
+    def send(events: list[NewEvent]) -> list[int]:
+        if own:
+            return store.append(engine, events)
+        with engine.begin() as conn:
+            return store.append(conn, events)
+
+    first = send(batch)
+    before = versions(engine, ["r/0", "r/1", "r/2"])
+    assert send(batch) == first
+    assert versions(engine, ["r/0", "r/1", "r/2"]) == before
+    with pytest.raises(IdempotencyConflict):
+        send([batch[0], note("r/0")])
+    assert versions(engine, ["r/0", "r/1", "r/2"]) == before
+    assert count(engine) == n
+    again = send([note("r/0"), note("r/9")])
+    assert again == [n + 1, n + 2]
+    assert store.stream_version(engine, "r/0") == before["r/0"] + 1
+    assert verify_chain(engine).ok
+
+
+def test_copy_in_a_callers_transaction_reports_the_drawn_positions(engine):
+    """A COPY-sized batch in a caller's transaction learns its positions from the last position
+    drawn before it (read under the lock), without ``currval``: right after a rollback burned
+    positions too."""
+    import uuid
+
+    n = COPY_THRESHOLD_TX + 5
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        store.append(conn, [note(f"h/{i}") for i in range(n)])  # draws n positions, then rolls back
+        raise RuntimeError
+    for _ in range(2):
+        batch = [
+            NewEvent(f"c/{i % 5}", "NoteRecorded", {"text": "x"}, event_id=uuid.uuid4()) for i in range(n)
+        ]
+        with engine.begin() as conn:
+            got = store.append(conn, batch)
+        with engine.connect() as c:
+            rows = dict(
+                c.execute(
+                    sa.text("SELECT event_id, position FROM events WHERE event_id = ANY(:ids)"),
+                    {"ids": [ev.event_id for ev in batch]},
+                ).all()
+            )
+        assert got == [rows[ev.event_id] for ev in batch]
     assert verify_chain(engine).ok

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ledger import replay_rows, store
+from ledger import events, replay_rows, store
 from ledger.store import NewEvent
 
 
@@ -62,3 +62,18 @@ def test_rows_match_stored_events_and_page(engine, db_url):
         assert len(replay_rows.read_rows(raw, types=["NoteRecorded"], limit=1000)) == 151
         chain = replay_rows.read_chain(raw, after=0, limit=3)
         assert chain[1].prev_hash == chain[0].hash and len(chain[2].hash) == 32
+
+
+def test_data_is_upcast_only_from_an_older_schema_and_cached():
+    text = b'{"pod": "default/p", "node": "n1"}'
+    v1 = replay_rows.ReplayRow((1, "pod/default/p", 1, "PodBound", 1, text, b""))
+    current = events.current_version("PodBound")
+    assert current > 1
+    assert v1.data == events.upcast("PodBound", 1, {"pod": "default/p", "node": "n1"})
+    assert "group" in v1.data and "group" not in v1.raw_data
+    assert v1.data is v1.data  # decoded once
+    assert v1.data_text == text
+    now = replay_rows.ReplayRow((2, "pod/default/p", 2, "PodBound", current, text, b""))
+    assert now.data == {"pod": "default/p", "node": "n1"}  # current schema: as stored
+    odd = replay_rows.ReplayRow((3, "x", 1, "NotRegistered", 1, b"[1]", b""))
+    assert odd.data == [1]

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import Field, model_validator
 
 from ledger.resources.models.meta import K8sModel, Resource
-from ledger.resources.models.values import Problems, Seconds, key_path
+from ledger.resources.models.values import Problems, Seconds, dns_subdomain_problem, key_path
 
 FEATURE_GATES = (
     "GenericWorkload",
@@ -61,6 +61,11 @@ class SchedulerConfigSpec(K8sModel):
     feature_gates: dict[str, bool] | None = None  # merged over every gate on
     # left out when unset (100: score every feasible node; 0: upstream's adaptive formula)
     percentage_of_nodes_to_score: int | None = None
+    # left out when unset: the profile name podledger's scheduler serves (unset: default-scheduler,
+    # every pod as before) and whether it emulates controllers (unset: on; ``attach --mode
+    # schedule`` turns it off, the cluster's own controllers recreate preempted pods)
+    scheduler_name: str | None = None
+    controller_emulation: bool | None = None
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:
@@ -123,6 +128,10 @@ class SchedulerConfigSpec(K8sModel):
         pct = self.percentage_of_nodes_to_score
         if pct is not None and not 0 <= pct <= 100:
             problems.append((f"{path}.percentageOfNodesToScore", "must be in the range 0-100"))
+        if self.scheduler_name is not None:
+            problem = dns_subdomain_problem(self.scheduler_name)
+            if problem:
+                problems.append((f"{path}.schedulerName", problem))
         flush = self.pod_max_in_unschedulable_pods_duration
         if flush is not None and flush < 0:
             problems.append((f"{path}.podMaxInUnschedulablePodsDuration", "must be >= 0"))

@@ -1,0 +1,41 @@
+"""``attach --mode schedule``: the ledger's SchedulerConfig made to serve the cluster.
+
+podledger's worker on the ledger follows its SchedulerConfig. In schedule mode ``attach`` sets two
+of its fields before it records anything: ``schedulerName`` = ``--scheduler-name`` (podledger
+schedules only the pods that name it, as a second scheduler of the cluster does) and
+``controllerEmulation: false`` (the cluster's controllers re-create preempted pods; the mirror
+records those). The other fields are kept; with no SchedulerConfig in the ledger one named
+``default`` is created. Applied as any object is (``SchedulerConfigCreated``/``Updated``, actor
+``attach/<cluster>``); unchanged, nothing is appended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from api.services import objects as services
+from ledger.queries.objects import list_objects
+from ledger.resources.parse import Document, validate
+
+
+def configure(engine: Engine, cluster: str, profile: str) -> str:
+    """Apply the SchedulerConfig; returns the apply line (``... created|configured|unchanged``)."""
+    rows = list_objects(engine, "SchedulerConfig")
+    current: dict[str, Any] = dict(rows[0].object) if rows else {}
+    manifest = {
+        "apiVersion": "podledger.io/v1alpha1",
+        "kind": "SchedulerConfig",
+        "metadata": {"name": (current.get("metadata") or {}).get("name") or "default"},
+        "spec": {**(current.get("spec") or {}), "schedulerName": profile, "controllerEmulation": False},
+    }
+    parsed, errors = validate(Document(1, f"attach:{cluster}", manifest))
+    if parsed is None or errors:
+        raise ValueError("; ".join(str(e) for e in errors) or "invalid SchedulerConfig")
+    result = services.apply_objects(
+        engine, [parsed], actor=f"attach/{cluster}", source=f"attach:{cluster}", meta={"via": "attach"}
+    )
+    if not result.ok:
+        raise ValueError("; ".join(result.errors))
+    return result.lines[0] if result.lines else "unchanged"
