@@ -413,7 +413,9 @@ def read_stream(target: Engine | Connection, stream: str, from_version: int = 1)
             return read_stream(conn, stream, from_version)
     with _raw(target).cursor() as cur:
         cur.execute(
-            f"SELECT {_COLUMNS} FROM events WHERE stream = %s AND version >= %s ORDER BY version",
+            # events has no index by stream (migration 0018): the positions come from event_keys
+            f"SELECT {_COLUMNS} FROM events WHERE position IN (SELECT k.position FROM event_keys k "
+            "WHERE k.stream = %s AND k.version >= %s) ORDER BY version",
             (stream, from_version),
         )
         return [_row(r, True) for r in cur.fetchall()]

@@ -46,7 +46,6 @@ events = sa.Table(
     sa.Column("hash", pg.BYTEA, nullable=False),
     sa.CheckConstraint("version > 0", name="events_version_positive"),
     sa.Index("events_type_position_idx", "type", "position"),
-    sa.Index("events_stream_version_idx", "stream", "version"),
     sa.Index(
         "events_decision_pod_idx",
         sa.text("(data->>'pod')"),
@@ -91,7 +90,9 @@ events = sa.Table(
 
 # events is PARTITION BY RANGE (position) (migration 0016): its partitions (events_p<lo>,
 # events_default) are not in this metadata, and the global uniqueness of event ids and stream
-# versions lives here, one row per event written by the trigger events_record_keys.
+# versions lives here, one row per event written by the trigger events_record_keys. events has no
+# index by stream (migration 0018): a read by stream looks the positions up here
+# (``position IN (SELECT k.position FROM event_keys k WHERE k.stream ...)``).
 PARTITION_NAME = re.compile(r"^events_(p[0-9]+|default)$")
 
 event_keys = sa.Table(

@@ -210,8 +210,8 @@ class Mirror:
             # the ledger's state is podledger's own placement: the cluster's is recorded beside it
             last = conn.execute(
                 sa.text(
-                    "SELECT data->>'node', meta->'attach'->>'uid' FROM events WHERE stream = :s "
-                    "ORDER BY version DESC LIMIT 1"
+                    "SELECT data->>'node', meta->'attach'->>'uid' FROM events WHERE position = "
+                    "(SELECT k.position FROM event_keys k WHERE k.stream = :s ORDER BY k.version DESC LIMIT 1)"
                 ),
                 {"s": f"attach/pod/{ns}/{name}"},
             ).first()

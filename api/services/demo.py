@@ -58,7 +58,11 @@ def first_position(engine: Engine, kind: str, namespace: str | None, name: str) 
     stream = stream_for(kind, namespace, name)
     with engine.connect() as conn:
         pos = conn.execute(
-            sa.text("SELECT min(position) FROM events WHERE stream = :s"), {"s": stream}
+            sa.text(
+                "SELECT min(position) FROM events WHERE position IN "
+                "(SELECT k.position FROM event_keys k WHERE k.stream = :s)"
+            ),
+            {"s": stream},
         ).scalar_one()
     return int(pos) if pos is not None else None
 

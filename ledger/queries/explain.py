@@ -43,7 +43,8 @@ _DECISIONS = {
     # CompositePodGroup's own stream
     "Pod": f"e.data->>'group' = :n || '/' || {_GROUP_OF_POD} AND e.type = ANY(:t)",
     "PodGroup": "e.data->>'group' = :n || '/' || :m AND e.type = ANY(:t)",
-    "CompositePodGroup": "e.stream = 'sched/compositepodgroup/' || :n || '/' || :m",
+    "CompositePodGroup": "e.position IN (SELECT k.position FROM event_keys k "
+    "WHERE k.stream = 'sched/compositepodgroup/' || :n || '/' || :m)",
 }
 _PREEMPTORS = {
     "Pod": f"ARRAY[:n || '/' || :m, :n || '/' || {_GROUP_OF_POD}]",
@@ -79,7 +80,8 @@ SELECT json_build_object(
   'decisions', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
                 WHERE {_DECISIONS[kind]}{upto}),
   'pod_events', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
-                 WHERE e.stream = ANY(ARRAY(SELECT 'sched/pod/' || :n || '/' || name FROM pods)){upto}),
+                 WHERE e.position IN (SELECT k.position FROM event_keys k
+                   WHERE k.stream = ANY(ARRAY(SELECT 'sched/pod/' || :n || '/' || name FROM pods))){upto}),
   'preempted', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
                 WHERE e.type = 'PodPreempted' AND e.data->>'preemptor' = ANY({_PREEMPTORS[kind]}){upto}),
   'observed', (SELECT coalesce(json_agg(json_build_array(pod, node, scheduler, cluster, position)), '[]')

@@ -51,16 +51,17 @@ def input_changes(
     if upto <= after:
         return []
     prefixes = [_escape(p.format(ns=namespace)) for p in INPUT_PREFIXES]
-    # the inputs through their partial index, the group's own streams through (stream, version):
-    # neither reads the other events of the range (a range since an attempt long ago is most of
-    # the log)
+    # the inputs through their partial index, the group's own streams through event_keys'
+    # (stream, version): neither reads the other events of the range (a range since an attempt
+    # long ago is most of the log)
     rows = conn.execute(
         sa.text(
             "SELECT position, type, stream, effective_at FROM events "
             f"WHERE position > :a AND position <= :b AND {INPUT_STREAMS} "
             "AND stream LIKE ANY(CAST(:p AS text[])) AND type ~ '(Created|Updated|Deleted)$' "
             "UNION SELECT position, type, stream, effective_at FROM events "
-            "WHERE position > :a AND position <= :b AND stream = ANY(CAST(:g AS text[])) "
+            "WHERE position > :a AND position <= :b AND position IN (SELECT k.position FROM event_keys k "
+            "WHERE k.stream = ANY(CAST(:g AS text[])) AND k.position > :a AND k.position <= :b) "
             "AND type ~ '(Created|Updated|Deleted)$' ORDER BY position"
         ),
         {"a": after, "b": upto, "p": prefixes, "g": list(group_streams)},

@@ -19,6 +19,9 @@ _EVENT_COLS = (
     "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
 )
 _BRIEF_COLS = "position, type, stream, data, meta, effective_at"
+# events has no index by stream (migration 0018): a filter on the stream picks positions from
+# event_keys' (stream, version) index (append the condition on ``k.stream`` and a ``)``)
+_BY_STREAM = "position IN (SELECT k.position FROM event_keys k WHERE k.stream"
 
 
 def head(conn: Connection) -> int:
@@ -46,10 +49,10 @@ def read_events(
     where = ["position > :a"]
     params: dict[str, Any] = {"a": after, "lim": limit}
     if stream.endswith("/"):
-        where.append("stream LIKE :s")
+        where.append(f"{_BY_STREAM} LIKE :s)")
         params["s"] = _like_prefix(stream)
     else:
-        where.append("stream = :s")
+        where.append(f"{_BY_STREAM} = :s)")
         params["s"] = stream
     if types:
         where.append("type = ANY(:t)")
@@ -107,7 +110,7 @@ def stream_events(conn: Connection, streams: Sequence[str], upto: int) -> list[d
         return []
     return _brief(
         conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE stream = ANY(:s) AND position <= :p ORDER BY position",
+        f"SELECT {_BRIEF_COLS} FROM events WHERE {_BY_STREAM} = ANY(:s)) AND position <= :p ORDER BY position",
         {"s": list(streams), "p": upto},
     )
 
@@ -141,7 +144,7 @@ def object_history(
     refusals naming it (``key`` = namespace/name or name)."""
     return _brief(
         conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE stream = ANY(:s) OR (type = 'PodPreempted' AND "
+        f"SELECT {_BRIEF_COLS} FROM events WHERE {_BY_STREAM} = ANY(:s)) OR (type = 'PodPreempted' AND "
         "data->>'preemptor' = :k) OR (type = 'AdmissionRejected' AND data->'rejected' @> "
         "jsonb_build_array(jsonb_build_object('kind', CAST(:kind AS text), 'name', CAST(:n AS text)))) "
         "ORDER BY position",
@@ -157,7 +160,7 @@ def group_timeline(conn: Connection, kind: str, ns: str, name: str, limit: int =
     rows = conn.execute(
         sa.text(
             "SELECT position, effective_at, type, stream, data FROM events "
-            "WHERE stream = ANY(:s) OR data->>'group' = :g OR data->>'preemptor' = :g "
+            f"WHERE {_BY_STREAM} = ANY(:s)) OR data->>'group' = :g OR data->>'preemptor' = :g "
             "ORDER BY position LIMIT :lim"
         ),
         {"s": streams, "g": ref, "lim": limit},
@@ -183,7 +186,7 @@ def log_page(
         where.append("type = :t")
         params["t"] = type_
     if stream:
-        where.append("stream LIKE :s")
+        where.append(f"{_BY_STREAM} LIKE :s)")
         params["s"] = _like_prefix(stream)
     cols = "position, effective_at, stream, type, data, meta"
     if after is not None:
