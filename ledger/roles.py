@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from ledger.db import APP_ROLE, REPORTING_ROLE
 
 EVENT_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+COLUMN_PRIVILEGES = {"SELECT", "INSERT", "UPDATE", "REFERENCES"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,13 @@ def describe(engine: Engine) -> list[RoleInfo]:
                 p
                 for p in EVENT_PRIVILEGES
                 if conn.execute(
-                    sa.text("SELECT has_table_privilege(:n, 'events', :p)"), {"n": name, "p": p}
+                    # INSERT is granted by column (migration 0018: every column but position)
+                    sa.text(
+                        "SELECT has_any_column_privilege(:n, 'events', :p)"
+                        if p in COLUMN_PRIVILEGES
+                        else "SELECT has_table_privilege(:n, 'events', :p)"
+                    ),
+                    {"n": name, "p": p},
                 ).scalar_one()
             )
             sessions = conn.execute(
