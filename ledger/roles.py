@@ -18,7 +18,6 @@ from sqlalchemy.engine import Engine
 from ledger.db import APP_ROLE, REPORTING_ROLE
 
 EVENT_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
-COLUMN_PRIVILEGES = {"SELECT", "INSERT", "UPDATE", "REFERENCES"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +62,7 @@ def describe(engine: Engine) -> list[RoleInfo]:
                 p
                 for p in EVENT_PRIVILEGES
                 if conn.execute(
-                    # INSERT is granted by column (migration 0018: every column but position)
-                    sa.text(
-                        "SELECT has_any_column_privilege(:n, 'events', :p)"
-                        if p in COLUMN_PRIVILEGES
-                        else "SELECT has_table_privilege(:n, 'events', :p)"
-                    ),
-                    {"n": name, "p": p},
+                    sa.text("SELECT has_table_privilege(:n, 'events', :p)"), {"n": name, "p": p}
                 ).scalar_one()
             )
             sessions = conn.execute(

@@ -106,15 +106,6 @@ event_keys = sa.Table(
     sa.UniqueConstraint("stream", "version", name="events_stream_version_key"),
 )
 
-# the highest position in event_keys: events_record_keys keys every event above it (migration 0018)
-event_keys_head = sa.Table(
-    "event_keys_head",
-    metadata,
-    sa.Column("one", sa.Boolean, primary_key=True, server_default=sa.text("true")),
-    sa.Column("position", sa.BigInteger, nullable=False),
-    sa.CheckConstraint("one"),
-)
-
 streams = sa.Table(
     "streams",
     metadata,

