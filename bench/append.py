@@ -83,10 +83,9 @@ def run() -> list[Metric]:
             "CREATE TABLE bench_raw (LIKE events INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING INDEXES)"
         )
         # events is partitioned (migration 0016): the uniqueness of event ids and stream versions
-        # lives in event_keys, which LIKE does not copy. The baseline keeps the two unique indexes
-        # a plain events table had (instead of the non-unique (stream, version) one), so it still
-        # pays for the uniqueness our append pays for.
-        raw.execute("DROP INDEX bench_raw_stream_version_idx")
+        # lives in event_keys, which LIKE does not copy. The baseline gets the two unique indexes
+        # a plain events table had (events' own indexes come with LIKE), so it still pays for
+        # the uniqueness our append pays for; our side table's heap and trigger are our cost.
         raw.execute("ALTER TABLE bench_raw ADD UNIQUE (event_id), ADD UNIQUE (stream, version)")
         raw.execute(
             "CREATE TABLE bench_single (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, stream text, data jsonb)"
