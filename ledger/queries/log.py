@@ -144,8 +144,13 @@ def object_history(
     refusals naming it (``key`` = namespace/name or name)."""
     return _brief(
         conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE {_BY_STREAM} = ANY(:s)) OR (type = 'PodPreempted' AND "
-        "data->>'preemptor' = :k) OR (type = 'AdmissionRejected' AND data->'rejected' @> "
+        # the positions from three indexes (event_keys by stream, the preemptor and the admission
+        # refusal partial indexes), then the events by primary key: an OR of the three scans
+        # the whole log since events has no index by stream (migration 0018)
+        f"SELECT {_BRIEF_COLS} FROM events WHERE position IN ("
+        "SELECT k.position FROM event_keys k WHERE k.stream = ANY(:s) "
+        "UNION ALL SELECT position FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = :k "
+        "UNION ALL SELECT position FROM events WHERE type = 'AdmissionRejected' AND data->'rejected' @> "
         "jsonb_build_array(jsonb_build_object('kind', CAST(:kind AS text), 'name', CAST(:n AS text)))) "
         "ORDER BY position",
         {"s": list(streams), "k": key, "kind": kind, "n": name},

@@ -30,11 +30,19 @@ branch_labels = None
 depends_on = None
 
 SQL = Path(__file__).resolve().parents[1] / "sql"
-OLD_LOOKUP = "WHERE r.kind = 'Pod' AND x.stream = 'sched/pod/' || r.namespace || '/' || r.name"
-NEW_LOOKUP = (
-    "WHERE r.kind = 'Pod' AND x.position IN (SELECT k.position FROM event_keys k "
-    "WHERE k.stream = 'sched/pod/' || r.namespace || '/' || r.name)"
-)
+# a pod's last attempt: its stream's events newest first through event_keys (by version, which
+# within a stream follows position), each fetched by primary key until one is an attempt
+OLD_LOOKUP = """    FROM events x
+    LEFT JOIN events d ON x.type = 'PodRetried' AND d.position = (x.data->>'diagnosis_position')::bigint
+    WHERE r.kind = 'Pod' AND x.stream = 'sched/pod/' || r.namespace || '/' || r.name
+      AND x.type IN ('PodUnschedulable', 'PodRetried')
+    ORDER BY x.position DESC LIMIT 1"""
+NEW_LOOKUP = """    FROM event_keys k
+    JOIN events x ON x.position = k.position
+    LEFT JOIN events d ON x.type = 'PodRetried' AND d.position = (x.data->>'diagnosis_position')::bigint
+    WHERE r.kind = 'Pod' AND k.stream = 'sched/pod/' || r.namespace || '/' || r.name
+      AND x.type IN ('PodUnschedulable', 'PodRetried')
+    ORDER BY k.version DESC LIMIT 1"""
 
 
 def _pending_now(old: bool) -> str:
