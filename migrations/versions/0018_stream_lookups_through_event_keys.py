@@ -3,15 +3,17 @@ partitioned log).
 
 Migration 0016 kept a non-unique index ``events_stream_version_idx`` on ``events`` beside the
 unique ``(stream, version)`` of ``event_keys``: every appended event paid for two btree entries
-on the same key. Measured on the 2-core machine (bench.append, same run): dropping it took the
-batched append from 0.55x to 0.70x of a raw COPY that keeps the same uniqueness guarantees.
+on the same key. Measured on the 2-core machine (index made and dropped between interleaved
+batches): 1-4 us of ~40 us per batched event (docs/benchmarks.md).
 
 ``event_keys`` (one row per event, filled in the inserting statement by ``events_record_keys``)
 already has ``(stream, version) -> position``, so the readers that select events by stream
 look the positions up there and fetch the events by primary key (``position IN (SELECT
 k.position FROM event_keys k WHERE k.stream ...)``): ledger/store.py ``read_stream``,
 ledger/queries (log, explain, inputs), api/services/demo.py, api/attach/mirror.py, and the view
-``v_pending_now`` (replaced here; its columns are unchanged, so owner and grants stay).
+``v_pending_now`` (replaced here: a pod's last attempt is read newest first through
+``event_keys``; its columns are unchanged, so owner and grants stay). ``object_history`` takes
+its positions from three indexes instead of an ``OR`` that would now scan the whole log.
 
 Revision ID: 0018
 Revises: 0017
