@@ -16,7 +16,7 @@ does not depend on their argument lists; a later ``CREATE OR REPLACE`` of one of
 ``SET enable_seqscan = off`` itself (or re-run this).
 
 Revision ID: 0019
-Revises: 0017 (the lead re-chains it after 0018)
+Revises: 0018
 Create Date: 2026-12-04
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0019"
-down_revision = "0017"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
