@@ -106,24 +106,9 @@ def _send(raw: psycopg.Connection[Any], sql: bytes) -> None:
     raw.pgconn.send_query(sql)
 
 
-def _arrived(raw: psycopg.Connection[Any], got: list[pq.abc.PGresult]) -> bool:
-    """Without blocking: move the results of ``_send`` that have arrived into ``got``; True once
-    the last one is in (then ``_results(raw, got)`` returns at once)."""
-    pgconn = raw.pgconn
-    pgconn.flush()
-    pgconn.consume_input()
-    while not pgconn.is_busy():
-        res = pgconn.get_result()
-        if res is None:
-            return True
-        got.append(res)
-    return False
-
-
-def _results(raw: psycopg.Connection[Any], got: list[pq.abc.PGresult] | None = None) -> list[pq.abc.PGresult]:
-    """Wait for the results of ``_send`` (those not already in ``got``, see ``_arrived``); raise
-    the first error as psycopg would."""
-    results: list[pq.abc.PGresult] = [*(got or ()), *raw.wait(generators.execute(raw.pgconn))]
+def _results(raw: psycopg.Connection[Any]) -> list[pq.abc.PGresult]:
+    """Wait for the results of ``_send``; raise the first error as psycopg would."""
+    results: list[pq.abc.PGresult] = raw.wait(generators.execute(raw.pgconn))
     for res in results:
         if res.status == pq.ExecStatus.FATAL_ERROR:
             raise error_from_result(res, encoding=raw.info.encoding)
@@ -215,26 +200,16 @@ def _append(
     # the positions the earlier chunks drew stay unused (a rollback's hole). In a caller's
     # transaction everything was prepared before anything was sent.
     hi = min(CHUNK, n) if commit and copy else n
-    cache: dict[Any, tuple[bytes, bytes]] = {}
-    got: list[pq.abc.PGresult] = []
     if commit:
         try:
             prepared = prepare(0, hi)
-            parts = [copy_parts(p, cache) for p in prepared] if copy else []
-            # more chunks while the server still bumps the streams (a thousand new streams take
-            # it ~7 ms): what is left for the COPY is the numbering, the chain and the sending
-            while copy and hi < n and not _arrived(raw, got):
-                lo, hi = hi, min(hi + CHUNK, n)
-                chunk = prepare(lo, hi)
-                parts.extend(copy_parts(p, cache) for p in chunk)
-                prepared.extend(chunk)
         except BaseException:
             with suppress(psycopg.Error):
-                _results(raw, got)  # drain the bump's results; the caller's handler rolls back
+                _results(raw)  # drain the bump's results; the caller's handler rolls back
             raise
-    else:
-        parts = [copy_parts(p, cache) for p in prepared] if copy else []
-    results = _results(raw, got)
+    cache: dict[Any, tuple[bytes, bytes]] = {}
+    parts = [copy_parts(p, cache) for p in prepared] if copy else []
+    results = _results(raw)
     res = results[-1]
     if given:
         rows = results[-2]

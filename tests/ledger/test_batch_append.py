@@ -161,8 +161,6 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
         return real(chunk, parts, prev)
 
     monkeypatch.setattr(batch_append, "chain_rows", spy)
-    # the stream bump answers before the first chunk is prepared: the rest streams during the COPY
-    monkeypatch.setattr(batch_append, "_arrived", lambda raw, got: True)
     n = batch_append.CHUNK * 2 + 7
     positions = store.append(engine, [note(f"c/{i % 50}", str(i)) for i in range(n)])
     assert sizes == [batch_append.CHUNK, batch_append.CHUNK, 7]  # binary COPY, three chunks
@@ -180,35 +178,6 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
     # the aborted COPY may have drawn positions (a rollback leaves a hole, DESIGN.md §3)
     after = store.append(engine, [note("d/0"), note("d/1")])
     assert after[0] > n and after[1] == after[0] + 1 and count(engine) == n + 2
-    assert verify_chain(engine).ok
-
-
-def test_chunks_are_prepared_while_the_bump_runs(engine, monkeypatch):
-    """While the stream bump's answer is not in, the next chunks are prepared: with a bump that
-    answers last, the COPY gets every row at once; an invalid event found then appends nothing."""
-    from ledger import batch_append
-
-    sizes: list[int] = []
-    real = batch_append.chain_rows
-
-    def spy(chunk, parts, prev):  # type: ignore[no-untyped-def]
-        sizes.append(len(chunk))
-        return real(chunk, parts, prev)
-
-    monkeypatch.setattr(batch_append, "chain_rows", spy)
-    monkeypatch.setattr(batch_append, "_arrived", lambda raw, got: False)
-    n = batch_append.CHUNK * 2 + 7
-    positions = store.append(engine, [note(f"o/{i % 50}", str(i)) for i in range(n)])
-    assert sizes == [n] and positions == list(range(1, n + 1))
-    got = store.read_all(engine, limit=n)
-    assert [(e.stream, e.version, e.data["text"]) for e in got][:2] == [("o/0", 1, "0"), ("o/1", 1, "1")]
-    assert verify_chain(engine).ok
-    bad = [note(f"q/{i}") for i in range(n)]
-    bad[batch_append.CHUNK * 2 + 1] = NewEvent("q/bad", "NoteRecorded", {"nope": 1})
-    with pytest.raises(EventValidationError, match="NoteRecorded"):
-        store.append(engine, bad)
-    assert count(engine) == n and versions(engine, ["q/0", "q/bad"]) == {"q/0": 0, "q/bad": 0}
-    assert store.append(engine, [note("q/0"), note("q/1")])[1] == store.head(engine)
     assert verify_chain(engine).ok
 
 
