@@ -4,7 +4,7 @@ partitioned log).
 Migration 0016 kept a non-unique index ``events_stream_version_idx`` on ``events`` beside the
 unique ``(stream, version)`` of ``event_keys``: every appended event paid for two btree entries
 on the same key. Measured on the 2-core machine (index made and dropped between interleaved
-batches): 1-4 us of ~40 us per batched event (docs/benchmarks.md).
+batches): ~3 us of ~20-22 us per batched event (docs/benchmarks.md).
 
 ``event_keys`` (one row per event, filled in the inserting statement by ``events_record_keys``)
 already has ``(stream, version) -> position``, so the readers that select events by stream
