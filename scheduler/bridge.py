@@ -199,6 +199,7 @@ class Bridge:
     follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
     # False: record every retry in full, as before issue 14 (the baseline of bench.retries)
     compact_retries: bool = True
+    event_ids: bool = True  # False: no content-addressed ids (replay --verify compares payloads only)
     nodes: dict[str, m.Node] = field(default_factory=dict)
     _started: bool = False
     # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis; the
@@ -444,7 +445,9 @@ class Bridge:
 
     def _event_id(
         self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]
-    ) -> uuid.UUID:
+    ) -> uuid.UUID | None:
+        if not self.event_ids:
+            return None
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return uuid.uuid5(
             EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"

@@ -5,14 +5,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import psycopg
 from sqlalchemy.engine import Engine
 
 from ledger import store
+from ledger.replay_rows import iter_rows
 from ledger.store import StoredEvent
 from scheduler.bridge import DECISION_TYPES, Bridge, config_from, ts
 
@@ -49,17 +52,28 @@ def canonical(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(orjson.loads(orjson.dumps(data)))
 
 
-def recorded_runs(engine: Engine) -> Iterator[tuple[str, Any]]:
+def recorded_runs(engine: Engine, events: Iterable[Any] | None = None) -> Iterator[tuple[str, Any]]:
     """Walk the log yielding ("input", event), ("start", event) and ("run", [decision events]);
-    a run is the decisions of one scheduling run (same snapshot position and time)."""
+    a run is the decisions of one scheduling run (same snapshot position and time).
+
+    ``events``: the log to walk instead of ``store.iter_all(engine)`` (``verify_replay`` passes
+    lean rows, ledger/replay_rows.py, which decode ``meta`` and the times only when read)."""
     group: list[StoredEvent] = []
     gkey: tuple[Any, ...] | None = None
-    for ev in store.iter_all(engine):
+    for ev in store.iter_all(engine) if events is None else events:
+        typ = ev.type
+        if typ not in DECISION_TYPES:
+            if group:
+                yield "run", group
+                group = []
+            yield ("start" if typ == "SchedulerStarted" else "input"), ev
+            continue
+        meta = ev.meta or {}
         # A PodBound or a group condition without cycle meta was decided outside podledger's
         # scheduler (a Binding or a status write through the Kubernetes API): an input to fold,
         # not a decision to recompute.
-        if ev.type in DECISION_TYPES and not (ev.type in OBSERVABLE and "cycle" not in (ev.meta or {})):
-            key = ((ev.meta or {}).get("snapshot_position"), ev.effective_at)
+        if not (typ in OBSERVABLE and "cycle" not in meta):
+            key = (meta.get("snapshot_position"), ev.effective_at)
             if group and key != gkey:
                 yield "run", group
                 group = []
@@ -94,27 +108,37 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
     log although the run did not see them. They are folded before the next run, as the live
     scheduler did at its next catch-up.
     """
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        # lean rows on the connection's own transaction: one snapshot of the whole log
+        return _verify(engine, recorded_runs(engine, iter_rows(raw)), progress)
+
+
+def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> VerifyReport:
     rep = VerifyReport()
     bridge: Bridge | None = None
-    pending: list[StoredEvent] = []
+    pending: deque[Any] = deque()
 
     def fold_upto(pos: int) -> None:
         while pending and pending[0].position <= pos:
-            ev = pending.pop(0)
+            ev = pending.popleft()
             if bridge is not None:
                 bridge.fold(ev)
 
-    for kind, item in recorded_runs(engine):
+    for kind, item in runs:
         if kind == "start":
             snap = int(item.data["snapshot_position"])
-            bridge = Bridge(engine, config_from(None))
+            # event ids are not compared: skip hashing them (a sha256 and a uuid5 per decision)
+            bridge = Bridge(engine, config_from(None), event_ids=False)
             bridge.catch_up(upto=snap)
-            pending = [e for e in pending if e.position > snap]
+            pending = deque(e for e in pending if e.position > snap)
             continue
         if kind == "input":
             pending.append(item)
             continue
-        recorded = [(e.stream, e.type, canonical(e.data)) for e in item]
+        # the recorded payloads come from the log's JSON already: no round trip to canonicalize
+        recorded = [(e.stream, e.type, e.data) for e in item]
         if bridge is None:
             rep.mismatches.append(
                 {"position": item[0].position, "problem": "decisions without a SchedulerStarted"}
