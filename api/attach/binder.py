@@ -4,7 +4,7 @@ Every ``PodBound`` decision of podledger's own worker (a ``cycle`` in its meta) 
 pod's current placement in the ledger, for a pod whose ``schedulerName`` is podledger's profile
 name, is sent to the cluster through the pods/binding subresource. Each call's outcome is one
 ``PodBindingSent`` event (``bound`` or ``failed`` with the HTTP code and message); a failed call
-is retried with exponential backoff, at most ``max_attempts`` times per process (a restart tries
+is retried with exponential backoff, at most 5 times per process (a restart tries
 again). A 409 whose pod already sits on the decided node (a call whose answer was lost before a
 crash) counts as bound. The cluster's watch then shows the pod on that node, and the mirror,
 which finds the ledger already agreeing, appends nothing for it.
@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from api.attach.remote import Remote, RemoteError
+from api.attach.retries import Retries
 from ledger import writer
 from ledger.store import NewEvent
 
@@ -74,10 +75,9 @@ class Binder:
     remote: Remote
     cluster: str
     profile: str = "podledger"
-    max_attempts: int = 5
-    backoff: float = 0.5
-    backoff_max: float = 30.0
-    attempts: dict[int, tuple[int, float]] = field(default_factory=dict)  # decision -> (tries, not before)
+    binds: Retries = field(default_factory=Retries)
+    # no cap on tries: a 429 means "not now" (a budget), and the victim must go eventually
+    evictions: Retries = field(default_factory=lambda: Retries(cap=30.0, limit=None))
     sent: int = 0
     evicted: int = 0
     failed: int = 0
@@ -95,18 +95,18 @@ class Binder:
         calls = self.run_evictions()
         now = time.monotonic()
         for position, pod, node in self.pending():
-            tries, not_before = self.attempts.get(position, (0, 0.0))
-            if tries >= self.max_attempts or now < not_before:
+            tries = self.binds.due(position, now)
+            if tries is None:
                 continue
             calls += 1
             outcome, code, message = self._send(pod, node)
             self._record(position, pod, node, tries + 1, outcome, code, message)
             if outcome == "bound":
                 self.sent += 1
-                self.attempts.pop(position, None)
+                self.binds.done(position)
             else:
                 self.failed += 1
-                self.attempts[position] = (tries + 1, now + self.backoff * (2**tries))
+                self.binds.failed(position, tries, now)
         return calls
 
     def run_evictions(self) -> int:
@@ -117,10 +117,8 @@ class Binder:
         calls = 0
         now = time.monotonic()
         for position, victim, preemptor in rows:
-            key = -int(position)  # evictions share the backoff table with binds, negated
-            tries, not_before = self.attempts.get(key, (0, 0.0))
-            # no cap on tries: a 429 means "not now" (a budget), and the victim must go eventually
-            if now < not_before:
+            tries = self.evictions.due(int(position), now)
+            if tries is None:
                 continue
             calls += 1
             outcome, code, message = self._evict(str(victim))
@@ -141,10 +139,10 @@ class Binder:
             )
             if outcome in ("evicted", "gone"):
                 self.evicted += 1
-                self.attempts.pop(key, None)
+                self.evictions.done(int(position))
             else:
                 self.failed += 1
-                self.attempts[key] = (tries + 1, now + min(self.backoff * (2**tries), self.backoff_max))
+                self.evictions.failed(int(position), tries, now)
         return calls
 
     def _evict(self, pod: str) -> tuple[str, int | None, str]:

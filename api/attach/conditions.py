@@ -15,7 +15,7 @@ Each outcome is one ``PodGroupConditionSent`` / ``CompositePodGroupConditionSent
 (stream ``attach/podgroup/NS/NAME``): ``patched``, ``unchanged``, ``kept`` (never regress),
 ``gone`` (404: the group no longer exists) or ``failed`` (with the HTTP code and message), with
 the ``attempt`` and the ``decision_position``. A failed call is retried with exponential
-backoff (0.5 s doubling), at most ``max_attempts`` times per process (a restart tries again), as
+backoff (0.5 s doubling), at most 5 times per process (a restart tries again), as
 the binder retries binds. A newer decision about the same condition supersedes an older one
 that was not sent yet.
 """
@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 
 from api.attach.kinds import BY_KIND
 from api.attach.remote import Remote, RemoteError
+from api.attach.retries import Retries
 from ledger import writer
 from ledger.store import NewEvent
 
@@ -94,9 +95,7 @@ class ConditionWriter:
     remote: Remote
     cluster: str
     profile: str = "podledger"
-    max_attempts: int = 5
-    backoff: float = 0.5
-    attempts: dict[int, tuple[int, float]] = field(default_factory=dict)  # decision -> (tries, not before)
+    retries: Retries = field(default_factory=Retries)
     sent: int = 0
     failed: int = 0
 
@@ -122,18 +121,18 @@ class ConditionWriter:
         calls = 0
         now = time.monotonic()
         for d in self.pending():
-            tries, not_before = self.attempts.get(d.position, (0, 0.0))
-            if tries >= self.max_attempts or now < not_before:
+            tries = self.retries.due(d.position, now)
+            if tries is None:
                 continue
             calls += 1
             outcome, code, message = self.send(d)
             self._record(d, tries + 1, outcome, code, message)
             if outcome in DONE:
                 self.sent += 1
-                self.attempts.pop(d.position, None)
+                self.retries.done(d.position)
             else:
                 self.failed += 1
-                self.attempts[d.position] = (tries + 1, now + self.backoff * (2**tries))
+                self.retries.failed(d.position, tries, now)
         return calls
 
     def _path(self, d: Decision) -> str:

@@ -29,14 +29,13 @@ from sqlalchemy.engine import Engine
 
 from api.k8s import backend
 from api.k8s.handlers import (
-    PATCH_TYPES,
     Target,
     _check_identity,
     _meta,
     _precondition_rv,
     _read_back,
     _write,
-    parse_body,
+    read_patch,
 )
 from api.k8s.objects import merge_patch, view
 from api.k8s.status import K8sError, conflict, invalid, not_found
@@ -255,21 +254,7 @@ def patch(
 ) -> tuple[int, dict[str, Any]]:
     """PATCH .../NAME/status: merge patch (lists replaced), strategic merge or apply (conditions
     merged by ``type``)."""
-    ctype = content_type.split(";")[0].strip().lower()
-    if ctype not in PATCH_TYPES:
-        raise K8sError(
-            415,
-            f"the body of the request was in an unknown format ({ctype or 'none'}); accepted: "
-            + ", ".join(PATCH_TYPES),
-        )
-    value = parse_body(body, "yaml" if ctype.endswith("yaml") else "json")
-    if ctype == "application/apply-patch+yaml":
-        if not q.get("fieldManager"):
-            raise K8sError(
-                400,
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
-            )
-        value = _check_identity(t, value)
+    ctype, value = read_patch(t, body, content_type, q)
     if not isinstance(value, dict):
         raise K8sError(400, "a merge patch must be a JSON object")
     rv = _precondition_rv(value)

@@ -393,11 +393,9 @@ PATCH_TYPES = (
 )
 
 
-def patch(
-    eng: Engine, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
-) -> tuple[int, dict[str, Any]]:
-    res = t.res
-    _require_writable(res)
+def read_patch(t: Target, body: bytes, content_type: str, q: dict[str, str]) -> tuple[str, Any]:
+    """A PATCH request's media type and parsed body: 415 for an unknown type; an apply patch
+    needs ``fieldManager`` and is checked as a whole object (kind, name, namespace)."""
     ctype = content_type.split(";")[0].strip().lower()
     if ctype not in PATCH_TYPES:
         raise K8sError(
@@ -405,8 +403,6 @@ def patch(
             f"the body of the request was in an unknown format ({ctype or 'none'}); accepted: "
             + ", ".join(PATCH_TYPES),
         )
-    assert t.name is not None
-    ns = (t.namespace or "default") if res.namespaced else ""
     value = parse_body(body, "yaml" if ctype.endswith("yaml") else "json")
     if ctype == "application/apply-patch+yaml":
         if not q.get("fieldManager"):
@@ -414,7 +410,20 @@ def patch(
                 400,
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
             )
-        obj = _check_identity(t, value)
+        value = _check_identity(t, value)
+    return ctype, value
+
+
+def patch(
+    eng: Engine, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
+) -> tuple[int, dict[str, Any]]:
+    res = t.res
+    _require_writable(res)
+    ctype, value = read_patch(t, body, content_type, q)
+    assert t.name is not None
+    ns = (t.namespace or "default") if res.namespaced else ""
+    if ctype == "application/apply-patch+yaml":
+        obj = value
         rv = _precondition_rv(obj)
 
         def run_apply(conn: Any) -> tuple[int, dict[str, Any]]:
