@@ -120,6 +120,17 @@ class Ledger:
         self.procs.append(p)
         return LineReader(p)
 
+    def worker(self, name: str = "podledger-scheduler") -> None:
+        """``podledger worker`` on this ledger, stopped with the fixture."""
+        p = subprocess.Popen(
+            [PODLEDGER, "worker", "--interval", "0.2", "--name", name],
+            env=dict(os.environ, PODLEDGER_DATABASE_URL=self.url),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=(self.tmp / "worker.log").open("ab"),
+        )
+        self.procs.append(p)  # type: ignore[arg-type]
+
     def count(self, where: str = "TRUE", **params: Any) -> int:
         with self.engine.connect() as c:
             return int(c.execute(sa.text(f"SELECT count(*) FROM events WHERE {where}"), params).scalar_one())

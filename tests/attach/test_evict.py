@@ -4,15 +4,12 @@ and retried until the budget allows it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.attach.conftest import Cluster, Ledger, needs_kubectl, start_cluster, stop_cluster
-from tests.k8s.conftest import PODLEDGER, ROOT
 from tests.reliability.conftest import wait_until
 
 pytestmark = needs_kubectl
@@ -76,14 +73,7 @@ def test_schedule_evicts_preemption_victims_through_the_eviction_api(empty: Clus
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "low"}}},
         },
     )
-    worker = subprocess.Popen(
-        [PODLEDGER, "worker", "--interval", "0.2", "--name", "podledger-scheduler"],
-        env=dict(os.environ, PODLEDGER_DATABASE_URL=ledger.url),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=(ledger.tmp / "worker.log").open("ab"),
-    )
-    ledger.procs.append(worker)  # type: ignore[arg-type]
+    ledger.worker()
     proc = ledger.attach(empty.kubeconfigs["writer"], "--mode", "schedule")
     proc.wait_for(lambda lines: any('"event": "synced"' in x for x in lines), 120, "attach to sync")
 

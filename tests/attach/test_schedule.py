@@ -7,15 +7,12 @@ cluster refuses is recorded and retried."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
 from tests.attach.conftest import Cluster, Ledger, needs_kubectl, start_cluster, stop_cluster
-from tests.k8s.conftest import PODLEDGER, ROOT
 from tests.reliability.conftest import wait_until
 
 pytestmark = needs_kubectl
@@ -57,14 +54,7 @@ def test_schedule_binds_the_gang_through_the_binding_subresource(
     unscheduled: Cluster, ledger: Ledger
 ) -> None:
     assert all(_wide(unscheduled)[p] is None for p in GANG)  # the cluster has no scheduler of its own
-    worker = subprocess.Popen(
-        [PODLEDGER, "worker", "--interval", "0.2", "--name", "podledger-scheduler"],
-        env=dict(os.environ, PODLEDGER_DATABASE_URL=ledger.url),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=(ledger.tmp / "worker.log").open("ab"),
-    )
-    ledger.procs.append(worker)  # type: ignore[arg-type]
+    ledger.worker()
 
     # a read-only token: every bind is refused (403), recorded, and retried. The example pods
     # name no scheduler (default-scheduler), and this cluster has none of its own: podledger
@@ -192,14 +182,7 @@ def test_schedule_writes_the_group_condition_for_podledgers_own_pods(
     unscheduled: Cluster, ledger: Ledger
 ) -> None:
     _gang(unscheduled)
-    worker = subprocess.Popen(
-        [PODLEDGER, "worker", "--interval", "0.2", "--name", "podledger-scheduler"],
-        env=dict(os.environ, PODLEDGER_DATABASE_URL=ledger.url),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=(ledger.tmp / "worker.log").open("ab"),
-    )
-    ledger.procs.append(worker)  # type: ignore[arg-type]
+    ledger.worker()
     proc = ledger.attach(unscheduled.kubeconfigs["writer"], "--mode", "schedule")  # profile: podledger
     proc.wait_for(_synced, 120, "attach to sync")
     # the ledger's SchedulerConfig serves the profile, without controller emulation

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.attach.conftest import Cluster, Ledger, needs_kubectl, start_cluster, stop_cluster
-from tests.k8s.conftest import PODLEDGER, ROOT
+from tests.k8s.conftest import PODLEDGER
 from tests.reliability.conftest import wait_until
 
 pytestmark = needs_kubectl
@@ -74,14 +74,7 @@ def test_shadow_reports_where_podledger_and_the_cluster_differ(unscheduled: Clus
         )
     proc = ledger.attach(unscheduled.kubeconfigs["reader"], "--mode", "shadow")
     proc.wait_for(lambda lines: any('"event": "synced"' in x for x in lines), 120, "attach to sync")
-    worker = subprocess.Popen(
-        [PODLEDGER, "worker", "--interval", "0.2", "--name", "shadow-worker"],
-        env=dict(os.environ, PODLEDGER_DATABASE_URL=ledger.url),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=(ledger.tmp / "worker.log").open("ab"),
-    )
-    ledger.procs.append(worker)  # type: ignore[arg-type]
+    ledger.worker("shadow-worker")
 
     # podledger's worker decides on the mirrored state: the small pods bound, the gang held
     wait_until(lambda: all(f"{NS}/{p}" in _decisions(ledger) for p in PODS), 120, "podledger's decisions")
