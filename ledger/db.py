@@ -186,17 +186,23 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{dbname}"')
 
 
-def migrate(url: str) -> None:
-    """Bring the database at ``url`` to the newest schema (alembic upgrade head)."""
+def alembic_config(url: str | None = None) -> Any:
+    """Alembic's Config for this project's migrations (on the database at ``url`` if given)."""
     from alembic.config import Config
-
-    from alembic import command
 
     cfg = Config(str(ROOT / "alembic.ini"))
     cfg.set_main_option("script_location", str(ROOT / "alembic"))
     cfg.set_main_option("version_locations", str(ROOT / "migrations" / "versions"))
-    cfg.attributes["url"] = libpq_url(url)
-    command.upgrade(cfg, "head")
+    if url is not None:
+        cfg.attributes["url"] = libpq_url(url)
+    return cfg
+
+
+def migrate(url: str) -> None:
+    """Bring the database at ``url`` to the newest schema (alembic upgrade head)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), "head")
 
 
 def schema_head() -> str:

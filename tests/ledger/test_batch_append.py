@@ -10,7 +10,6 @@ import time
 import psycopg
 import pytest
 import sqlalchemy as sa
-from alembic.config import Config
 
 from alembic import command
 from ledger import db, store
@@ -107,23 +106,15 @@ def test_stream_created_concurrently_is_bumped_not_duplicated(engine, db_url):
     assert verify_chain(engine).ok
 
 
-def _alembic(url: str) -> Config:
-    cfg = Config(str(db.ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(db.ROOT / "alembic"))
-    cfg.set_main_option("version_locations", str(db.ROOT / "migrations" / "versions"))
-    cfg.attributes["url"] = db.libpq_url(url)
-    return cfg
-
-
 def test_upgrade_from_0009_with_events(engine, db_url):
     db.dispose_all()
-    command.downgrade(_alembic(db_url), "0009")
+    command.downgrade(db.alembic_config(db_url), "0009")
     with psycopg.connect(db.libpq_url(db_url)) as c:
         assert c.execute("SELECT to_regprocedure('ledger_begin_batch(text[], int[])')").fetchone() == (None,)
     for i in range(5):  # written at 0009 (the single-append function exists there)
         store.append(engine, [note(f"u/{i % 2}", str(i))])
     db.dispose_all()
-    command.upgrade(_alembic(db_url), "head")
+    command.upgrade(db.alembic_config(db_url), "head")
     positions = store.append(
         engine, [note("u/0"), note("u/1")] + [note(f"u/new{i}") for i in range(COPY_THRESHOLD)]
     )

@@ -14,7 +14,6 @@ from pathlib import Path
 import psycopg
 import pytest
 import sqlalchemy as sa
-from alembic.config import Config
 
 from alembic import command
 from ledger import db, partitions, store
@@ -24,14 +23,6 @@ from ledger.verify import verify_chain
 
 ROOT = Path(__file__).resolve().parents[2]
 PODLEDGER = str(Path(sys.executable).parent / "podledger")
-
-
-def _alembic(url: str) -> Config:
-    cfg = Config(str(db.ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(db.ROOT / "alembic"))
-    cfg.set_main_option("version_locations", str(db.ROOT / "migrations" / "versions"))
-    cfg.attributes["url"] = db.libpq_url(url)
-    return cfg
 
 
 def note(stream: str, text: str = "x", **kw: object) -> NewEvent:
@@ -93,7 +84,7 @@ def small(db_url, monkeypatch):
     """A ledger converted with partitions of 10 positions, 1 ahead."""
     monkeypatch.setenv("PODLEDGER_PARTITION_SIZE", "10")
     monkeypatch.setenv("PODLEDGER_PARTITIONS_AHEAD", "1")
-    cfg = _alembic(db_url)
+    cfg = db.alembic_config(db_url)
     command.downgrade(cfg, "0015")
     command.upgrade(cfg, "head")
     return db.get_engine(db_url, migrate_on_start=False)
@@ -103,7 +94,7 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, 
     from api.services.simulate import Simulation
     from tests.api.test_audit import STEPS
 
-    cfg = _alembic(db_url)
+    cfg = db.alembic_config(db_url)
     Simulation(engine, {}, "part-story").run(STEPS)  # a real log: inputs and scheduling
     rows, before = log_rows(db_url), view_rows(db_url)
     assert len(rows) >= 30 and any(before.values())
@@ -274,7 +265,7 @@ def test_downgrade_refuses_after_a_dropped_partition(small, db_url):
     partitions.detach(owner, before=10, archive=False)
     db.dispose_all()
     with pytest.raises(RuntimeError, match="refusing to downgrade"):
-        command.downgrade(_alembic(db_url), "0015")
+        command.downgrade(db.alembic_config(db_url), "0015")
 
 
 def test_cli_partitions_list_ensure_detach(small, db_url):
@@ -383,7 +374,7 @@ def test_conversion_carries_any_dependent_read_from_the_catalog(db_url, engine):
         before[0] == [("s/0", 4), ("s/1", 4), ("s/2", 4)] and before[4] == (True,) and before[7] == [("D",)]
     )
     db.dispose_all()
-    cfg = _alembic(db_url)
+    cfg = db.alembic_config(db_url)
     command.downgrade(cfg, "0015")
     assert relkind(db_url) == "r" and state() == before
     command.upgrade(cfg, "head")

@@ -5,17 +5,13 @@ from __future__ import annotations
 import os
 
 import psycopg
-from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from ledger import db
 
 
 def test_schema_head_is_alembics_head():
-    cfg = Config(str(db.ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(db.ROOT / "alembic"))
-    cfg.set_main_option("version_locations", str(db.ROOT / "migrations" / "versions"))
-    script = ScriptDirectory.from_config(cfg)
+    script = ScriptDirectory.from_config(db.alembic_config())
     assert len(script.get_heads()) == 1  # one linear chain
     assert db.schema_head() == script.get_current_head()
 
