@@ -517,7 +517,7 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
                 stack = ExitStack()
                 conn = stack.enter_context(engine.begin())
                 stack.enter_context(bridge.joined(conn))
-                grouped = stack.enter_context(writer.grouped(conn))
+                grouped = stack.enter_context(writer.grouped(conn, commit=True))
             conn_of.append(grouped)
             try:
                 yield

@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
-from psycopg import generators, pq
-from psycopg.errors import error_from_result
+from psycopg import pq
 
 from ledger.canonical import GENESIS, event_hash
 from ledger.copy_rows import COPY_HEADER, COPY_TRAILER, chain_rows, copy_parts
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
+from ledger.simple_query import results as _results
+from ledger.simple_query import send as _send
 
 if TYPE_CHECKING:
     from ledger.store import NewEvent, _Prepared
@@ -99,20 +100,6 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
         )
         + gate
     )
-
-
-def _send(raw: psycopg.Connection[Any], sql: bytes) -> None:
-    """Send a simple-query message (one or more statements) without waiting for the results."""
-    raw.pgconn.send_query(sql)
-
-
-def _results(raw: psycopg.Connection[Any]) -> list[pq.abc.PGresult]:
-    """Wait for the results of ``_send``; raise the first error as psycopg would."""
-    results: list[pq.abc.PGresult] = raw.wait(generators.execute(raw.pgconn))
-    for res in results:
-        if res.status == pq.ExecStatus.FATAL_ERROR:
-            raise error_from_result(res, encoding=raw.info.encoding)
-    return results
 
 
 @contextmanager

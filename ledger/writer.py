@@ -56,24 +56,31 @@ def _write(
 
 
 @contextmanager
-def grouped(conn: Connection) -> Iterator[Connection]:
+def grouped(conn: Connection, *, commit: bool = False) -> Iterator[Connection]:
     """Defer the inline projection of every ``write`` on ``conn`` until ``settle`` (or the end
-    of the block); the caller owns the transaction and commits after the block."""
+    of the block); the caller owns the transaction and commits after the block.
+
+    ``commit``: the block's end is the end of the transaction: the group's COMMIT is sent as the
+    last statement of the projection's write pipeline (one round trip less per group; an error
+    there raises out of the block, and the caller's own commit then finds nothing to do)."""
     if _DEFERRED in conn.info:
         yield conn  # already grouped: the outer block settles
         return
     conn.info[_DEFERRED] = []
     try:
         yield conn
-        settle(conn)
+        settle(conn, commit=commit)
     finally:
         conn.info.pop(_DEFERRED, None)
 
 
-def settle(conn: Connection, keys: Iterable[Key] | None = None, kinds: Iterable[str] = ()) -> None:
+def settle(
+    conn: Connection, keys: Iterable[Key] | None = None, kinds: Iterable[str] = (), *, commit: bool = False
+) -> None:
     """Write the deferred projection of ``conn``'s group now: always when ``keys`` is None,
     otherwise only if a deferred event touches one of ``keys`` or an object of ``kinds`` (what
-    a reader of the projection is about to read)."""
+    a reader of the projection is about to read). ``commit`` (with ``keys`` None): COMMIT rides
+    at the end of the projection's writes, when there are any."""
     pending: list[StoredEvent] | None = conn.info.get(_DEFERRED)
     if not pending:
         return
@@ -85,4 +92,4 @@ def settle(conn: Connection, keys: Iterable[Key] | None = None, kinds: Iterable[
             return
     batch = list(pending)
     pending.clear()
-    project(conn, batch)
+    project(conn, batch, commit=commit and keys is None)

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
-from psycopg.types.json import set_json_loads
 from sqlalchemy.engine import Connection
 
 from ledger.events import INPUT_KINDS
@@ -28,7 +27,7 @@ PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
 CLUSTER_SCOPED = {"Node", "PriorityClass", "SchedulerConfig"}
 
 _SELECT = """
-SELECT o.kind, o.namespace, o.name, o.uid, o.object, o.status, o.created_position, o.updated_position,
+SELECT o.kind, o.namespace, o.name, o.uid, o.object::text, o.status::text, o.created_position, o.updated_position,
        o.created_at, o.updated_at
 FROM objects o
 JOIN unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name) USING (kind, namespace, name)
@@ -249,7 +248,7 @@ FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, vf bigint, vt bi
 # The latest row of each namespace: one backward step of the primary key per namespace (a
 # DISTINCT ON over the namespace's whole history sorts every row it ever had).
 _USAGE_READ = """
-SELECT n.ns, u.used FROM unnest(%b::text[]) AS n(ns)
+SELECT n.ns, u.used::text FROM unnest(%b::text[]) AS n(ns)
 CROSS JOIN LATERAL (
     SELECT used FROM quota_usage WHERE namespace = n.ns ORDER BY valid_from DESC LIMIT 1
 ) AS u
@@ -421,9 +420,9 @@ def project(
     rows: dict[Key, dict[str, Any] | None] = {}
     raw = _raw(conn)
     namespaces = sorted({k[1] for k in ordered if k[0] == "Pod"}) if temporal else []
+    loads = orjson.loads
+    # jsonb columns are read as text and decoded here (no per-cursor json loader to register)
     with raw.cursor() as cur, raw.cursor() as ucur:
-        set_json_loads(orjson.loads, cur)
-        set_json_loads(orjson.loads, ucur)
         # Pipeline mode: the two reads go out together (one round trip), and so do the writes
         # below; a failing statement still raises (at the pipeline's sync) and aborts the
         # caller's transaction.
@@ -438,8 +437,8 @@ def project(
         for r in fetched:
             rows[(r[0], r[1], r[2])] = {
                 "uid": r[3],
-                "object": r[4],
-                "status": r[5],
+                "object": loads(r[4]),
+                "status": loads(r[5]),
                 "created_position": r[6],
                 "updated_position": r[7],
                 "created_at": r[8],
@@ -451,7 +450,7 @@ def project(
         if temporal:
             usage: dict[str, Usage] = {}
             for ns, used in used_rows:
-                usage[ns] = {res: [int(t), int(n)] for res, t, n in used}
+                usage[ns] = {res: [int(t), int(n)] for res, t, n in loads(used)}
             tracker = _Temporal(usage)
             for ev in events:
                 tracker.step(rows, ev, dirty)
