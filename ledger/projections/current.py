@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from ledger.events import INPUT_KINDS
 from ledger.resources.models import pod_effective_requests
+from ledger.simple_query import json_arg, run
 from ledger.store import StoredEvent, _raw
 
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
@@ -245,14 +246,9 @@ FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, vf bigint, vt bi
 # _WRITE and _VERSION_WRITE take their rows as one JSON document (one orjson call), not as
 # arrays: psycopg builds array parameters element by element in Python, which was the largest
 # client cost of a projection write.
-# The latest row of each namespace: one backward step of the primary key per namespace (a
-# DISTINCT ON over the namespace's whole history sorts every row it ever had).
-_USAGE_READ = """
-SELECT n.ns, u.used::text FROM unnest(%b::text[]) AS n(ns)
-CROSS JOIN LATERAL (
-    SELECT used FROM quota_usage WHERE namespace = n.ns ORDER BY valid_from DESC LIMIT 1
-) AS u
-"""
+# The latest quota usage of each namespace is read by ledger_projection_read (migration 0022):
+# one backward step of the primary key per namespace (a DISTINCT ON over the namespace's whole
+# history sorts every row it ever had).
 _USAGE_WRITE = """
 INSERT INTO quota_usage (namespace, valid_from, used)
 SELECT n, p, u::jsonb FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS x(n, p, u)
@@ -395,6 +391,52 @@ class _Temporal:
             )
 
 
+_PROJECTION_READ = b"SELECT r_rows, r_usage FROM ledger_projection_read(%b, %b)"
+
+
+def _read(
+    raw: Any, ordered: list[Key], namespaces: list[str]
+) -> tuple[dict[Key, dict[str, Any] | None], list[tuple[str, Any]]]:
+    """The touched objects' rows and the namespaces' latest quota usage: one simple-query message
+    calling ``ledger_projection_read`` (migration 0022: planned once per session, pinned to
+    primary-key probes; both results come back as JSON). Times stay ISO 8601 strings: they are
+    only written back."""
+    res = run(raw, _PROJECTION_READ % (json_arg(ordered), json_arg(namespaces)))[-1]
+    found, usage = res.get_value(0, 0), res.get_value(0, 1)
+    rows: dict[Key, dict[str, Any] | None] = {}
+    for r in orjson.loads(found) if found else ():
+        rows[(r[0], r[1], r[2])] = {
+            "uid": r[3],
+            "object": r[4],
+            "status": r[5],
+            "created_position": r[6],
+            "updated_position": r[7],
+            "created_at": r[8],
+            "updated_at": r[9],
+        }
+    return rows, [(ns, used) for ns, used in orjson.loads(usage)] if usage else []
+
+
+def _read_scratch(raw: Any, ordered: list[Key]) -> dict[Key, dict[str, Any] | None]:
+    """The touched rows of whatever ``objects`` the search path names (the scratch fold into a
+    temporary table, ``temporal.fold_objects_at``, shadows the real one): a plain statement."""
+    loads = orjson.loads
+    rows: dict[Key, dict[str, Any] | None] = {}
+    with raw.cursor() as cur:
+        cur.execute(_SELECT, ([k[0] for k in ordered], [k[1] for k in ordered], [k[2] for k in ordered]))
+        for r in cur.fetchall():
+            rows[(r[0], r[1], r[2])] = {
+                "uid": r[3],
+                "object": loads(r[4]),
+                "status": loads(r[5]),
+                "created_position": r[6],
+                "updated_position": r[7],
+                "created_at": r[8],
+                "updated_at": r[9],
+            }
+    return rows
+
+
 def project(
     conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True, commit: bool = False
 ) -> None:
@@ -420,37 +462,18 @@ def project(
     rows: dict[Key, dict[str, Any] | None] = {}
     raw = _raw(conn)
     namespaces = sorted({k[1] for k in ordered if k[0] == "Pod"}) if temporal else []
-    loads = orjson.loads
-    # jsonb columns are read as text and decoded here (no per-cursor json loader to register)
-    with raw.cursor() as cur, raw.cursor() as ucur:
-        # Pipeline mode: the two reads go out together (one round trip), and so do the writes
-        # below; a failing statement still raises (at the pipeline's sync) and aborts the
-        # caller's transaction.
-        with raw.pipeline():
-            # %b placeholders: arrays go in binary form, without text quoting/escaping per element
-            cur.execute(_SELECT, ([k[0] for k in ordered], [k[1] for k in ordered], [k[2] for k in ordered]))
-            if namespaces:
-                ucur.execute(_USAGE_READ, (namespaces,))
-        # the results arrived with the pipeline's one sync; fetching reads no more
-        fetched = cur.fetchall()
-        used_rows = ucur.fetchall() if namespaces else []
-        for r in fetched:
-            rows[(r[0], r[1], r[2])] = {
-                "uid": r[3],
-                "object": loads(r[4]),
-                "status": loads(r[5]),
-                "created_position": r[6],
-                "updated_position": r[7],
-                "created_at": r[8],
-                "updated_at": r[9],
-            }
+    if temporal:
+        rows, used_rows = _read(raw, ordered, namespaces)
+    else:
+        rows, used_rows = _read_scratch(raw, ordered), []
+    with raw.cursor() as cur:
         existed = set(rows)
         dirty: set[Key] = set()
         tracker: _Temporal | None = None
         if temporal:
             usage: dict[str, Usage] = {}
             for ns, used in used_rows:
-                usage[ns] = {res: [int(t), int(n)] for res, t, n in loads(used)}
+                usage[ns] = {res: [int(t), int(n)] for res, t, n in used}
             tracker = _Temporal(usage)
             for ev in events:
                 tracker.step(rows, ev, dirty)

@@ -1,6 +1,7 @@
-"""Migration 0022: the admission read (``ledger_admission_read``) plans once per session and its
-plan is primary-key probes, also when that plan is made on an empty ledger (a plan made while
-the tables are empty must not scan them once they are large: migration 0019's lesson)."""
+"""Migration 0022: the admission read (``ledger_admission_read``) and the projection's read
+(``ledger_projection_read``) plan once per session and their plans are primary-key probes, also
+when made on an empty ledger (a plan made while the tables are empty must not scan them once
+they are large: migration 0019's lesson)."""
 
 from __future__ import annotations
 
@@ -18,22 +19,24 @@ SETTINGS = (
 
 
 def _seq_scans(conn: sa.Connection) -> dict[str, int]:
-    """Sequential scans of objects and streams by this transaction so far."""
+    """Sequential scans of the tables the two reads touch, by this transaction so far."""
     rows = conn.execute(
         sa.text(
-            "SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname IN ('objects', 'streams')"
+            "SELECT relname, seq_scan FROM pg_stat_xact_user_tables "
+            "WHERE relname IN ('objects', 'streams', 'quota_usage')"
         )
     )
     return {name: int(n) for name, n in rows}
 
 
-def test_the_function_pins_its_plan_settings(engine: Engine) -> None:
-    with engine.connect() as conn:
-        config = conn.execute(
-            sa.text("SELECT proconfig FROM pg_proc WHERE proname = 'ledger_admission_read'")
-        ).scalar_one()
-    for setting in SETTINGS:
-        assert setting in config, (setting, config)
+def test_the_functions_pin_their_plan_settings(engine: Engine) -> None:
+    for name in ("ledger_admission_read", "ledger_projection_read"):
+        with engine.connect() as conn:
+            config = conn.execute(
+                sa.text("SELECT proconfig FROM pg_proc WHERE proname = :n"), {"n": name}
+            ).scalar_one()
+        for setting in SETTINGS:
+            assert setting in config, (name, setting, config)
 
 
 def test_admission_read_on_an_empty_ledger_probes_the_keys(engine: Engine) -> None:
@@ -88,3 +91,33 @@ def test_admission_read_returns_manifests_versions_and_the_preloaded_kind(engine
     assert by_key[("Pod", "ns", "zz", "pod/ns/zz")][3:] == (None, "pod/ns/zz", 0)
     pc = by_key[("PriorityClass", "", "hi", None)]
     assert pc[3]["value"] == 10 and pc[5] is None
+
+
+def test_projection_writes_on_an_empty_ledger_read_by_key(engine: Engine) -> None:
+    """Group commit's writes (the projection read made first on empty tables) scan nothing."""
+    from api.services import objects as services
+    from ledger import writer
+    from ledger.resources.parse import Document
+
+    def pod(name: str) -> dict:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        }
+
+    with engine.begin() as conn:
+        conn.execute(sa.text("ANALYZE objects"))
+        conn.execute(sa.text("ANALYZE quota_usage"))
+    with engine.begin() as conn:
+        before = _seq_scans(conn)
+        tx = services._InTransaction(conn)
+        for i in range(3):
+            objs, errors = services.load_documents([Document(index=1, source="t", raw=pod(f"p{i}"))])
+            assert not errors
+            with writer.grouped(conn):
+                assert services.apply_objects(tx, objs).ok
+            services.delete_objects(tx, [("Pod", "ns", f"p{i}")])
+        assert _seq_scans(conn) == before, "a projection read scanned a table"
+        assert conn.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod'")).scalar_one() == 0
