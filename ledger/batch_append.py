@@ -185,7 +185,7 @@ def _append(
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
     copy = n >= (COPY_THRESHOLD if commit else COPY_THRESHOLD_TX)
-    # One round trip (migrations/sql/ledger_begin_batch_v2.sql): bump the stream versions, bound
+    # One round trip (migrations/sql/ledger_begin_batch_v3.sql): bump the stream versions, bound
     # the idle time of this lock-holding transaction, take the ledger lock (the one the insert
     # trigger takes too; re-entrant within a transaction) and read the chain head with a
     # snapshot taken after the lock was granted. The version check below runs before any
