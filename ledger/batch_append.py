@@ -19,8 +19,8 @@ the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller'
 steps 1-3 are the same (``BEGIN`` only if none is open yet) and there is no step 4: the last
 position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``); below
 ``COPY_THRESHOLD_TX`` events steps 2-3 are one ``INSERT ... RETURNING``. The stream names
-travel as hex-encoded JSON inside the statement text (no quoting of user text in SQL), parsed
-on the server by ``jsonb``.
+travel as JSON inside the statement text, dollar-quoted with a tag the JSON does not contain
+(no quoting of user text in SQL), parsed on the server by ``jsonb``.
 
 Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
 preparation allocates only acyclic objects, and with a large live heap (a scheduler, a
@@ -71,14 +71,19 @@ _LAST_DRAWN = (
 
 
 def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid.UUID] = ()) -> bytes:
-    """The stream bump statement with its arguments inlined as hex (no SQL quoting needed).
+    """The stream bump statement with its arguments inlined (no SQL quoting of user text).
+
+    The stream names travel as JSON in a dollar-quoted string whose tag does not occur in it
+    (hex-encoded JSON if the JSON holds every tag tried), the counts as an int array literal.
+    The first column is NULL when every stream was new (the versions returned are the counts,
+    in the order given: nothing to send back); otherwise the (stream, version) pairs as JSON.
 
     With ``given`` (the event ids the caller chose) the same message first reads which of them
     are stored (the idempotency check), and the bump runs only if none is: its WHERE clause
     holds no column of the function, so the planner evaluates it once, before the function
     (a one-time filter), and a re-send bumps nothing and takes no lock."""
-    streams = orjson.dumps(list(names)).hex().encode()
-    ns = orjson.dumps(list(counts)).hex().encode()
+    streams = _json_literal(orjson.dumps(list(names)))
+    ns = b"'{%b}'" % b",".join(b"%d" % c for c in counts)
     if given:
         # uuid.UUID's text is hex digits and dashes: safe to inline. event_keys holds every
         # event id (events is partitioned by position: migration 0016).
@@ -90,15 +95,23 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
     return (
         check
         + (
-            b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-            b"encode(b.r_head, 'hex'), %b FROM ledger_begin_batch("
-            b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-            b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
-            b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-            b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (_LAST_DRAWN, streams, ns)
+            b"SELECT CASE WHEN b.r_streams = i.s AND b.r_versions = i.c THEN NULL ELSE "
+            b"(SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)) END, "
+            b"encode(b.r_head, 'hex'), %b FROM (SELECT "
+            b"ARRAY(SELECT x FROM jsonb_array_elements_text(%b::jsonb) WITH ORDINALITY AS t(x, o) ORDER BY o) AS s, "
+            b"%b::int[] AS c) AS i, ledger_begin_batch(i.s, i.c) AS b" % (_LAST_DRAWN, streams, ns)
         )
         + gate
     )
+
+
+def _json_literal(js: bytes) -> bytes:
+    """A SQL string literal of the JSON text ``js``: dollar-quoted with a tag ``js`` does not
+    contain (so nothing inside needs escaping), else hex-decoded on the server."""
+    for tag in (b"$j$", b"$j0$", b"$j1$"):
+        if tag not in js:
+            return b"%b%b%b" % (tag, js, tag)
+    return b"convert_from(decode('%b', 'hex'), 'UTF8')" % js.hex().encode()
 
 
 def _send(raw: psycopg.Connection[Any], sql: bytes) -> None:
@@ -230,7 +243,8 @@ def _append(
             )
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
     drawn = int(res.get_value(0, 2) or b"0")
-    new_versions = dict(orjson.loads(r_versions or b"[]"))
+    # NULL: every stream was new (its version is now its count)
+    new_versions = counts if r_versions is None else dict(orjson.loads(r_versions))
     expected = expected_versions or {}
     next_version: dict[str, int] = {}
     for s in names:
