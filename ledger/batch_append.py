@@ -54,10 +54,11 @@ COPY_THRESHOLD = 64
 # machine (steady arrival in bench.endtoend: batches of ~20-200 events).
 COPY_THRESHOLD_TX = 256
 CHUNK = 128  # events prepared and sent at a time by a COPY-sized batch of its own transaction
+_PUT_MAX = 1 << 20  # bytes handed to libpq at a time
 
 _COPY_SQL = (
-    "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-    "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
+    b"COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
+    b"prev_hash, hash) FROM STDIN (FORMAT BINARY)"
 )
 _CURRVAL = b"SELECT currval(pg_get_serial_sequence('events', 'position'))"
 # The last position drawn, read in the bump's statement after ledger_begin_batch took the ledger
@@ -161,10 +162,31 @@ def append_batch(
     try:
         return _append(raw, events, prepare, expected_versions, commit)
     except BaseException:
-        if commit and not raw.closed and raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-            with suppress(psycopg.Error):  # a broken connection: the original error is the news
-                raw.execute("ROLLBACK")
+        if commit and not raw.closed:
+            # a broken connection: the original error is the news
+            if raw.pgconn.transaction_status == pq.TransactionStatus.ACTIVE:
+                _abort_copy(raw)  # the COPY sent with the bump: CopyFail, the server's error read
+            if raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
+                with suppress(psycopg.Error):
+                    raw.execute("ROLLBACK")
         raise
+
+
+def _abort_copy(raw: psycopg.Connection[Any]) -> None:
+    """End a COPY in progress with CopyFail (its error result read and dropped)."""
+    with suppress(psycopg.Error):
+        raw.wait(generators.copy_end(raw.pgconn, b"append abandoned"))
+
+
+def _copy_write(raw: psycopg.Connection[Any], data: bytes) -> None:
+    """Send COPY data and flush it (the server inserts while the client prepares the next
+    chunk); pieces of at most ``_PUT_MAX`` bytes, as psycopg's own COPY writer does."""
+    if len(data) <= _PUT_MAX:
+        raw.wait(generators.copy_to(raw.pgconn, data))
+        return
+    view = memoryview(data)
+    for i in range(0, len(data), _PUT_MAX):
+        raw.wait(generators.copy_to(raw.pgconn, view[i : i + _PUT_MAX]))
 
 
 def _check_expected(streams: Mapping[str, int], expected: Mapping[str, int] | None) -> None:
@@ -206,6 +228,14 @@ def _append(
     begin = _begin_sql(names, [counts[s] for s in names], given)
     if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:
         begin = b"BEGIN; " + begin
+    # Own transaction: the COPY rides in the same message, so the server answers the bump and
+    # goes straight on to wait for the rows (one round trip less). If the batch must not be
+    # written after all (a re-send, a version conflict, an invalid event) the COPY is ended
+    # with CopyFail and the transaction rolled back. In a caller's transaction a failed COPY
+    # would abort the caller's transaction: the COPY is sent after the checks.
+    copy_sent = commit and copy
+    if copy_sent:
+        begin += b"; " + _COPY_SQL
     _send(raw, begin)
     # Own transaction: the events are prepared in chunks, the first while the server bumps,
     # the next ones while the server inserts the previous chunk (COPY rows stream as they are
@@ -223,6 +253,8 @@ def _append(
     cache: dict[Any, tuple[bytes, bytes]] = {}
     parts = [copy_parts(p, cache) for p in prepared] if copy else []
     results = _results(raw)
+    if copy_sent:
+        results.pop()  # COPY_IN: the server waits for the rows
     res = results[-1]
     if given:
         rows = results[-2]
@@ -232,6 +264,8 @@ def _append(
         }
         if found:
             if commit:
+                if copy_sent:
+                    _abort_copy(raw)
                 _send(raw, b"ROLLBACK")  # nothing was bumped; end the transaction BEGIN opened
                 _results(raw)
             if len(found) == n:
@@ -260,29 +294,36 @@ def _append(
 
     prev = bytes.fromhex(r_head.decode()) if r_head else GENESIS
 
+    if copy:
+        if not copy_sent:
+            _send(raw, _COPY_SQL)
+            _results(raw)  # COPY_IN
+        try:
+            _copy_write(raw, COPY_HEADER)
+            chunk = prepared
+            while True:
+                number(chunk)
+                _copy_write(raw, chain_rows(chunk, parts, prev))
+                prev = chunk[-1].hash
+                if hi >= n:
+                    break
+                lo, hi = hi, min(hi + CHUNK, n)
+                chunk = prepare(lo, hi)
+                parts = [copy_parts(p, cache) for p in chunk]
+                prepared.extend(chunk)
+            _copy_write(raw, COPY_TRAILER)
+        except BaseException:
+            _abort_copy(raw)
+            raise
+        raw.wait(generators.copy_end(raw.pgconn, None))  # raises the COPY's error, if any
+        # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
+        if commit:
+            _send(raw, _CURRVAL + b"; COMMIT")
+            last = int(_results(raw)[0].get_value(0, 0) or b"0")
+        else:
+            last = drawn + n
+        return list(range(last - n + 1, last + 1)), prepared, True
     with raw.cursor() as cur:
-        if copy:
-            with cur.copy(_COPY_SQL) as cp:
-                cp.write(COPY_HEADER)
-                chunk = prepared
-                while True:
-                    number(chunk)
-                    cp.write(chain_rows(chunk, parts, prev))
-                    prev = chunk[-1].hash
-                    if hi >= n:
-                        break
-                    lo, hi = hi, min(hi + CHUNK, n)
-                    chunk = prepare(lo, hi)
-                    parts = [copy_parts(p, cache) for p in chunk]
-                    prepared.extend(chunk)
-                cp.write(COPY_TRAILER)
-            # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
-            if commit:
-                _send(raw, _CURRVAL + b"; COMMIT")
-                last = int(_results(raw)[0].get_value(0, 0) or b"0")
-            else:
-                last = drawn + n
-            return list(range(last - n + 1, last + 1)), prepared, True
         number(prepared)
         for p in prepared:
             p.prev_hash = prev
