@@ -84,7 +84,7 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
     holds no column of the function, so the planner evaluates it once, before the function
     (a one-time filter), and a re-send bumps nothing and takes no lock."""
     streams = _json_literal(orjson.dumps(list(names)))
-    ns = b"'{%b}'" % b",".join(b"%d" % c for c in counts)
+    ns = b"'{%b}'" % ",".join(map(str, counts)).encode()
     if given:
         # uuid.UUID's text is hex digits and dashes: safe to inline. event_keys holds every
         # event id (events is partitioned by position: migration 0016).
@@ -250,7 +250,7 @@ def _append(
             with suppress(psycopg.Error):
                 _results(raw)  # drain the bump's results; the caller's handler rolls back
             raise
-    cache: dict[Any, tuple[bytes, bytes]] = {}
+    cache: dict[Any, tuple[Any, ...]] = {}
     parts = [copy_parts(p, cache) for p in prepared] if copy else []
     results = _results(raw)
     if copy_sent:
@@ -299,19 +299,20 @@ def _append(
             _send(raw, _COPY_SQL)
             _results(raw)  # COPY_IN
         try:
-            _copy_write(raw, COPY_HEADER)
-            chunk = prepared
+            chunk, head = prepared, COPY_HEADER
             while True:
                 number(chunk)
-                _copy_write(raw, chain_rows(chunk, parts, prev))
+                out = chain_rows(chunk, parts, prev)
                 prev = chunk[-1].hash
                 if hi >= n:
+                    _copy_write(raw, b"%b%b%b" % (head, out, COPY_TRAILER))
                     break
+                _copy_write(raw, head + out if head else out)
+                head = b""
                 lo, hi = hi, min(hi + CHUNK, n)
                 chunk = prepare(lo, hi)
                 parts = [copy_parts(p, cache) for p in chunk]
                 prepared.extend(chunk)
-            _copy_write(raw, COPY_TRAILER)
         except BaseException:
             _abort_copy(raw)
             raise
