@@ -2,25 +2,28 @@
 
 Round trips, for an append that is its own transaction (an ``Engine`` target, COPY-sized):
 
-1. ``BEGIN; SELECT ... ledger_begin_batch(...)`` as one simple-query message, sent without
-   waiting (libpq ``send_query``): bump the stream versions, bound the idle time, take the
-   ledger lock, read the chain head. The COPY rows are encoded while the server runs it;
-2. + 3. ``COPY events ... FROM STDIN (FORMAT BINARY)`` (the protocol needs the server's
-   CopyInResponse before the data);
-4. ``SELECT currval(...); COMMIT`` as one message.
+1. ``BEGIN; SELECT ... ledger_begin_batch(...); COPY events ... FROM STDIN (FORMAT BINARY)``
+   as one simple-query message, sent without waiting (libpq ``send_query``): bump the stream
+   versions, bound the idle time, take the ledger lock, read the chain head, then wait for the
+   rows (CopyInResponse). The first rows are encoded while the server runs the bump;
+2. the COPY rows, streamed in chunks as they are chained, and CopyDone;
+3. ``SELECT currval(...); COMMIT`` as one message.
 
 With event ids chosen by the caller (the scheduler's content-addressed ids) the idempotency
 check (which of them are stored) rides in message 1 too, gating the bump; it used to be a
 round trip of its own before it.
 
-Four round trips, the same as a bare ``BEGIN``/``COPY``/``COMMIT``; through SQLAlchemy's
-transaction and psycopg's pipeline it took seven (an implicit ``BEGIN`` with its own sync,
-the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller's transaction
-steps 1-3 are the same (``BEGIN`` only if none is open yet) and there is no step 4: the last
-position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``); below
-``COPY_THRESHOLD_TX`` events steps 2-3 are one ``INSERT ... RETURNING``. The stream names
-travel as JSON inside the statement text, dollar-quoted with a tag the JSON does not contain
-(no quoting of user text in SQL), parsed on the server by ``jsonb``.
+Three round trips, the same as a bare ``COPY`` and ``COMMIT`` (the COPY used to be a
+message of its own after the bump's answer: four; through SQLAlchemy's transaction and
+psycopg's pipeline it took seven). A batch that must not be written after all (a re-send, a
+version conflict, an invalid event) ends the COPY with CopyFail and rolls back. Inside a
+caller's transaction a failed COPY would abort the caller's transaction, so the COPY is sent
+as a message of its own after the checks (one round trip more; ``BEGIN`` only if none is
+open yet) and there is no step 3: the last position drawn before the batch is read in step
+1, under the lock (``_LAST_DRAWN``); below ``COPY_THRESHOLD_TX`` events the COPY is one
+``INSERT ... RETURNING``. The stream names travel as JSON inside the statement text,
+dollar-quoted with a tag the JSON does not contain (no quoting of user text in SQL), parsed
+on the server by ``jsonb``.
 
 Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
 preparation allocates only acyclic objects, and with a large live heap (a scheduler, a
