@@ -331,6 +331,7 @@ class Bridge:
             elif kind == "Pod":
                 self._owned.pop(key, None)
                 self._last_pod.pop(key, None)
+                self._requests.pop(key, None)  # kept, it would grow with every pod ever created
                 sch.remove_pod(key, now)
             elif kind == "PodGroup":
                 sch.remove_pod_group(key, now)
