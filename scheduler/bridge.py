@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ from scheduler import model as m
 from scheduler.fingerprints import diagnosis_fingerprint, verdict_fingerprint
 from scheduler.scheduler import Scheduler
 from scheduler.translate import (
+    PodShapes,
     composite_from,
     config_from,
     config_hash,
@@ -71,6 +73,12 @@ __all__ = [
 SCHEDULER_VERSION = "podledger-scheduler/0.1"
 CYCLES_STREAM = "sched/cycles"
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
+# input event type -> (kind, action): "PodCreated" -> ("Pod", "Created")
+INPUT_ROUTES = {
+    prefix + action: (kind, action)
+    for prefix, kind in PREFIX_TO_KIND.items()
+    for action in ("Created", "Updated", "Deleted")
+}
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
@@ -135,7 +143,8 @@ DECISION_TYPES = frozenset(
 _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+# decision type -> (field names, a getter of every field's value in one call)
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 _SCALARS = frozenset({str, int, float, bool, type(None), tuple})  # immutable: taken as is
 
 
@@ -143,10 +152,19 @@ def _as_dict(dec: d.Decision) -> dict[str, Any]:
     """``dataclasses.asdict`` for a decision (its fields are scalars, tuples of scalars and
     JSON-like dicts), without asdict's recursive walk over every scalar: dicts and lists are
     deep-copied, everything else is immutable and taken as is."""
-    names = _FIELD_NAMES.get(type(dec))
-    if names is None:
-        names = _FIELD_NAMES[type(dec)] = tuple(f.name for f in fields(dec))
-    data = {n: getattr(dec, n) for n in names}
+    got = _FIELDS.get(type(dec))
+    if got is None:
+        names = tuple(f.name for f in fields(dec))
+        if len(names) > 1:
+            got = (names, operator.attrgetter(*names))
+        else:  # attrgetter of one name returns the value, not a tuple
+            got = (names, lambda x, names=names: tuple(getattr(x, n) for n in names))
+        _FIELDS[type(dec)] = got
+    names, values = got
+    vals = values(dec)
+    data = dict(zip(names, vals, strict=True))
+    if _SCALARS.issuperset(map(type, vals)):
+        return data
     for n, v in data.items():
         if type(v) in _SCALARS:
             continue
@@ -218,6 +236,7 @@ class Bridge:
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
+        self._shapes = PodShapes()
         self._config_hash = config_hash(self.config)
 
     # -- inputs -----------------------------------------------------------------------------
@@ -281,11 +300,12 @@ class Bridge:
             self._own.discard(ev.position)
             return
         now = ts(ev.effective_at)
-        typ, data = ev.type, ev.data
-        for action in ("Created", "Updated", "Deleted"):
-            if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
-                self._fold_input(PREFIX_TO_KIND[typ[: -len(action)]], action, ev, now)
-                return
+        typ = ev.type
+        route = INPUT_ROUTES.get(typ)
+        if route is not None:
+            self._fold_input(route[0], route[1], ev, now)
+            return
+        data = ev.data
         sch = self.scheduler
         self._note_verdict(typ, data, ev.position)
         if typ == "PodBound":
@@ -356,16 +376,13 @@ class Bridge:
         elif kind == "Pod":
             pkey = f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
             self._last_pod.pop(pkey, None)
-            requests = self._requests[pkey] = pod_requests(obj.get("spec") or {})
+            pod, requests = self._shapes.pod(obj, seq, created, self._status_of(pkey))
+            self._requests[pkey] = requests
             if controllers.has_controller(obj):
                 self._owned[pkey] = obj
             else:
                 self._owned.pop(pkey, None)
-            current = sch.pod(pkey)
-            status = {}
-            if current is not None:
-                status = {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
-            sch.upsert_pod(pod_from(obj, seq, created, status, requests), now)
+            sch.upsert_pod(pod, now)
         elif kind == "PodGroup":
             sch.upsert_pod_group(group_from(obj, seq, created), now)
         elif kind == "CompositePodGroup":
@@ -376,6 +393,13 @@ class Bridge:
             sch.upsert_quota(*quota_from(kind, obj))
         elif kind == "SchedulerConfig" and self.follow_config:
             self._set_config(obj)
+
+    def _status_of(self, key: str) -> dict[str, Any] | None:
+        """The status a re-folded manifest keeps: the node and nomination the pod has now."""
+        current = self.scheduler.pod(key)
+        if current is None:
+            return None
+        return {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
 
     def _set_config(self, obj: Mapping[str, Any] | None) -> None:
         self.config = config_from(obj)

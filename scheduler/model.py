@@ -9,6 +9,7 @@ it breaks every tie of equal priority and timestamp.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -322,11 +323,16 @@ class SchedulerConfig:
 
 _POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
 _set = object.__setattr__
+_POD_VALUES = operator.attrgetter(*_POD_SLOTS)  # every field's value, in one call
+_POD_SETTERS = tuple(getattr(Pod, name).__set__ for name in _POD_SLOTS)  # the slots' own setters
 
 
 def copy_pod(pod: Pod, **changes: object) -> Pod:
-    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``."""
+    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``
+    (a name that is not a field raises AttributeError)."""
     new = object.__new__(Pod)
-    for name in _POD_SLOTS:
-        _set(new, name, changes[name] if name in changes else getattr(pod, name))
+    for setter, value in zip(_POD_SETTERS, _POD_VALUES(pod), strict=True):
+        setter(new, value)
+    for name, value in changes.items():
+        _set(new, name, value)
     return new
