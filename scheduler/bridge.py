@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -237,6 +238,7 @@ class Bridge:
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
         self._shapes = PodShapes()
+        self._when: tuple[float | None, datetime | None] = (None, None)  # record: last time converted
         self._config_hash = config_hash(self.config)
 
     # -- inputs -----------------------------------------------------------------------------
@@ -417,7 +419,10 @@ class Bridge:
             "config_hash": self._config_hash,
             "scheduler_version": SCHEDULER_VERSION,
         }
-        when = from_ts(result.now)
+        when = self._when[1] if self._when[0] == result.now else None
+        if when is None:  # the cycles of one run share their time: convert it once
+            when = from_ts(result.now)
+            self._when = (result.now, when)
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
         retry = self._unchanged_retry(result) if self.compact_retries else None
