@@ -316,12 +316,12 @@ class Bridge:
                 gpu = pod.gpu
                 if gpu is not None and data.get("gpus"):
                     gpu = replace(gpu, index=tuple(data["gpus"]))
-                bound = replace(pod, node_name=data["node"], nominated_node=None, start_time=now, gpu=gpu)
+                bound = m.copy_pod(pod, node_name=data["node"], nominated_node=None, start_time=now, gpu=gpu)
                 sch.upsert_pod(bound, now)
         elif typ == "PodNominated":
             pod = sch.pod(data["pod"])
             if pod is not None:
-                sch.upsert_pod(replace(pod, nominated_node=data["node"]), now)
+                sch.upsert_pod(m.copy_pod(pod, nominated_node=data["node"]), now)
         elif typ == "PodPreempted":
             sch.remove_pod(data["victim"], now)
         elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
