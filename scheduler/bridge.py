@@ -22,13 +22,11 @@ re-exported from ``scheduler.translate`` for the callers that import them from h
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -144,38 +142,6 @@ DECISION_TYPES = frozenset(
 _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
 
 
-# decision type -> (field names, a getter of every field's value in one call)
-_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
-_SCALARS = frozenset({str, int, float, bool, type(None), tuple})  # immutable: taken as is
-
-
-def _as_dict(dec: d.Decision) -> dict[str, Any]:
-    """``dataclasses.asdict`` for a decision (its fields are scalars, tuples of scalars and
-    JSON-like dicts), without asdict's recursive walk over every scalar: dicts and lists are
-    deep-copied, everything else is immutable and taken as is."""
-    got = _FIELDS.get(type(dec))
-    if got is None:
-        names = tuple(f.name for f in fields(dec))
-        if len(names) > 1:
-            got = (names, operator.attrgetter(*names))
-        else:  # attrgetter of one name returns the value, not a tuple
-            got = (names, lambda x, names=names: tuple(getattr(x, n) for n in names))
-        _FIELDS[type(dec)] = got
-    names, values = got
-    vals = values(dec)
-    data = dict(zip(names, vals, strict=True))
-    if _SCALARS.issuperset(map(type, vals)):
-        return data
-    for n, v in data.items():
-        if type(v) in _SCALARS:
-            continue
-        if isinstance(v, (dict, list)):
-            data[n] = copy.deepcopy(v)
-        elif is_dataclass(v):
-            data[n] = asdict(v)  # type: ignore[arg-type]
-    return data
-
-
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     """(stream, event type, payload) for one decision: the payload is the decision's fields
     (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
@@ -183,7 +149,7 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     if rule is None:
         raise TypeError(f"unknown decision {type(dec).__name__}")
     typ, stream_name = rule.route(dec)
-    data = _as_dict(dec)
+    data = d.as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):

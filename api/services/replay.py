@@ -137,7 +137,7 @@ def _young_gc_relaxed(young: int = 20_000) -> Iterator[None]:
     """Collect the youngest generation every ``young`` allocations instead of every 700 while
     the block runs. A replay allocates millions of short-lived objects (rows, payloads, pods)
     and frees nearly all of them by reference counting; with the default threshold the cyclic
-    collector ran thousands of times over them (measured: about 15% of the CPU time of
+    collector ran thousands of times over them (measured: 15-20% of the CPU time of
     ``replay --verify``). Thresholds are process-wide: the first verify to start raises the
     threshold, the last one to end restores it."""
     with _gc_lock:
