@@ -2,24 +2,27 @@
 
 Round trips, for an append that is its own transaction (an ``Engine`` target, COPY-sized):
 
-1. ``BEGIN; SELECT ... ledger_begin_batch(...)`` as one simple-query message, sent without
-   waiting (libpq ``send_query``): bump the stream versions, bound the idle time, take the
-   ledger lock, read the chain head. The COPY rows are encoded while the server runs it;
-2. + 3. ``COPY events ... FROM STDIN (FORMAT BINARY)`` (the protocol needs the server's
-   CopyInResponse before the data);
-4. ``SELECT currval(...); COMMIT`` as one message.
+1. ``BEGIN; SELECT ... ledger_begin_batch(...); COPY events ... FROM STDIN (FORMAT BINARY)``
+   as one simple-query message, sent without waiting (libpq ``send_query``): bump the stream
+   versions, bound the idle time, take the ledger lock, read the chain head, then wait for the
+   rows (CopyInResponse). The first rows are encoded while the server runs the bump;
+2. the COPY rows, streamed in chunks as they are chained, and CopyDone;
+3. ``SELECT currval(...); COMMIT`` as one message.
 
 With event ids chosen by the caller (the scheduler's content-addressed ids) the idempotency
 check (which of them are stored) rides in message 1 too, gating the bump; it used to be a
 round trip of its own before it.
 
-Four round trips, the same as a bare ``BEGIN``/``COPY``/``COMMIT``; through SQLAlchemy's
-transaction and psycopg's pipeline it took seven (an implicit ``BEGIN`` with its own sync,
-the pipeline's closing sync, ``currval`` and ``COMMIT`` apart). Inside a caller's transaction
-steps 1-3 are the same (``BEGIN`` only if none is open yet) and there is no step 4: the last
-position drawn before the batch is read in step 1, under the lock (``_LAST_DRAWN``); below
-``COPY_THRESHOLD_TX`` events steps 2-3 are one ``INSERT ... RETURNING``. The stream names
-travel as hex-encoded JSON inside the statement text (no quoting of user text in SQL), parsed
+Three round trips, the same as a bare ``COPY`` and ``COMMIT`` (the COPY used to be a
+message of its own after the bump's answer: four; through SQLAlchemy's transaction and
+psycopg's pipeline it took seven). A batch that must not be written after all (a re-send, a
+version conflict, an invalid event) ends the COPY with CopyFail and rolls back. Inside a
+caller's transaction a failed COPY would abort the caller's transaction, so the COPY is sent
+as a message of its own after the checks (one round trip more; ``BEGIN`` only if none is
+open yet) and there is no step 3: the last position drawn before the batch is read in step
+1, under the lock (``_LAST_DRAWN``); below ``COPY_THRESHOLD_TX`` events the COPY is one
+``INSERT ... RETURNING``. The stream names travel as JSON inside the statement text,
+dollar-quoted with a tag the JSON does not contain (no quoting of user text in SQL), parsed
 on the server by ``jsonb``.
 
 Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
-from psycopg import pq
+from psycopg import generators, pq
 
 from ledger.canonical import GENESIS, event_hash
 from ledger.copy_rows import COPY_HEADER, COPY_TRAILER, chain_rows, copy_parts
@@ -55,10 +58,11 @@ COPY_THRESHOLD = 64
 # machine (steady arrival in bench.endtoend: batches of ~20-200 events).
 COPY_THRESHOLD_TX = 256
 CHUNK = 128  # events prepared and sent at a time by a COPY-sized batch of its own transaction
+_PUT_MAX = 1 << 20  # bytes handed to libpq at a time
 
 _COPY_SQL = (
-    "COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-    "prev_hash, hash) FROM STDIN (FORMAT BINARY)"
+    b"COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
+    b"prev_hash, hash) FROM STDIN (FORMAT BINARY)"
 )
 _CURRVAL = b"SELECT currval(pg_get_serial_sequence('events', 'position'))"
 # The last position drawn, read in the bump's statement after ledger_begin_batch took the ledger
@@ -72,14 +76,19 @@ _LAST_DRAWN = (
 
 
 def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid.UUID] = ()) -> bytes:
-    """The stream bump statement with its arguments inlined as hex (no SQL quoting needed).
+    """The stream bump statement with its arguments inlined (no SQL quoting of user text).
+
+    The stream names travel as JSON in a dollar-quoted string whose tag does not occur in it
+    (hex-encoded JSON if the JSON holds every tag tried), the counts as an int array literal.
+    The first column is NULL when every stream was new (the versions returned are the counts,
+    in the order given: nothing to send back); otherwise the (stream, version) pairs as JSON.
 
     With ``given`` (the event ids the caller chose) the same message first reads which of them
     are stored (the idempotency check), and the bump runs only if none is: its WHERE clause
     holds no column of the function, so the planner evaluates it once, before the function
     (a one-time filter), and a re-send bumps nothing and takes no lock."""
-    streams = orjson.dumps(list(names)).hex().encode()
-    ns = orjson.dumps(list(counts)).hex().encode()
+    streams = _json_literal(orjson.dumps(list(names)))
+    ns = b"'{%b}'" % ",".join(map(str, counts)).encode()
     if given:
         # uuid.UUID's text is hex digits and dashes: safe to inline. event_keys holds every
         # event id (events is partitioned by position: migration 0016).
@@ -91,15 +100,23 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
     return (
         check
         + (
-            b"SELECT (SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)), "
-            b"encode(b.r_head, 'hex'), %b FROM ledger_begin_batch("
-            b"ARRAY(SELECT x FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-            b"WITH ORDINALITY AS t(x, o) ORDER BY o), "
-            b"ARRAY(SELECT x::int FROM jsonb_array_elements_text(convert_from(decode('%b', 'hex'), 'UTF8')::jsonb) "
-            b"WITH ORDINALITY AS t(x, o) ORDER BY o)) AS b" % (_LAST_DRAWN, streams, ns)
+            b"SELECT CASE WHEN b.r_streams = i.s AND b.r_versions = i.c THEN NULL ELSE "
+            b"(SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)) END, "
+            b"encode(b.r_head, 'hex'), %b FROM (SELECT "
+            b"ARRAY(SELECT x FROM jsonb_array_elements_text(%b::jsonb) WITH ORDINALITY AS t(x, o) ORDER BY o) AS s, "
+            b"%b::int[] AS c) AS i, ledger_begin_batch(i.s, i.c) AS b" % (_LAST_DRAWN, streams, ns)
         )
         + gate
     )
+
+
+def _json_literal(js: bytes) -> bytes:
+    """A SQL string literal of the JSON text ``js``: dollar-quoted with a tag ``js`` does not
+    contain (so nothing inside needs escaping), else hex-decoded on the server."""
+    for tag in (b"$j$", b"$j0$", b"$j1$"):
+        if tag not in js:
+            return b"%b%b%b" % (tag, js, tag)
+    return b"convert_from(decode('%b', 'hex'), 'UTF8')" % js.hex().encode()
 
 
 @contextmanager
@@ -135,10 +152,31 @@ def append_batch(
     try:
         return _append(raw, events, prepare, expected_versions, commit)
     except BaseException:
-        if commit and not raw.closed and raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-            with suppress(psycopg.Error):  # a broken connection: the original error is the news
-                raw.execute("ROLLBACK")
+        if commit and not raw.closed:
+            # a broken connection: the original error is the news
+            if raw.pgconn.transaction_status == pq.TransactionStatus.ACTIVE:
+                _abort_copy(raw)  # the COPY sent with the bump: CopyFail, the server's error read
+            if raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
+                with suppress(psycopg.Error):
+                    raw.execute("ROLLBACK")
         raise
+
+
+def _abort_copy(raw: psycopg.Connection[Any]) -> None:
+    """End a COPY in progress with CopyFail (its error result read and dropped)."""
+    with suppress(psycopg.Error):
+        raw.wait(generators.copy_end(raw.pgconn, b"append abandoned"))
+
+
+def _copy_write(raw: psycopg.Connection[Any], data: bytes) -> None:
+    """Send COPY data and flush it (the server inserts while the client prepares the next
+    chunk); pieces of at most ``_PUT_MAX`` bytes, as psycopg's own COPY writer does."""
+    if len(data) <= _PUT_MAX:
+        raw.wait(generators.copy_to(raw.pgconn, data))
+        return
+    view = memoryview(data)
+    for i in range(0, len(data), _PUT_MAX):
+        raw.wait(generators.copy_to(raw.pgconn, view[i : i + _PUT_MAX]))
 
 
 def _check_expected(streams: Mapping[str, int], expected: Mapping[str, int] | None) -> None:
@@ -172,7 +210,7 @@ def _append(
     _check_expected(counts, expected_versions)
     names = sorted(counts)  # a fixed lock order avoids deadlocks between batches
     copy = n >= (COPY_THRESHOLD if commit else COPY_THRESHOLD_TX)
-    # One round trip (migrations/sql/ledger_begin_batch_v2.sql): bump the stream versions, bound
+    # One round trip (migrations/sql/ledger_begin_batch_v3.sql): bump the stream versions, bound
     # the idle time of this lock-holding transaction, take the ledger lock (the one the insert
     # trigger takes too; re-entrant within a transaction) and read the chain head with a
     # snapshot taken after the lock was granted. The version check below runs before any
@@ -180,6 +218,14 @@ def _append(
     begin = _begin_sql(names, [counts[s] for s in names], given)
     if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:
         begin = b"BEGIN; " + begin
+    # Own transaction: the COPY rides in the same message, so the server answers the bump and
+    # goes straight on to wait for the rows (one round trip less). If the batch must not be
+    # written after all (a re-send, a version conflict, an invalid event) the COPY is ended
+    # with CopyFail and the transaction rolled back. In a caller's transaction a failed COPY
+    # would abort the caller's transaction: the COPY is sent after the checks.
+    copy_sent = commit and copy
+    if copy_sent:
+        begin += b"; " + _COPY_SQL
     _send(raw, begin)
     # Own transaction: the events are prepared in chunks, the first while the server bumps,
     # the next ones while the server inserts the previous chunk (COPY rows stream as they are
@@ -194,9 +240,11 @@ def _append(
             with suppress(psycopg.Error):
                 _results(raw)  # drain the bump's results; the caller's handler rolls back
             raise
-    cache: dict[Any, tuple[bytes, bytes]] = {}
+    cache: dict[Any, tuple[Any, ...]] = {}
     parts = [copy_parts(p, cache) for p in prepared] if copy else []
     results = _results(raw)
+    if copy_sent:
+        results.pop()  # COPY_IN: the server waits for the rows
     res = results[-1]
     if given:
         rows = results[-2]
@@ -206,6 +254,8 @@ def _append(
         }
         if found:
             if commit:
+                if copy_sent:
+                    _abort_copy(raw)
                 _send(raw, b"ROLLBACK")  # nothing was bumped; end the transaction BEGIN opened
                 _results(raw)
             if len(found) == n:
@@ -217,7 +267,8 @@ def _append(
             )
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
     drawn = int(res.get_value(0, 2) or b"0")
-    new_versions = dict(orjson.loads(r_versions or b"[]"))
+    # NULL: every stream was new (its version is now its count)
+    new_versions = counts if r_versions is None else dict(orjson.loads(r_versions))
     expected = expected_versions or {}
     next_version: dict[str, int] = {}
     for s in names:
@@ -233,29 +284,37 @@ def _append(
 
     prev = bytes.fromhex(r_head.decode()) if r_head else GENESIS
 
+    if copy:
+        if not copy_sent:
+            _send(raw, _COPY_SQL)
+            _results(raw)  # COPY_IN
+        try:
+            chunk, head = prepared, COPY_HEADER
+            while True:
+                number(chunk)
+                out = chain_rows(chunk, parts, prev)
+                prev = chunk[-1].hash
+                if hi >= n:
+                    _copy_write(raw, b"%b%b%b" % (head, out, COPY_TRAILER))
+                    break
+                _copy_write(raw, head + out if head else out)
+                head = b""
+                lo, hi = hi, min(hi + CHUNK, n)
+                chunk = prepare(lo, hi)
+                parts = [copy_parts(p, cache) for p in chunk]
+                prepared.extend(chunk)
+        except BaseException:
+            _abort_copy(raw)
+            raise
+        raw.wait(generators.copy_end(raw.pgconn, None))  # raises the COPY's error, if any
+        # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
+        if commit:
+            _send(raw, _CURRVAL + b"; COMMIT")
+            last = int(_results(raw)[0].get_value(0, 0) or b"0")
+        else:
+            last = drawn + n
+        return list(range(last - n + 1, last + 1)), prepared, True
     with raw.cursor() as cur:
-        if copy:
-            with cur.copy(_COPY_SQL) as cp:
-                cp.write(COPY_HEADER)
-                chunk = prepared
-                while True:
-                    number(chunk)
-                    cp.write(chain_rows(chunk, parts, prev))
-                    prev = chunk[-1].hash
-                    if hi >= n:
-                        break
-                    lo, hi = hi, min(hi + CHUNK, n)
-                    chunk = prepare(lo, hi)
-                    parts = [copy_parts(p, cache) for p in chunk]
-                    prepared.extend(chunk)
-                cp.write(COPY_TRAILER)
-            # Positions are contiguous: nobody else can draw one while we hold the ledger lock.
-            if commit:
-                _send(raw, _CURRVAL + b"; COMMIT")
-                last = int(_results(raw)[0].get_value(0, 0) or b"0")
-            else:
-                last = drawn + n
-            return list(range(last - n + 1, last + 1)), prepared, True
         number(prepared)
         for p in prepared:
             p.prev_hash = prev

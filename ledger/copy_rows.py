@@ -35,46 +35,49 @@ def _micros(ts: datetime) -> int:
     return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
 
 
-def copy_parts(
-    p: _Prepared, cache: dict[Any, tuple[bytes, bytes]]
-) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+def copy_parts(p: _Prepared, cache: dict[Any, tuple[Any, ...]]) -> tuple[bytes, bytes, bytes, bytes, bytes]:
     """Everything of a binary COPY row and its hash input that does not depend on the stream
     version or the chain head (encoded while the server bumps the streams).
 
     Returns (row head up to the version's length word, row middle from type to the prev_hash
     length word, the hash header before and after the version, the hash tail over data and
-    meta). ``cache`` holds the encodings shared by a batch (type names, effective times).
+    meta). ``cache`` holds the encodings shared by a batch (type names with their schema
+    version, effective times, meta payloads).
     """
-    stream_b = p.stream.encode()
+    sv = p.schema_version
     typ = cache.get(p.type)
-    if typ is None:
+    if typ is None or typ[2] != sv:
         type_b = p.type.encode()
-        # row bytes of the type column; the type as canonical JSON between commas (header)
-        typ = cache[p.type] = (_pack_i(len(type_b)) + type_b, b"," + canonical(p.type) + b",")
+        # row bytes of type, schema version and the event id's length word; the type and the
+        # schema version as canonical JSON between commas (hash header)
+        typ = cache[p.type] = (
+            _pack_i(len(type_b)) + type_b + _pack_len_i2(2, sv) + b"\x00\x00\x00\x10",
+            b"," + canonical(p.type) + b",%d," % sv,
+            sv,
+        )
     eff = p.effective_at
     ts = cache.get(eff)
     if ts is None:
-        ts = cache[eff] = (_pack_len_i8(8, _micros(eff)), iso(eff).encode())
-    data, meta = p.data, p.meta
+        ts = cache[eff] = (_pack_len_i8(8, _micros(eff)) + b"\x00\x00\x00\x20", iso(eff).encode())
+    meta = p.meta
+    m = cache.get(meta)
+    if m is None:
+        # jsonb: format version 1, then the JSON text; hash: length, then the bytes
+        m = cache[meta] = (_pack_i(len(meta) + 1) + b"\x01" + meta, _pack_q(len(meta)) + meta)
+    data = p.data
+    n = len(data)
     id_b = p.event_id.int.to_bytes(16, "big")
     h = id_b.hex().encode()
-    sv = p.schema_version
-    middle = b"%b%b\x00\x00\x00\x10%b%b\x01%b%b\x01%b%b\x00\x00\x00\x20" % (
-        typ[0],
-        _pack_len_i2(2, sv),
-        id_b,
-        _pack_i(len(data) + 1),  # jsonb: format version 1, then the JSON text
-        data,
-        _pack_i(len(meta) + 1),
-        meta,
-        ts[0],
+    stream_b = p.stream.encode()
+    return (
+        _pack_row_head(10, len(stream_b)) + stream_b + _LEN4,
+        b"%b%b%b\x01%b%b%b" % (typ[0], id_b, _pack_i(n + 1), data, m[0], ts[0]),
+        # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)]),
+        # split around the version; a uuid and an ISO time need no JSON escaping
+        b"[%b," % canonical(p.stream),
+        b'%b"%b-%b-%b-%b-%b","%b"]' % (typ[1], h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1]),
+        b"%b%b%b" % (_pack_q(n), data, m[1]),
     )
-    # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)]),
-    # split around the version; a uuid and an ISO time need no JSON escaping
-    pre = b"[%b," % canonical(p.stream)
-    post = b'%b%d,"%b-%b-%b-%b-%b","%b"]' % (typ[1], sv, h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1])
-    tail = b"%b%b%b%b" % (_pack_q(len(data)), data, _pack_q(len(meta)), meta)
-    return _pack_row_head(10, len(stream_b)) + stream_b + _LEN4, middle, pre, post, tail
 
 
 COPY_HEADER, COPY_TRAILER = _COPY_HEADER, _COPY_TRAILER

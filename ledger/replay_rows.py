@@ -52,22 +52,33 @@ _COLUMNS = (
 _META = 33  # offset of meta's JSON text in the packed column (16 + 8 + 8 + the jsonb version byte)
 
 
+# the last (wire bytes, datetime) decoded, replaced as one tuple (thread-safe): a run's rows
+# share their time
+_last_ts: tuple[bytes, datetime] = (b"", _PG_EPOCH)
+
+
 def _ts(wire: bytes) -> datetime:
-    return _PG_EPOCH + timedelta(microseconds=int.from_bytes(wire, "big", signed=True))
+    global _last_ts
+    last = _last_ts
+    if wire == last[0]:
+        return last[1]
+    dt = _PG_EPOCH + timedelta(microseconds=int.from_bytes(wire, "big", signed=True))
+    _last_ts = (wire, dt)
+    return dt
 
 
 class ReplayRow:
     """One stored event, decoded lazily (see the module docstring).
 
-    It holds the row tuple psycopg built and nothing else until ``data`` is read: creating
-    one costs two attribute stores; the plain columns are read through properties.
+    It holds the row tuple psycopg built, its position and type (read several times per row by
+    a replay) and nothing else until ``data`` is read; the other plain columns are read through
+    properties.
     """
 
-    __slots__ = ("_r", "_obj")
+    __slots__ = ("_r", "_obj", "position", "type")
 
-    @property
-    def position(self) -> int:
-        return self._r[0]  # type: ignore[no-any-return]
+    position: int
+    type: str
 
     @property
     def stream(self) -> str:
@@ -78,16 +89,14 @@ class ReplayRow:
         return self._r[2]  # type: ignore[no-any-return]
 
     @property
-    def type(self) -> str:
-        return self._r[3]  # type: ignore[no-any-return]
-
-    @property
     def schema_version(self) -> int:
         return self._r[4]  # type: ignore[no-any-return]
 
     def __init__(self, r: Sequence[Any]) -> None:
         self._r = r
         self._obj: dict[str, Any] | None = None
+        self.position = r[0]
+        self.type = r[3]
 
     @property
     def data(self) -> dict[str, Any]:

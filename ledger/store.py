@@ -7,8 +7,8 @@ Append protocol (one transaction, see spec/ledger-design.md §2-§3 and §8):
 2. idempotency: if every ``event_id`` of the batch is already stored, return the original
    positions and append nothing; if only some are, raise ``IdempotencyConflict``;
 3. optimistic concurrency in ONE statement: ``INSERT INTO streams ... ON CONFLICT DO UPDATE
-   SET version = version + n RETURNING version`` (for batches a plain INSERT first, the upsert
-   when a stream exists: migrations/sql/ledger_begin_batch.sql). The row lock makes
+   SET version = version + n RETURNING version`` (for batches of new streams a plain INSERT,
+   the upsert when one exists: migrations/sql/ledger_begin_batch_v3.sql). The row lock makes
    ``returned - n`` the version our batch extends, which is checked against the caller's
    expectation; a mismatch raises ``ConcurrencyError`` before the ledger lock is taken, so a
    loser burns no position;

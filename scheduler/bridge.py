@@ -22,12 +22,12 @@ re-exported from ``scheduler.translate`` for the callers that import them from h
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -42,6 +42,7 @@ from scheduler import model as m
 from scheduler.fingerprints import diagnosis_fingerprint, verdict_fingerprint
 from scheduler.scheduler import Scheduler
 from scheduler.translate import (
+    PodShapes,
     composite_from,
     config_from,
     config_hash,
@@ -71,6 +72,12 @@ __all__ = [
 SCHEDULER_VERSION = "podledger-scheduler/0.1"
 CYCLES_STREAM = "sched/cycles"
 PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
+# input event type -> (kind, action): "PodCreated" -> ("Pod", "Created")
+INPUT_ROUTES = {
+    prefix + action: (kind, action)
+    for prefix, kind in PREFIX_TO_KIND.items()
+    for action in ("Created", "Updated", "Deleted")
+}
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
@@ -135,28 +142,6 @@ DECISION_TYPES = frozenset(
 _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-_SCALARS = frozenset({str, int, float, bool, type(None), tuple})  # immutable: taken as is
-
-
-def _as_dict(dec: d.Decision) -> dict[str, Any]:
-    """``dataclasses.asdict`` for a decision (its fields are scalars, tuples of scalars and
-    JSON-like dicts), without asdict's recursive walk over every scalar: dicts and lists are
-    deep-copied, everything else is immutable and taken as is."""
-    names = _FIELD_NAMES.get(type(dec))
-    if names is None:
-        names = _FIELD_NAMES[type(dec)] = tuple(f.name for f in fields(dec))
-    data = {n: getattr(dec, n) for n in names}
-    for n, v in data.items():
-        if type(v) in _SCALARS:
-            continue
-        if isinstance(v, (dict, list)):
-            data[n] = copy.deepcopy(v)
-        elif is_dataclass(v):
-            data[n] = asdict(v)  # type: ignore[arg-type]
-    return data
-
-
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     """(stream, event type, payload) for one decision: the payload is the decision's fields
     (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
@@ -164,7 +149,7 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     if rule is None:
         raise TypeError(f"unknown decision {type(dec).__name__}")
     typ, stream_name = rule.route(dec)
-    data = _as_dict(dec)
+    data = d.as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):
@@ -218,6 +203,8 @@ class Bridge:
 
     def __post_init__(self) -> None:
         self.scheduler = Scheduler(self.config)
+        self._shapes = PodShapes()
+        self._when: tuple[float | None, datetime | None] = (None, None)  # record: last time converted
         self._config_hash = config_hash(self.config)
 
     # -- inputs -----------------------------------------------------------------------------
@@ -281,11 +268,12 @@ class Bridge:
             self._own.discard(ev.position)
             return
         now = ts(ev.effective_at)
-        typ, data = ev.type, ev.data
-        for action in ("Created", "Updated", "Deleted"):
-            if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
-                self._fold_input(PREFIX_TO_KIND[typ[: -len(action)]], action, ev, now)
-                return
+        typ = ev.type
+        route = INPUT_ROUTES.get(typ)
+        if route is not None:
+            self._fold_input(route[0], route[1], ev, now)
+            return
+        data = ev.data
         sch = self.scheduler
         self._note_verdict(typ, data, ev.position)
         if typ == "PodBound":
@@ -294,12 +282,12 @@ class Bridge:
                 gpu = pod.gpu
                 if gpu is not None and data.get("gpus"):
                     gpu = replace(gpu, index=tuple(data["gpus"]))
-                bound = replace(pod, node_name=data["node"], nominated_node=None, start_time=now, gpu=gpu)
+                bound = m.copy_pod(pod, node_name=data["node"], nominated_node=None, start_time=now, gpu=gpu)
                 sch.upsert_pod(bound, now)
         elif typ == "PodNominated":
             pod = sch.pod(data["pod"])
             if pod is not None:
-                sch.upsert_pod(replace(pod, nominated_node=data["node"]), now)
+                sch.upsert_pod(m.copy_pod(pod, nominated_node=data["node"]), now)
         elif typ == "PodPreempted":
             sch.remove_pod(data["victim"], now)
         elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
@@ -331,6 +319,7 @@ class Bridge:
             elif kind == "Pod":
                 self._owned.pop(key, None)
                 self._last_pod.pop(key, None)
+                self._requests.pop(key, None)  # kept, it would grow with every pod ever created
                 sch.remove_pod(key, now)
             elif kind == "PodGroup":
                 sch.remove_pod_group(key, now)
@@ -356,16 +345,13 @@ class Bridge:
         elif kind == "Pod":
             pkey = f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
             self._last_pod.pop(pkey, None)
-            requests = self._requests[pkey] = pod_requests(obj.get("spec") or {})
+            pod, requests = self._shapes.pod(obj, seq, created, self._status_of(pkey))
+            self._requests[pkey] = requests
             if controllers.has_controller(obj):
                 self._owned[pkey] = obj
             else:
                 self._owned.pop(pkey, None)
-            current = sch.pod(pkey)
-            status = {}
-            if current is not None:
-                status = {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
-            sch.upsert_pod(pod_from(obj, seq, created, status, requests), now)
+            sch.upsert_pod(pod, now)
         elif kind == "PodGroup":
             sch.upsert_pod_group(group_from(obj, seq, created), now)
         elif kind == "CompositePodGroup":
@@ -376,6 +362,13 @@ class Bridge:
             sch.upsert_quota(*quota_from(kind, obj))
         elif kind == "SchedulerConfig" and self.follow_config:
             self._set_config(obj)
+
+    def _status_of(self, key: str) -> dict[str, Any] | None:
+        """The status a re-folded manifest keeps: the node and nomination the pod has now."""
+        current = self.scheduler.pod(key)
+        if current is None:
+            return None
+        return {"nodeName": current.node_name, "nominatedNodeName": current.nominated_node}
 
     def _set_config(self, obj: Mapping[str, Any] | None) -> None:
         self.config = config_from(obj)
@@ -393,7 +386,10 @@ class Bridge:
             "config_hash": self._config_hash,
             "scheduler_version": SCHEDULER_VERSION,
         }
-        when = from_ts(result.now)
+        when = self._when[1] if self._when[0] == result.now else None
+        if when is None:  # the cycles of one run share their time: convert it once
+            when = from_ts(result.now)
+            self._when = (result.now, when)
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
         retry = self._unchanged_retry(result) if self.compact_retries else None

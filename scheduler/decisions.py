@@ -7,7 +7,10 @@ tuples, dicts of those) so that it serialises canonically and replays byte for b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+import operator
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 
@@ -144,3 +147,35 @@ class CycleResult:
     # empty when no placement was generated); the SchedulingCycleCompleted payload keeps its
     # (always empty) "durations_ms" field
     placement_counts: dict[str, int] = field(default_factory=dict)
+
+
+# decision type -> (field names, a getter of every field's value in one call)
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
+_SCALARS = frozenset({str, int, float, bool, type(None), tuple})  # immutable: taken as is
+
+
+def as_dict(dec: Decision) -> dict[str, Any]:
+    """``dataclasses.asdict`` for a decision (its fields are scalars, tuples of scalars and
+    JSON-like dicts), without asdict's recursive walk over every scalar: dicts and lists are
+    deep-copied, everything else is immutable and taken as is."""
+    got = _FIELDS.get(type(dec))
+    if got is None:
+        names = tuple(f.name for f in fields(dec))
+        if len(names) > 1:
+            got = (names, operator.attrgetter(*names))
+        else:  # attrgetter of one name returns the value, not a tuple
+            got = (names, lambda x, names=names: tuple(getattr(x, n) for n in names))
+        _FIELDS[type(dec)] = got
+    names, values = got
+    vals = values(dec)
+    data = dict(zip(names, vals, strict=True))
+    if _SCALARS.issuperset(map(type, vals)):
+        return data
+    for n, v in data.items():
+        if type(v) in _SCALARS:
+            continue
+        if isinstance(v, (dict, list)):
+            data[n] = copy.deepcopy(v)
+        elif is_dataclass(v):
+            data[n] = asdict(v)  # type: ignore[arg-type]
+    return data

@@ -128,19 +128,22 @@ class DynamicInfo:
         free, nz, alloc = snap.free, snap.nz, snap.alloc
         if len(changed) <= 3 and self.simple:
             for i in changed:
-                ok = int(free[R_PODS, i]) >= 1
+                # the node's columns as Python ints: one conversion each instead of one per read
+                f_i = free[:, i].tolist()
+                ok = f_i[R_PODS] >= 1
                 if ok:
                     for r, a in zip(self.rows, self.amounts, strict=True):
-                        if int(free[r, i]) < a:
+                        if f_i[r] < a:
                             ok = False
                             break
                 if not ok:
                     self.mscore[i] = -1
                     continue
+                a_i, nz_i = alloc[:, i].tolist(), nz[:, i].tolist()
                 tot = wsum = 0
                 for r, w, is_nz, add in self.plan:
-                    al = int(alloc[r, i])
-                    used = (int(nz[r, i]) if is_nz else al - int(free[r, i])) + add
+                    al = a_i[r]
+                    used = (nz_i[r] if is_nz else al - f_i[r]) + add
                     if self.most:
                         sc = min(used, al) * MAX_SCORE // al
                     else:

@@ -9,7 +9,7 @@ it breaks every tie of equal priority and timestamp.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 CPU = "cpu"
@@ -324,9 +324,24 @@ _POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
 _set = object.__setattr__
 
 
+def _pod_copier() -> Callable[[Pod, dict[str, object]], Pod]:
+    """The body of ``copy_pod``, generated once (as ``dataclasses`` generates ``__init__``): one
+    line per field storing it through the slot's own setter, no loop and no name lookups (about
+    twice as fast as a loop over the slots; the fold and every bind copy a pod)."""
+    env: dict[str, object] = {"_new": object.__new__, "Pod": Pod, "_set": _set}
+    lines = ["def copy(pod, changes):", "    new = _new(Pod)"]
+    for i, name in enumerate(_POD_SLOTS):
+        env[f"_s{i}"] = getattr(Pod, name).__set__
+        lines.append(f"    _s{i}(new, pod.{name})")
+    lines += ["    for name, value in changes.items():", "        _set(new, name, value)", "    return new"]
+    exec("\n".join(lines), env)  # noqa: S102 - source built above from the field names only
+    return env["copy"]  # type: ignore[return-value]
+
+
+_copy_pod = _pod_copier()
+
+
 def copy_pod(pod: Pod, **changes: object) -> Pod:
-    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``."""
-    new = object.__new__(Pod)
-    for name in _POD_SLOTS:
-        _set(new, name, changes[name] if name in changes else getattr(pod, name))
-    return new
+    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``
+    (a name that is not a field raises AttributeError)."""
+    return _copy_pod(pod, changes)

@@ -233,7 +233,10 @@ class PodScheduler:
     def pod_aware(self, pi: PodInfo) -> bool:
         """Does a pod-aware filter or scorer concern this pod now?"""
         pod, snap = pi.pod, self.snap
-        return any(f.active(pod, snap) for f in self.pod_filters) or bool(self._active_scores(pod))
+        for f in self.pod_filters:
+            if f.active(pod, snap):
+                return True
+        return bool(self.pod_scores) and bool(self._active_scores(pod))
 
     def interchange_key(self, pi: PodInfo) -> object:
         """Pods with equal keys get the same filter verdicts in the same cluster state."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -72,7 +72,22 @@ def distinct_sorted(a: _IntArray) -> _IntArray:
     return s[keep]
 
 
+_DEMANDS: dict[tuple[tuple[str, Any], ...], Demand] = {}  # make_demand's results by request items
+
+
 def make_demand(requests: Mapping[str, int]) -> Demand:
+    """The Demand of ``requests`` (memoized: pods share a few request shapes; Demand is frozen)."""
+    key = tuple(requests.items())
+    got = _DEMANDS.get(key)
+    if got is None:
+        got = _make_demand(requests)
+        if len(_DEMANDS) >= 4096:
+            _DEMANDS.clear()
+        _DEMANDS[key] = got
+    return got
+
+
+def _make_demand(requests: Mapping[str, int]) -> Demand:
     items = sorted((k, int(v)) for k, v in requests.items() if k != PODS and int(v) > 0)
     cpu = int(requests.get(CPU, 0))
     mem = int(requests.get(MEMORY, 0))

@@ -218,6 +218,62 @@ def pod_from(
     )
 
 
+class PodShapes:
+    """``pod_from`` and ``pod_requests`` memoized per manifest shape, for folds that translate
+    many pods made from a few templates (a Deployment's replicas, a gang's members).
+
+    A shape is everything ``pod_from`` reads but the identity and the status: the spec, the
+    labels (affinity and spread selectors merge them), the annotations (GPU share), the owner
+    references and whether the pod is bound. Pods of one shape are copies of the first one
+    translated (``model.copy_pod``) with their own name, namespace, uid, seq, times, node and
+    nomination, and their own copies of the mutable mappings: equal to what ``pod_from`` builds.
+    """
+
+    LIMIT = 4096  # shapes kept; the cache starts over when full
+
+    def __init__(self) -> None:
+        self._shapes: dict[bytes, tuple[m.Pod, dict[str, int]]] = {}
+
+    def pod(
+        self, obj: Mapping[str, Any], seq: int, created_at: float, status: Mapping[str, Any] | None
+    ) -> tuple[m.Pod, dict[str, int]]:
+        """(``pod_from(obj, seq, created_at, status)``, the pod's effective requests); the
+        requests mapping is shared by the pods of the shape: read it, never change it."""
+        meta, spec = obj.get("metadata", {}), obj.get("spec") or {}
+        status = status or {}
+        node = status.get("nodeName") or spec.get("nodeName")
+        try:
+            key = orjson.dumps(
+                (spec, meta.get("labels"), meta.get("annotations"), meta.get("ownerReferences"), bool(node))
+            )
+        except TypeError:  # not JSON-like data: no shape, translate it in full
+            requests = pod_requests(spec)
+            return pod_from(obj, seq, created_at, status, requests), requests
+        hit = self._shapes.get(key)
+        if hit is None:
+            requests = pod_requests(spec)
+            pod = pod_from(obj, seq, created_at, status, requests)
+            if len(self._shapes) >= self.LIMIT:
+                self._shapes.clear()
+            self._shapes[key] = (pod, requests)
+            return pod, requests
+        tpl, requests = hit
+        return m.copy_pod(
+            tpl,
+            namespace=meta.get("namespace") or "default",
+            name=meta["name"],
+            uid=str(meta.get("uid") or ""),
+            requests=dict(tpl.requests),
+            labels=dict(tpl.labels),
+            node_selector=dict(tpl.node_selector),
+            node_name=node,
+            nominated_node=status.get("nominatedNodeName"),
+            seq=seq,
+            created_at=created_at,
+            start_time=created_at if node else None,
+        ), requests
+
+
 def gpu_share_from(annotations: Mapping[str, Any], bound: bool) -> m.GpuShare | None:
     """The pod's device-level GPU request from the GPU-share annotations (``scheduler.gpushare``);
     None when ``alibabacloud.com/gpu-milli`` is absent or not a positive integer."""

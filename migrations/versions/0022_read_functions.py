@@ -19,7 +19,7 @@ and returns both as JSON documents in one row. The scratch fold of
 the real one) keeps the statements.
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 Create Date: 2026-12-04
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from alembic import op
 
 revision = "0022"
-down_revision = "0020"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

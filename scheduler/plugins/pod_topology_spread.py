@@ -142,13 +142,15 @@ class PodTopologySpread:
     default_weight = 2
 
     def active(self, pod: Pod, snap: Snapshot) -> bool:
-        return any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in pod.spread_constraints)
+        cs = pod.spread_constraints
+        return bool(cs) and any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in cs)
 
     def filter_pod(self, pod: Pod, snap: Snapshot) -> FilterResult:
         return filter_pod(pod, snap)
 
     def score_active(self, pod: Pod, snap: Snapshot, config: SchedulerConfig) -> bool:
-        return any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in pod.spread_constraints)
+        cs = pod.spread_constraints
+        return bool(cs) and any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in cs)
 
     def score_pod(
         self, pod: Pod, snap: Snapshot, idx: npt.NDArray[np.intp], config: SchedulerConfig

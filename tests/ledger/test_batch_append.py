@@ -52,6 +52,17 @@ def test_mixed_new_and_existing_streams_get_the_next_versions(engine, n):
     assert verify_chain(engine).ok
 
 
+@pytest.mark.parametrize("tags", [("$j$",), ("$j$", "$j0$", "$j1$")])  # dollar-quoted, hex fallback
+def test_stream_names_with_quotes_and_dollar_tags(engine, tags):
+    odd = ["q/'; DROP TABLE streams; --", 'q/"\\', "q/\u00e9\u2028", *(f"q/{t}x" for t in tags)]
+    store.append(engine, [note(odd[0])])
+    batch = [note(s) for s in odd] + [note(f"q/n{i}") for i in range(COPY_THRESHOLD)]
+    positions = store.append(engine, batch, {odd[0]: 1, odd[1]: 0})
+    got = [(e.stream, e.version) for e in store.read_all(engine, after=positions[0] - 1, limit=len(odd))]
+    assert got == [(odd[0], 2)] + [(s, 1) for s in odd[1:]]
+    assert verify_chain(engine).ok
+
+
 def test_bad_event_after_the_bump_was_sent_appends_nothing(engine):
     good = [note(f"v/{i}") for i in range(COPY_THRESHOLD)]
     bad = good[:10] + [NewEvent("v/bad", "NoteRecorded", {"nope": 1})] + good[10:]
