@@ -26,7 +26,8 @@ INPUT_PREFIXES = (
 )
 _SUFFIXES = ("Created", "Updated", "Deleted")
 # every input stream matches this; the partial index events_input_position_idx (migration 0017)
-# has it as its predicate, which a query repeats word for word to use the index
+# has it as its predicate, which a query repeats word for word to use the index (the function
+# ledger_input_changes, migration 0023, does)
 INPUT_STREAMS = "stream ~ '^(elasticquota|elasticquotatree|node|poddisruptionbudget|priorityclass)/'"
 
 
@@ -51,18 +52,12 @@ def input_changes(
     if upto <= after:
         return []
     prefixes = [_escape(p.format(ns=namespace)) for p in INPUT_PREFIXES]
-    # the inputs through their partial index, the group's own streams through event_keys'
-    # (stream, version): neither reads the other events of the range (a range since an attempt
-    # long ago is most of the log)
+    # one function (migration 0023): planned once per session, the inputs through their partial
+    # index and the group's own streams through event_keys' (stream, version), so neither reads
+    # the other events of the range (a range since an attempt long ago is most of the log)
     rows = conn.execute(
         sa.text(
-            "SELECT position, type, stream, effective_at FROM events "
-            f"WHERE position > :a AND position <= :b AND {INPUT_STREAMS} "
-            "AND stream LIKE ANY(CAST(:p AS text[])) AND type ~ '(Created|Updated|Deleted)$' "
-            "UNION SELECT position, type, stream, effective_at FROM events "
-            "WHERE position > :a AND position <= :b AND position IN (SELECT k.position FROM event_keys k "
-            "WHERE k.stream = ANY(CAST(:g AS text[])) AND k.position > :a AND k.position <= :b) "
-            "AND type ~ '(Created|Updated|Deleted)$' ORDER BY position"
+            "SELECT * FROM ledger_input_changes(CAST(:a AS bigint), CAST(:b AS bigint), CAST(:p AS text[]), CAST(:g AS text[]))"
         ),
         {"a": after, "b": upto, "p": prefixes, "g": list(group_streams)},
     ).all()

@@ -1,6 +1,6 @@
-"""Migration 0022: the admission read (``ledger_admission_read``) and the projection's read
-(``ledger_projection_read``) plan once per session and their plans are primary-key probes, also
-when made on an empty ledger (a plan made while the tables are empty must not scan them once
+"""Migrations 0022 and 0023: the admission read (``ledger_admission_read``), the projection's
+read (``ledger_projection_read``) and explain's input changes (``ledger_input_changes``) plan
+once per session and their plans are index probes, also when made on an empty ledger (a plan made while the tables are empty must not scan them once
 they are large: migration 0019's lesson)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _seq_scans(conn: sa.Connection) -> dict[str, int]:
 
 
 def test_the_functions_pin_their_plan_settings(engine: Engine) -> None:
-    for name in ("ledger_admission_read", "ledger_projection_read"):
+    for name in ("ledger_admission_read", "ledger_projection_read", "ledger_input_changes"):
         with engine.connect() as conn:
             config = conn.execute(
                 sa.text("SELECT proconfig FROM pg_proc WHERE proname = :n"), {"n": name}
@@ -121,3 +121,56 @@ def test_projection_writes_on_an_empty_ledger_read_by_key(engine: Engine) -> Non
             services.delete_objects(tx, [("Pod", "ns", f"p{i}")])
         assert _seq_scans(conn) == before, "a projection read scanned a table"
         assert conn.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod'")).scalar_one() == 0
+
+
+def test_input_changes_on_an_empty_ledger_read_by_index(engine: Engine) -> None:
+    """explain's input changes: the plan made first on empty tables scans neither the log's
+    partitions nor event_keys, and the rows are the inputs of the range in log order."""
+    from ledger import store
+    from ledger.queries import inputs as inputs_q
+    from ledger.store import NewEvent
+
+    def scans(conn: sa.Connection) -> int:
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables "
+                    "WHERE relname LIKE 'events%' OR relname = 'event_keys'"
+                )
+            ).scalar_one()
+        )
+
+    with engine.begin() as conn:
+        conn.execute(sa.text("ANALYZE events"))
+        conn.execute(sa.text("ANALYZE event_keys"))
+    with engine.begin() as conn:
+        before = scans(conn)
+        assert inputs_q.input_changes(conn, "ns", ["podgroup/ns/g"], 0, 10) == []
+        assert scans(conn) == before, "input changes scanned the log"
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ns"},
+    }
+    other = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}}
+    evs = [
+        NewEvent("node/n1", "NodeCreated", {"object": node}),
+        NewEvent("podgroup/ns/g", "PodGroupCreated", {"object": group}),
+        NewEvent(
+            "podgroup/ns/other", "PodGroupCreated", {"object": {**group, "metadata": {"name": "other"}}}
+        ),
+        NewEvent("node/n2", "NodeCreated", {"object": other}),
+    ]
+    positions = store.append(engine, evs)
+    first, last = positions[0], positions[-1]
+    with engine.begin() as conn:
+        rows = inputs_q.input_changes(conn, "ns", ["podgroup/ns/g"], first - 1, last)
+        assert [(r["stream"], r["change"]) for r in rows] == [
+            ("node/n1", "created"),
+            ("podgroup/ns/g", "created"),
+            ("node/n2", "created"),
+        ]
+        assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
+        # (first, last - 1]: the groups only, and without their streams nothing is an input
+        assert inputs_q.input_changes(conn, "ns", [], first, last - 1) == []
