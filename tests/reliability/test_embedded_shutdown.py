@@ -98,7 +98,11 @@ def test_sigterm_to_worker_stops_the_embedded_server(home: Path, tmp_path: Path,
     wait_until(lambda: log_count(log, "leader") >= 1 or worker.poll() is not None, 90, "the worker to lead")
     assert worker.poll() is None, log.read_text()
     worker.send_signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
+    try:
+        code = worker.wait(30)
+    except subprocess.TimeoutExpired:  # keep what the worker logged: the tmp tree is pruned later
+        pytest.fail(f"the worker did not exit within 30 s of SIGTERM; its log:\n{log.read_text()}")
+    assert code == 0, log.read_text()
     _assert_server_stopped(home)
 
 
