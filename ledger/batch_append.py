@@ -46,6 +46,7 @@ from psycopg import generators, pq
 from ledger.canonical import GENESIS, event_hash
 from ledger.copy_rows import COPY_HEADER, COPY_TRAILER, chain_rows, copy_parts
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
+from ledger.simple_query import literal
 from ledger.simple_query import results as _results
 from ledger.simple_query import send as _send
 
@@ -78,8 +79,8 @@ _LAST_DRAWN = (
 def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid.UUID] = ()) -> bytes:
     """The stream bump statement with its arguments inlined (no SQL quoting of user text).
 
-    The stream names travel as JSON in a dollar-quoted string whose tag does not occur in it
-    (hex-encoded JSON if the JSON holds every tag tried), the counts as an int array literal.
+    The stream names travel as JSON in a literal that needs no escaping
+    (``simple_query.literal``), the counts as an int array literal.
     The first column is NULL when every stream was new (the versions returned are the counts,
     in the order given: nothing to send back); otherwise the (stream, version) pairs as JSON.
 
@@ -87,7 +88,7 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
     are stored (the idempotency check), and the bump runs only if none is: its WHERE clause
     holds no column of the function, so the planner evaluates it once, before the function
     (a one-time filter), and a re-send bumps nothing and takes no lock."""
-    streams = _json_literal(orjson.dumps(list(names)))
+    streams = literal(orjson.dumps(list(names)))
     ns = b"'{%b}'" % ",".join(map(str, counts)).encode()
     if given:
         # uuid.UUID's text is hex digits and dashes: safe to inline. event_keys holds every
@@ -108,15 +109,6 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
         )
         + gate
     )
-
-
-def _json_literal(js: bytes) -> bytes:
-    """A SQL string literal of the JSON text ``js``: dollar-quoted with a tag ``js`` does not
-    contain (so nothing inside needs escaping), else hex-decoded on the server."""
-    for tag in (b"$j$", b"$j0$", b"$j1$"):
-        if tag not in js:
-            return b"%b%b%b" % (tag, js, tag)
-    return b"convert_from(decode('%b', 'hex'), 'UTF8')" % js.hex().encode()
 
 
 @contextmanager

@@ -2,8 +2,8 @@
 
 One message may hold several statements (``BEGIN; SELECT ...; COMMIT``): they cost one round
 trip, where psycopg's own ``execute`` sends an implicit ``BEGIN`` with a sync of its own and
-adapts every parameter in Python. Arguments are inlined as hex (``json_arg``, ``text_arg``), so
-no user text is ever quoted into SQL. Results come back in text format (``PGresult``).
+adapts every parameter in Python. Arguments are inlined as literals that need no escaping
+(``literal``, ``json_arg``, ``text_arg``), so no user text is ever quoted into SQL. Results come back in text format (``PGresult``).
 """
 
 from __future__ import annotations
@@ -39,11 +39,22 @@ def run(raw: psycopg.Connection[Any], sql: bytes, *, begin: bool = True) -> list
     return results(raw)
 
 
+def literal(text: bytes) -> bytes:
+    """A SQL text literal of the UTF-8 ``text``: dollar-quoted with a tag ``text`` does not
+    contain (nothing inside needs escaping), else hex-decoded on the server (also for a NUL
+    byte, which would end the query string)."""
+    if b"\x00" not in text:
+        for tag in (b"$j$", b"$j0$", b"$j1$"):
+            if tag not in text:
+                return b"%b%b%b" % (tag, text, tag)
+    return b"convert_from(decode('%b', 'hex'), 'UTF8')" % text.hex().encode()
+
+
 def json_arg(value: Any) -> bytes:
-    """``value`` as a jsonb expression to inline into a statement (hex-encoded JSON)."""
-    return b"convert_from(decode('%b', 'hex'), 'UTF8')::jsonb" % orjson.dumps(value).hex().encode()
+    """``value`` as a jsonb expression to inline into a statement."""
+    return literal(orjson.dumps(value)) + b"::jsonb"
 
 
 def text_arg(value: str) -> bytes:
-    """``value`` as a text expression to inline into a statement (hex-encoded UTF-8)."""
-    return b"convert_from(decode('%b', 'hex'), 'UTF8')" % value.encode().hex().encode()
+    """``value`` as a text expression to inline into a statement."""
+    return literal(value.encode())
