@@ -403,18 +403,24 @@ def _read(
     only written back."""
     res = run(raw, _PROJECTION_READ % (json_arg(ordered), json_arg(namespaces)))[-1]
     found, usage = res.get_value(0, 0), res.get_value(0, 1)
-    rows: dict[Key, dict[str, Any] | None] = {}
-    for r in orjson.loads(found) if found else ():
-        rows[(r[0], r[1], r[2])] = {
-            "uid": r[3],
-            "object": r[4],
-            "status": r[5],
-            "created_position": r[6],
-            "updated_position": r[7],
-            "created_at": r[8],
-            "updated_at": r[9],
-        }
+    rows: dict[Key, dict[str, Any] | None] = {
+        (r[0], r[1], r[2]): _row(r, r[4], r[5]) for r in (orjson.loads(found) if found else ())
+    }
     return rows, [(ns, used) for ns, used in orjson.loads(usage)] if usage else []
+
+
+def _row(r: Sequence[Any], obj: Any, status: Any) -> dict[str, Any]:
+    """A current row as the projection keeps it, from a read's columns (``_SELECT``'s order)
+    with the manifest and status decoded."""
+    return {
+        "uid": r[3],
+        "object": obj,
+        "status": status,
+        "created_position": r[6],
+        "updated_position": r[7],
+        "created_at": r[8],
+        "updated_at": r[9],
+    }
 
 
 def _read_scratch(raw: Any, ordered: list[Key]) -> dict[Key, dict[str, Any] | None]:
@@ -425,15 +431,7 @@ def _read_scratch(raw: Any, ordered: list[Key]) -> dict[Key, dict[str, Any] | No
     with raw.cursor() as cur:
         cur.execute(_SELECT, ([k[0] for k in ordered], [k[1] for k in ordered], [k[2] for k in ordered]))
         for r in cur.fetchall():
-            rows[(r[0], r[1], r[2])] = {
-                "uid": r[3],
-                "object": loads(r[4]),
-                "status": loads(r[5]),
-                "created_position": r[6],
-                "updated_position": r[7],
-                "created_at": r[8],
-                "updated_at": r[9],
-            }
+            rows[(r[0], r[1], r[2])] = _row(r, loads(r[4]), loads(r[5]))
     return rows
 
 

@@ -25,10 +25,6 @@ INPUT_PREFIXES = (
     "priorityclass/",
 )
 _SUFFIXES = ("Created", "Updated", "Deleted")
-# every input stream matches this; the partial index events_input_position_idx (migration 0017)
-# has it as its predicate, which a query repeats word for word to use the index (the function
-# ledger_input_changes, migration 0023, does)
-INPUT_STREAMS = "stream ~ '^(elasticquota|elasticquotatree|node|poddisruptionbudget|priorityclass)/'"
 
 
 def _escape(prefix: str) -> str:

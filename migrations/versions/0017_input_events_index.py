@@ -18,7 +18,7 @@ down_revision = "0016"
 branch_labels = None
 depends_on = None
 
-# the same predicate as ledger.queries.inputs.INPUT_STREAMS (a query must repeat it to use the index)
+# a query must repeat the predicate word for word to use the index (migrations/sql/ledger_input_changes.sql does)
 PREDICATE = "stream ~ '^(elasticquota|elasticquotatree|node|poddisruptionbudget|priorityclass)/'"
 
 
