@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import numpy as np
@@ -72,19 +73,14 @@ def distinct_sorted(a: _IntArray) -> _IntArray:
     return s[keep]
 
 
-_DEMANDS: dict[tuple[tuple[str, Any], ...], Demand] = {}  # make_demand's results by request items
-
-
 def make_demand(requests: Mapping[str, int]) -> Demand:
     """The Demand of ``requests`` (memoized: pods share a few request shapes; Demand is frozen)."""
-    key = tuple(requests.items())
-    got = _DEMANDS.get(key)
-    if got is None:
-        got = _make_demand(requests)
-        if len(_DEMANDS) >= 4096:
-            _DEMANDS.clear()
-        _DEMANDS[key] = got
-    return got
+    return _demand_of(tuple(requests.items()))
+
+
+@lru_cache(maxsize=4096)
+def _demand_of(items: tuple[tuple[str, Any], ...]) -> Demand:
+    return _make_demand(dict(items))
 
 
 def _make_demand(requests: Mapping[str, int]) -> Demand:

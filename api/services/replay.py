@@ -129,7 +129,8 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
 
 
 _gc_lock = threading.Lock()
-_gc_users: list[tuple[int, int, int]] = []  # thresholds to restore, one per verify running
+_gc_users = 0  # verifies running
+_gc_saved = gc.get_threshold()  # the thresholds to restore when the last one ends
 
 
 @contextmanager
@@ -140,19 +141,19 @@ def _young_gc_relaxed(young: int = 20_000) -> Iterator[None]:
     collector ran thousands of times over them (measured: 15-20% of the CPU time of
     ``replay --verify``). Thresholds are process-wide: the first verify to start raises the
     threshold, the last one to end restores it."""
+    global _gc_users, _gc_saved
     with _gc_lock:
-        _gc_users.append(gc.get_threshold())
-        if len(_gc_users) == 1:
-            t0, t1, t2 = _gc_users[0]
+        if _gc_users == 0:
+            _gc_saved = t0, t1, t2 = gc.get_threshold()
             gc.set_threshold(max(t0, young), t1, t2)
+        _gc_users += 1
     try:
         yield
     finally:
         with _gc_lock:
-            first = _gc_users[0]
-            _gc_users.pop()
-            if not _gc_users:
-                gc.set_threshold(*first)
+            _gc_users -= 1
+            if _gc_users == 0:
+                gc.set_threshold(*_gc_saved)
 
 
 def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> VerifyReport:
