@@ -26,11 +26,11 @@ class DynamicInfo:
         "epoch",
         "pos",
         "mscore",
-        "stale",
         "rows",
         "amounts",
         "demand",
         "plan",
+        "need",
         "most",
         "simple",
         "strategy",
@@ -61,6 +61,7 @@ class DynamicInfo:
             else:
                 plan.append((r, w, False, dn.get(res, 0)))
         self.plan = plan
+        self.need = ((R_PODS, 1), *zip(rows, d.amounts, strict=True))  # (row, amount) a node must hold
         self.need_rows = np.array([*rows, R_PODS], dtype=np.intp)[:, None]
         self.need_amt = np.array([*d.amounts, 1], dtype=np.int64)[:, None]
         self.all_nz = bool(plan) and all(p[2] for p in plan)
@@ -82,44 +83,25 @@ class DynamicInfo:
         self.simple = all(bool((snap.alloc[r] > 0).all()) for r, _, _, _ in self.plan)
         self.epoch = snap.epoch
         self.pos = len(snap.log)
-        self.stale: set[int] = set()
 
-    def _sync(self, snap: Snapshot) -> None:
-        """Fold new log entries in: nodes changed since the last exact value become ``stale``
-        (nodes that lost a pod are recomputed at once)."""
+    def refresh(self, snap: Snapshot) -> None:
+        """Make every cached value exact: the nodes named by the log entries since the last use
+        are recomputed (all of them after a new epoch or when too many changed)."""
         log = snap.log
         n = len(log)
         if self.epoch != snap.epoch or n - self.pos > max(64, len(snap.names) // 8):
             self.full(snap)
-            return
-        if self.pos == n:
-            return
-        new = log[self.pos : n]
-        self.pos = n
-        if min(new) >= 0:
-            self.stale.update(new)
-        else:
-            removed = {~i for i in new if i < 0}
-            self.stale.update(i for i in new if i >= 0)
-            self.stale -= removed
-            self._recompute(snap, removed)
-        if len(self.stale) > max(64, len(snap.names) // 8):
-            self.full(snap)
-
-    def refresh(self, snap: Snapshot) -> None:
-        """Make every cached value exact."""
-        self._sync(snap)
-        if self.stale:
-            st = self.stale
-            self.stale = set()
-            self._recompute(snap, st)
+        elif self.pos < n:
+            changed = {i if i >= 0 else ~i for i in log[self.pos : n]}
+            self.pos = n
+            self._recompute(snap, changed)
 
     def best(self, snap: Snapshot, mask: BOOL | None) -> int:
         """argmax of the exact masked score over the nodes of ``mask`` (all when None); -1 if no
         node fits. Ties -> lowest node index."""
         self.refresh(snap)
         ms = self.mscore if mask is None else np.where(mask, self.mscore, -1)
-        c = int(np.argmax(ms))
+        c = int(ms.argmax())
         return c if ms[c] >= 0 else -1
 
     def _recompute(self, snap: Snapshot, changed: set[int] | tuple[int, ...]) -> None:
@@ -127,30 +109,26 @@ class DynamicInfo:
             return
         free, nz, alloc = snap.free, snap.nz, snap.alloc
         if len(changed) <= 3 and self.simple:
+            ms, need, most, wsum = self.mscore, self.need, self.most, self.wsum
             for i in changed:
                 # the node's columns as Python ints: one conversion each instead of one per read
                 f_i = free[:, i].tolist()
-                ok = f_i[R_PODS] >= 1
-                if ok:
-                    for r, a in zip(self.rows, self.amounts, strict=True):
-                        if f_i[r] < a:
-                            ok = False
-                            break
-                if not ok:
-                    self.mscore[i] = -1
-                    continue
-                a_i, nz_i = alloc[:, i].tolist(), nz[:, i].tolist()
-                tot = wsum = 0
-                for r, w, is_nz, add in self.plan:
-                    al = a_i[r]
-                    used = (nz_i[r] if is_nz else al - f_i[r]) + add
-                    if self.most:
-                        sc = min(used, al) * MAX_SCORE // al
-                    else:
-                        sc = (al - used) * MAX_SCORE // al if used <= al else 0
-                    tot += sc * w
-                    wsum += w
-                self.mscore[i] = tot // wsum if wsum else 0
+                for r, a in need:
+                    if f_i[r] < a:
+                        ms[i] = -1
+                        break
+                else:
+                    a_i, nz_i = alloc[:, i].tolist(), nz[:, i].tolist()
+                    tot = 0
+                    for r, w, is_nz, add in self.plan:
+                        al = a_i[r]
+                        used = (nz_i[r] if is_nz else al - f_i[r]) + add
+                        if most:
+                            sc = min(used, al) * MAX_SCORE // al
+                        else:
+                            sc = (al - used) * MAX_SCORE // al if used <= al else 0
+                        tot += sc * w
+                    ms[i] = tot // wsum if wsum else 0
             return
         idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
         fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)

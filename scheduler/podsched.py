@@ -72,11 +72,7 @@ class StaticInfo:
     ok: BOOL
     raws: tuple[I64 | None, ...]  # one per profile score plugin (None: cannot change the ranking)
     all_ok: bool = False
-
-    @property
-    def ranks(self) -> bool:
-        """Does any node-static score plugin rank the nodes?"""
-        return any(r is not None for r in self.raws)
+    ranks: bool = False  # does any node-static score plugin rank the nodes (a raw that is not None)?
 
 
 @dataclass(slots=True)
@@ -110,6 +106,10 @@ class PodScheduler:
         self.snap = snap
         self.config = config
         self._info: dict[str, PodInfo] = {}
+        # per pod shape (what ``info`` reads of a pod but its identity), the PodInfo of the last
+        # pod of that shape: a pod of a known shape shares its demand, rows and signature and
+        # starts from its static and dynamic caches (both checked before use)
+        self._shapes: dict[tuple[object, ...], PodInfo] = {}
         self._static: dict[FilterSignature, StaticInfo] = {}
         self._dynamic: dict[tuple[object, ...], DynamicInfo] = {}
         self._dyn_gen = 0
@@ -133,6 +133,16 @@ class PodScheduler:
         # chosen for a pod by the last ``schedule`` that placed it
         self.workload = gpushare.Workload()
         self.gpu_choice: dict[str, tuple[int, ...]] = {}
+        self._derive()
+
+    def _derive(self) -> None:
+        """What each cycle reads of the config and the plugins, worked out when they change."""
+        w = self.config.plugin_weights
+        self._w_fit = int(w.get(node_resources_fit.NAME, 1))
+        self._gpu_policy = gpu.active(w)
+        self._weighted_pod_scores = tuple(
+            sc for sc in self.pod_scores if int(w.get(sc.name, sc.default_weight)) > 0
+        )
 
     def set_plugins(
         self,
@@ -147,12 +157,16 @@ class PodScheduler:
         self._pod_cache = None
         self._static.clear()
         self._info.clear()
+        self._shapes.clear()
         self._gen = -1
+        self._derive()
 
     def set_config(self, config: SchedulerConfig) -> None:
         self.config = config
         self._dynamic.clear()
+        self._shapes.clear()
         self._dyn_gen += 1
+        self._derive()
 
     # --------------------------------------------------------------- caches
     def info(self, pod: Pod) -> PodInfo:
@@ -160,10 +174,24 @@ class PodScheduler:
         pi = self._info.get(key)
         if pi is not None and pi.pod is pod:
             return pi
-        d = make_demand(pod.requests)
-        rows = self.snap.resource_rows(d)
-        sig = signature_of(pod)
-        pi = PodInfo(pod, d, rows, sig, (sig, d))
+        shape = (
+            tuple(pod.requests.items()),
+            tuple(pod.tolerations),
+            tuple(pod.node_selector.items()),
+            tuple(pod.required_terms),
+            tuple(pod.preferred_terms),
+            pod.spec_node_name,
+        )
+        like = self._shapes.get(shape)
+        if like is None:
+            d = make_demand(pod.requests)
+            sig = signature_of(pod)
+            pi = PodInfo(pod, d, self.snap.resource_rows(d), sig, (sig, d))
+            if len(self._shapes) >= 4096:
+                self._shapes.clear()
+        else:
+            pi = PodInfo(pod, like.demand, like.rows, like.sig, like.fit_key, like.st, like.dyn, like.dyn_gen)
+        self._shapes[shape] = pi
         self._info[key] = pi
         return pi
 
@@ -188,7 +216,8 @@ class PodScheduler:
             for r in results:
                 ok &= r.ok
             raws = tuple(sc.score_raw(sig, snap) for sc in self.scores)
-            st = StaticInfo(snap.generation, results, ok, raws, bool(ok.all()))
+            ranks = any(r is not None for r in raws)
+            st = StaticInfo(snap.generation, results, ok, raws, bool(ok.all()), ranks)
             if len(self._static) > 4096:
                 self._static.clear()
             self._static[pi.sig] = st
@@ -221,30 +250,31 @@ class PodScheduler:
 
     # ------------------------------------------------------------- pod-aware plugins
     def _active_scores(self, pod: Pod) -> list[PodScorePlugin]:
-        if not self.pod_scores:
-            return []
-        w = self.config.plugin_weights
-        return [
-            sc
-            for sc in self.pod_scores
-            if int(w.get(sc.name, sc.default_weight)) > 0 and sc.score_active(pod, self.snap, self.config)
-        ]
+        snap, cfg = self.snap, self.config
+        return [sc for sc in self._weighted_pod_scores if sc.score_active(pod, snap, cfg)]
 
     def pod_aware(self, pi: PodInfo) -> bool:
         """Does a pod-aware filter or scorer concern this pod now?"""
-        pod, snap = pi.pod, self.snap
+        pod, snap, cfg = pi.pod, self.snap, self.config
         for f in self.pod_filters:
             if f.active(pod, snap):
                 return True
-        return bool(self.pod_scores) and bool(self._active_scores(pod))
+        for sc in self._weighted_pod_scores:
+            if sc.score_active(pod, snap, cfg):
+                return True
+        return False
 
     def interchange_key(self, pi: PodInfo) -> object:
         """Pods with equal keys get the same filter verdicts in the same cluster state."""
         return pi.fit_key if not self.pod_aware(pi) else (pi.fit_key, pi.pod.key)
 
-    def _limited(self, n: int) -> bool:
+    def _limited(self) -> bool:
+        """Does ``percentage_of_nodes_to_score`` leave feasible nodes unscored?"""
         pct = self.config.percentage_of_nodes_to_score
-        return pct < 100 and num_feasible_nodes_to_find(pct, n) < n
+        if pct >= 100:
+            return False
+        n = self.snap.n
+        return num_feasible_nodes_to_find(pct, n) < n
 
     def pod_results(self, pi: PodInfo) -> list[FilterResult]:
         """Results of the pod-aware filters active for the pod (in profile order)."""
@@ -382,13 +412,13 @@ class PodScheduler:
             if i is not None and ok[i]:
                 return i
         st = self.static(pi)
-        if self._limited(self.snap.n):
+        if self._limited():
             cnt = np.cumsum(ok)
             k = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, self.snap.n)
             ok = ok & (cnt <= k)
         if not st.ranks and not self._active_scores(pi.pod):
             # only NodeResourcesFit ranks: argmax over the cached per-node scores
-            if int(self.config.plugin_weights.get(node_resources_fit.NAME, 1)) > 0:
+            if self._w_fit > 0:
                 masked = np.where(ok, self.dynamic(pi).mscore, -1)
             else:
                 masked = ok.astype(np.int64) - 1
@@ -410,10 +440,10 @@ class PodScheduler:
             or pi.pod.nominated_node is not None
             or self.nominated
             or ((self.pod_filters or self.pod_scores) and self.pod_aware(pi))
-            or self._limited(self.snap.n)
+            or self._limited()
         ):
             return self.select(pi, self.feasible(pi, subset))
-        w_fit = int(self.config.plugin_weights.get(node_resources_fit.NAME, 1))
+        w_fit = self._w_fit
         mask: BOOL | None = None
         if subset is not None:
             mask = st.ok & subset
@@ -432,7 +462,7 @@ class PodScheduler:
         pi = self.info(pod)
         if self.snap.n == 0:
             return -1, pi
-        policy = gpu.active(self.config.plugin_weights)
+        policy = self._gpu_policy
         if policy is not None or gpushare.shares(pod.gpu):
             return self._gpu_node(pi, subset, policy), pi
         return self.best_node(pi, subset), pi

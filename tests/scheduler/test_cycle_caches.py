@@ -1,0 +1,145 @@
+"""The caches of the plain-pod cycle against a computation from scratch: NodeResourcesFit's
+incremental per-demand scores (``scheduler.fitcache``) and the per-shape PodInfo of
+``PodScheduler.info``."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from scheduler.fitcache import DynamicInfo
+from scheduler.framework import signature_of
+from scheduler.model import (
+    Node,
+    NodeSelectorTerm,
+    Pod,
+    PreferredTerm,
+    Requirement,
+    SchedulerConfig,
+    Toleration,
+)
+from scheduler.scheduler import Scheduler
+from scheduler.snapshot import Snapshot, make_demand
+from tests.scheduler.sched_helpers import GI
+
+CONFIGS = (
+    SchedulerConfig(),
+    SchedulerConfig(scoring_strategy="MostAllocated"),
+    SchedulerConfig(resource_weights={"cpu": 2, "memory": 1, "example.com/fpga": 3}),
+)
+
+
+def _nodes(rng: random.Random, n: int, *, zero_alloc: bool) -> list[Node]:
+    out = []
+    for i in range(n):
+        alloc = {
+            "cpu": rng.choice([2000, 4000, 8000]),
+            "memory": rng.choice([4, 8]) * GI,
+            "pods": rng.choice([2, 5, 110]),
+        }
+        if rng.random() < 0.5:
+            alloc["example.com/fpga"] = rng.choice([1, 2, 4])
+        if zero_alloc and rng.random() < 0.1:
+            alloc["cpu"] = 0  # scores skip the resource on this node (not the "simple" path)
+        out.append(Node(f"n{i:02d}", alloc, seq=i))
+    return out
+
+
+def _demand(rng: random.Random) -> dict[str, int]:
+    req = {"cpu": rng.choice([0, 250, 1000]), "memory": rng.choice([0, 1, 2]) * GI}
+    if rng.random() < 0.3:
+        req["example.com/fpga"] = 1
+    return req
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_incremental_fit_scores_equal_a_full_computation(seed: int) -> None:
+    rng = random.Random(seed)
+    cfg = CONFIGS[seed % len(CONFIGS)]
+    snap = Snapshot()
+    for nd in _nodes(rng, 40, zero_alloc=seed >= 3):
+        snap.upsert_node(nd)
+    snap.refresh()
+    demands = [make_demand(_demand(rng)) for _ in range(4)]
+    infos = [DynamicInfo(snap, d, snap.resource_rows(d), cfg) for d in demands]
+    placed: list[str] = []
+    for step in range(300):
+        # a burst of binds and deletions (bursts longer than the log threshold recompute all)
+        for _ in range(rng.choice([0, 1, 1, 2, 3, 5, 70])):
+            if placed and rng.random() < 0.4:
+                snap.remove_pod(placed.pop(rng.randrange(len(placed))))
+            else:
+                key = f"p{step}-{len(placed)}-{rng.random()}"
+                snap.add_pod(key, snap.names[rng.randrange(snap.n)], rng.choice(demands), None)
+                placed.append(key)
+        if rng.random() < 0.02:  # a node change starts a new epoch
+            snap.upsert_node(replace(snap.nodes[0], labels={"step": str(step)}))
+        for c in rng.sample(infos, rng.randrange(1, len(infos) + 1)):  # not all caches every step
+            c.refresh(snap)
+            fresh = DynamicInfo(snap, c.demand, c.rows, cfg)
+            assert np.array_equal(c.mscore, fresh.mscore), (seed, step)
+            mask = rng.random() < 0.5 and np.array([rng.random() < 0.7 for _ in range(snap.n)])
+            m = mask if mask is not False else None
+            ms = fresh.mscore if m is None else np.where(m, fresh.mscore, -1)
+            want = int(np.argmax(ms)) if ms.max() >= 0 else -1
+            assert c.best(snap, m) == want
+
+
+def _pod(rng: random.Random, i: int) -> Pod:
+    req = _demand(rng)
+    if rng.random() < 0.5:
+        req = dict(reversed(list(req.items())))  # same requests, another order
+    sel = {"zone": "a", "rack": "r1"} if rng.random() < 0.3 else {}
+    if sel and rng.random() < 0.5:
+        sel = {"rack": "r1", "zone": "a"}
+    tols = (Toleration(key="dedicated", operator="Exists"),) if rng.random() < 0.3 else ()
+    terms = (NodeSelectorTerm((Requirement("zone", "In", ("a", "b")),)),) if rng.random() < 0.3 else ()
+    pref = (
+        (PreferredTerm(5, NodeSelectorTerm((Requirement("rack", "Exists"),))),) if rng.random() < 0.3 else ()
+    )
+    return Pod(
+        "default",
+        f"p{i}",
+        req,
+        node_selector=sel,
+        tolerations=tols,
+        required_terms=terms,
+        preferred_terms=pref,
+        spec_node_name="n01" if rng.random() < 0.1 else None,
+        seq=i,
+    )
+
+
+def test_pod_info_of_a_known_shape_equals_one_built_from_scratch() -> None:
+    rng = random.Random(5)
+    s = Scheduler()
+    for nd in _nodes(rng, 12, zero_alloc=False):
+        s.upsert_node(replace(nd, labels={"zone": rng.choice("ab"), "rack": rng.choice(["r1", "r2"])}))
+    ps = s.state.podsched
+    for i in range(300):
+        p = _pod(rng, i)
+        pi = ps.info(p)
+        d = make_demand(p.requests)
+        sig = signature_of(p)
+        assert pi.pod is p
+        assert (pi.demand, pi.rows, pi.sig, pi.fit_key) == (d, s.state.snap.resource_rows(d), sig, (sig, d))
+        ps.schedule(p)  # fills the static and dynamic caches the next pod of the shape starts from
+        st = ps.static(pi)
+        assert st.ranks == any(r is not None for r in st.raws)
+        fresh = [f.filter(sig, s.state.snap) for f in ps.filters]
+        assert all(np.array_equal(a.ok, b.ok) for a, b in zip(st.results, fresh, strict=True))
+
+
+def test_pod_info_shapes_do_not_outlive_a_profile_change() -> None:
+    s = Scheduler()
+    s.upsert_node(Node("n1", {"cpu": 4000, "memory": 8 * GI}, unschedulable=True))
+    p1 = Pod("default", "a", {"cpu": 100})
+    assert s.state.podsched.schedule(p1)[0] == -1  # NodeUnschedulable rejects the node
+    s.use_profile(
+        replace(s.profile, filter=tuple(f for f in s.profile.filter if f.name != "NodeUnschedulable"))
+    )
+    p2 = Pod("default", "b", {"cpu": 100})  # same shape as p1
+    assert s.state.podsched.schedule(p2)[0] == 0
