@@ -26,9 +26,10 @@ codes name them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ledger.resources.quantity import format_resources
+from scheduler.framework import signature_of
 from scheduler.model import PODS, Pod
 from scheduler.reference import RefNode, filter_node
 from scheduler.snapshot import Snapshot, make_demand
@@ -40,6 +41,22 @@ _FREE_ANY = make_demand({})
 
 def _fmt(resource: str, amount: int) -> str:
     return str(format_resources({resource: amount}).get(resource, amount))
+
+
+def _rejections(snap: Snapshot, pod: Pod) -> list[str | None]:
+    """Per node, the first node filter that rejects ``pod`` whatever the node's load (None: it
+    lets the pod on). It reads the nodes and the pod's filter signature only: kept in the
+    snapshot's per-node-set cache."""
+    key = ("why.rejections", signature_of(pod))
+    hit = snap.mask_cache.get(key)
+    if hit is not None:
+        return cast(list[str | None], hit)
+    out: list[str | None] = []
+    for nd in snap.nodes:
+        rej = filter_node(pod, _FREE_ANY, RefNode(nd))
+        out.append(rej[0] if rej is not None else None)
+    snap.mask_cache[key] = out
+    return out
 
 
 def group_why(
@@ -59,36 +76,38 @@ def group_why(
     requests = {r: int(v) for r, v in sorted(pod.requests.items()) if int(v) > 0 and r != PODS}
     needed = max(1, min(len(pending), min_count - bound))
     snap.refresh()
-    rows = {r: snap.res_index[r] for r in requests if r in snap.res_index}
+    rejected = _rejections(snap, pod)
+    # the free amounts per node as Python ints, read once per row
+    free_of = {r: snap.free[snap.res_index[r]].tolist() for r in requests if r in snap.res_index}
+    slots_of = snap.free[snap.res_index[PODS]].tolist() if PODS in snap.res_index else None
     domains: dict[str, dict[str, Any]] = {}
     for j, nd in enumerate(snap.nodes):
         dom = CLUSTER if not topology_key else nd.labels.get(topology_key)
         if dom is None:
             continue
-        d = domains.setdefault(
-            dom,
-            {
+        d = domains.get(dom)
+        if d is None:
+            d = domains[dom] = {
                 "domain": dom,
                 "nodes": 0,
                 "fit": 0,
                 "_filters": {},
                 "_cap": {},
                 "_free": dict.fromkeys(requests, 0),
-            },
-        )
+            }
         d["nodes"] += 1
-        rej = filter_node(pod, _FREE_ANY, RefNode(nd))
+        rej = rejected[j]
         if rej is not None:
-            d["_filters"][rej[0]] = d["_filters"].get(rej[0], 0) + 1
+            d["_filters"][rej] = d["_filters"].get(rej, 0) + 1
             continue
-        slots = int(snap.free[snap.res_index[PODS], j]) if PODS in snap.res_index else needed
-        caps = {}
+        fit = slots_of[j] if slots_of is not None else needed
         for r, amt in requests.items():
-            free = int(snap.free[rows[r], j]) if r in rows else 0
-            caps[r] = max(free, 0) // amt
-            d["_cap"][r] = d["_cap"].get(r, 0) + caps[r]
-            d["_free"][r] += max(free, 0)
-        d["fit"] += max(0, min([slots, *caps.values()]))
+            free = max(free_of[r][j], 0) if r in free_of else 0
+            cap = free // amt
+            d["_cap"][r] = d["_cap"].get(r, 0) + cap
+            d["_free"][r] += free
+            fit = min(fit, cap)
+        d["fit"] += max(0, fit)
     out: list[dict[str, Any]] = []
     for d in domains.values():
         filters, cap, free = d.pop("_filters"), d.pop("_cap"), d.pop("_free")
@@ -187,8 +206,11 @@ def _leaf_why(
     state: Any, key: str, pending: Sequence[Pod], codes: Sequence[str], message: str
 ) -> dict[str, Any]:
     pg = state.pod_groups[key]
+    # ``members`` indexes the pods by group key (pending and bound)
     bound = sum(
-        1 for p in state.pods.values() if p.node_name and p.pod_group and state.group_key_of(p) == key
+        1
+        for k in state.members.get(key, ())
+        if (p := state.pods.get(k)) is not None and p.node_name and p.pod_group
     )
     return group_why(
         state.snap,

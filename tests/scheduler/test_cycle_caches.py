@@ -1,6 +1,6 @@
-"""The caches of the plain-pod cycle against a computation from scratch: NodeResourcesFit's
-incremental per-demand scores (``scheduler.fitcache``) and the per-shape PodInfo of
-``PodScheduler.info``."""
+"""The caches of the cycle against a computation from scratch: NodeResourcesFit's incremental
+per-demand scores (``scheduler.fitcache``), the per-shape PodInfo of ``PodScheduler.info`` and
+the per-node filter verdicts of ``cycle.why``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from scheduler import reference
+from scheduler.cycle.why import _rejections, group_why
 from scheduler.fitcache import DynamicInfo
 from scheduler.framework import signature_of
 from scheduler.model import (
@@ -19,10 +21,11 @@ from scheduler.model import (
     PreferredTerm,
     Requirement,
     SchedulerConfig,
+    Taint,
     Toleration,
 )
 from scheduler.scheduler import Scheduler
-from scheduler.snapshot import Snapshot, make_demand
+from scheduler.snapshot import R_PODS, Snapshot, make_demand
 from tests.scheduler.sched_helpers import GI
 
 CONFIGS = (
@@ -143,3 +146,56 @@ def test_pod_info_shapes_do_not_outlive_a_profile_change() -> None:
     )
     p2 = Pod("default", "b", {"cpu": 100})  # same shape as p1
     assert s.state.podsched.schedule(p2)[0] == 0
+
+
+def test_group_why_with_cached_rejections_equals_a_fresh_snapshot() -> None:
+    """``group_why`` keeps each pod signature's per-node filter verdicts for the node set: after
+    node and load changes it still says what a snapshot built from scratch says."""
+    rng = random.Random(11)
+    nodes = {nd.name: nd for nd in _nodes(rng, 30, zero_alloc=False)}
+    snap = Snapshot()
+    for nd in nodes.values():
+        snap.upsert_node(nd)
+    loads: dict[str, tuple[str, dict[str, int]]] = {}
+    for step in range(60):
+        name = rng.choice(sorted(nodes))
+        change = rng.random()
+        if change < 0.3:
+            taints = () if nodes[name].taints else (Taint("dedicated", "x"),)
+            nodes[name] = replace(nodes[name], taints=taints, labels={"zone": rng.choice("ab")})
+            snap.upsert_node(nodes[name])
+        elif change < 0.4:
+            nodes[name] = replace(nodes[name], unschedulable=not nodes[name].unschedulable)
+            snap.upsert_node(nodes[name])
+        for _ in range(rng.randrange(4)):
+            key = f"p{step}-{rng.random()}"
+            loads[key] = (rng.choice(sorted(nodes)), _demand(rng))
+            snap.add_pod(key, loads[key][0], make_demand(loads[key][1]), None)
+        fresh = Snapshot()
+        for nd in nodes.values():
+            fresh.upsert_node(nd)
+        for key, (nn, req) in loads.items():
+            fresh.add_pod(key, nn, make_demand(req), None)
+        pending = [_pod(rng, 1000 + step)] * 5000  # more than the cluster holds: ``fit`` is the room
+        snap.refresh()
+        want = [
+            reference.filter_node(pending[0], make_demand({}), reference.RefNode(nd)) for nd in snap.nodes
+        ]
+        assert _rejections(snap, pending[0]) == [r[0] if r is not None else None for r in want], step
+        args = {
+            "min_count": 5000,
+            "bound": 0,
+            "topology_key": rng.choice([None, "zone"]),
+            "codes": (),
+            "message": "",
+        }
+        got = group_why(snap, pending, **args)
+        assert got == group_why(fresh, pending, **args), step
+        if args["topology_key"] is None:  # the cluster's room, node by node
+            req = {r: v for r, v in pending[0].requests.items() if v > 0}
+            room = 0
+            for j, verdict in enumerate(want):
+                if verdict is None:
+                    caps = [max(int(snap.free[snap.res_index[r], j]), 0) // v for r, v in req.items()]
+                    room += max(0, min([int(snap.free[R_PODS, j]), *caps]))
+            assert got["domains"][0]["fit"] == room, step
