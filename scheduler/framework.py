@@ -265,7 +265,9 @@ class PreEnqueuePlugin(Protocol):
 
 class PreFilterPlugin(Protocol):
     """Once per attempt, before any node is filtered (a plain pod; a group after validation).
-    ``None`` or Success: nothing to say; otherwise the attempt fails with the status."""
+    ``None`` or Success: nothing to say; otherwise the attempt fails with the status. A plugin
+    may offer ``passes_plain(pod)``, True when it has nothing to say about a plain pod's attempt:
+    when every plugin offers it and says so, the cycle skips the extension point."""
 
     name: str
 

@@ -460,7 +460,10 @@ class PodScheduler:
 
     def schedule(self, pod: Pod, subset: BOOL | None = None) -> tuple[int, PodInfo]:
         pi = self.info(pod)
-        if self.snap.n == 0:
+        snap = self.snap
+        if snap._stale:
+            snap.refresh()
+        if not snap.names:
             return -1, pi
         policy = self._gpu_policy
         if policy is not None or gpushare.shares(pod.gpu):

@@ -467,11 +467,12 @@ class Scheduler(Reading):
     def _attempt_pod(self, e: Entity, pod: Pod, now: float) -> CycleResult:
         node, st, _diag, post = self.cycle.run_pod(pod, now)
         if node >= 0:
+            key = e.key  # a plain pod's entity is keyed by the pod's key
             name = self.state.snap.names[node]
-            pod, gpus = gpushare.with_devices(pod, self.state.podsched.gpu_choice.pop(pod.key, None))
+            pod, gpus = gpushare.with_devices(pod, self.state.podsched.gpu_choice.pop(key, None))
             self._bind(pod, name, now)
-            self.queue.drop(e.key)
-            return self._result(e.key, now, "scheduled", [PodBound(pod.key, name, None, gpus)])
+            self.queue.drop(key)
+            return self._result(key, now, "scheduled", [PodBound(key, name, None, gpus)])
         decisions: list[Decision] = [
             PodUnschedulable(pod.key, reason_of(st), st.message, codes_of(st.message, error=st.is_error))
         ]

@@ -33,6 +33,17 @@ class Cycle:
         self.state = state
         self.profile = profile
 
+    @property
+    def profile(self) -> Profile:
+        return self._profile
+
+    @profile.setter
+    def profile(self, profile: Profile) -> None:
+        self._profile = profile
+        checks = [getattr(p, "passes_plain", None) for p in profile.pre_filter]
+        # PreFilter's fast path for plain pods, valid only when every plugin offers it
+        self._plain_pre_filter = tuple(checks) if all(checks) else None
+
     def pre_filter(self, request: PreFilterRequest) -> Status | None:
         """PreFilter extension point: the first failing plugin's status, None when all pass."""
         return self.profile.run_pre_filter(request)
@@ -51,11 +62,10 @@ class Cycle:
         appended, and the diagnosis says which plugin rejected how many nodes."""
         state = self.state
         key = pod.key
-        pre = (
-            self.pre_filter(PreFilterRequest("pod", key, (pod,), now, state))
-            if self.profile.pre_filter
-            else None
-        )
+        plain = self._plain_pre_filter
+        pre = None
+        if plain is None or not all(passes(pod) for passes in plain):
+            pre = self.pre_filter(PreFilterRequest("pod", key, (pod,), now, state))
         if pre is not None and not pre.ok:
             pi = state.podsched.info(pod)
             diag = Diagnosis(

@@ -48,3 +48,7 @@ class ElasticQuota:
 
     def pre_filter(self, req: PreFilterRequest) -> Status | None:
         return self.check(req.pods)
+
+    def passes_plain(self, pod: Pod) -> bool:
+        """No quota covers the pod's namespace: ``check`` has nothing to say about it alone."""
+        return self.quotas.leaf_for(pod.namespace) is None

@@ -1,32 +1,36 @@
 """The caches of the cycle against a computation from scratch: NodeResourcesFit's incremental
-per-demand scores (``scheduler.fitcache``), the per-shape PodInfo of ``PodScheduler.info`` and
-the per-node filter verdicts of ``cycle.why``."""
+per-demand scores (``scheduler.fitcache``), the per-shape PodInfo of ``PodScheduler.info``, the
+per-node filter verdicts of ``cycle.why``; and the plain pods' PreFilter fast path against the
+extension point."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
 
 from scheduler import reference
 from scheduler.cycle.why import _rejections, group_why
+from scheduler.decisions import PodUnschedulable
 from scheduler.fitcache import DynamicInfo
-from scheduler.framework import signature_of
+from scheduler.framework import PreFilterRequest, Status, signature_of
 from scheduler.model import (
     Node,
     NodeSelectorTerm,
     Pod,
     PreferredTerm,
+    QuotaNode,
     Requirement,
     SchedulerConfig,
     Taint,
     Toleration,
 )
+from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.scheduler import Scheduler
 from scheduler.snapshot import R_PODS, Snapshot, make_demand
-from tests.scheduler.sched_helpers import GI
+from tests.scheduler.sched_helpers import GI, Sim, node, pod
 
 CONFIGS = (
     SchedulerConfig(),
@@ -199,3 +203,38 @@ def test_group_why_with_cached_rejections_equals_a_fresh_snapshot() -> None:
                     caps = [max(int(snap.free[snap.res_index[r], j]), 0) // v for r, v in req.items()]
                     room += max(0, min([int(snap.free[R_PODS, j]), *caps]))
             assert got["domains"][0]["fit"] == room, step
+
+
+@dataclass
+class _NoFastPath:
+    """A PreFilter plugin without ``passes_plain``: every attempt goes through it."""
+
+    inner: ElasticQuota
+    name: str = "ElasticQuota"
+
+    def pre_filter(self, req: PreFilterRequest) -> Status | None:
+        return self.inner.pre_filter(req)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_plain_pre_filter_fast_path_decides_as_the_extension_point(seed: int) -> None:
+    """Pods of namespaces without a quota skip the PreFilter extension point (``passes_plain``):
+    the decisions equal those of a profile whose plugin runs for every attempt."""
+    outcomes = []
+    for fast in (True, False):
+        rng = random.Random(seed)
+        sim = Sim(SchedulerConfig(backoff_initial_seconds=0.0, backoff_max_seconds=0.0))
+        if not fast:
+            sim.s.use_profile(replace(sim.s.profile, pre_filter=(_NoFastPath(sim.s.elastic_quota),)))
+        sim.s.upsert_quota(
+            "ElasticQuota:team-a/qa", [QuotaNode("qa", {"cpu": 2000}, {"cpu": 3000}, ("team-a",))]
+        )
+        sim.apply(*(node(f"n{i}", 4) for i in range(3)))
+        for i in range(40):
+            ns = rng.choice(["team-a", "team-b", "default"])
+            sim.apply(pod(f"p{i}", rng.choice([0.5, 1, 2]), ns=ns, prio=rng.choice([10, 100])))
+            if i % 7 == 6:
+                sim.delete("Pod", f"{ns}/p{i - 3}")
+        outcomes.append(sim.decisions())
+    assert outcomes[0] == outcomes[1]
+    assert any(isinstance(d, PodUnschedulable) and "quota" in d.message for d in outcomes[0])
