@@ -30,6 +30,7 @@ class DynamicInfo:
         "amounts",
         "demand",
         "plan",
+        "plan_alloc",
         "need",
         "most",
         "simple",
@@ -81,6 +82,9 @@ class DynamicInfo:
         score = node_resources_fit.score_nodes(snap, self.demand, None, self.strategy, self.weights)
         self.mscore = np.where(fit, score, -1)
         self.simple = all(bool((snap.alloc[r] > 0).all()) for r, _, _, _ in self.plan)
+        # the plan with each resource's allocatable per node as Python ints (it changes only with
+        # the epoch): the few-node path reads them without a NumPy conversion per node
+        self.plan_alloc = [(r, w, is_nz, add, snap.alloc[r].tolist()) for r, w, is_nz, add in self.plan]
         self.epoch = snap.epoch
         self.pos = len(snap.log)
 
@@ -118,10 +122,10 @@ class DynamicInfo:
                         ms[i] = -1
                         break
                 else:
-                    a_i, nz_i = alloc[:, i].tolist(), nz[:, i].tolist()
+                    nz_i = nz[:, i].tolist()
                     tot = 0
-                    for r, w, is_nz, add in self.plan:
-                        al = a_i[r]
+                    for r, w, is_nz, add, al_of in self.plan_alloc:
+                        al = al_of[i]
                         used = (nz_i[r] if is_nz else al - f_i[r]) + add
                         if most:
                             sc = min(used, al) * MAX_SCORE // al
