@@ -77,42 +77,39 @@ def group_why(
     needed = max(1, min(len(pending), min_count - bound))
     snap.refresh()
     rejected = _rejections(snap, pod)
-    # the free amounts per node as Python ints, read once per row
-    free_of = {r: snap.free[snap.res_index[r]].tolist() for r in requests if r in snap.res_index}
-    slots_of = snap.free[snap.res_index[PODS]].tolist() if PODS in snap.res_index else None
-    domains: dict[str, dict[str, Any]] = {}
+    n = len(snap.nodes)
+    # per node, as Python ints: the free amount of each requested resource (at least 0), the
+    # pods it has room for by that resource, and by all of them and the pod slots together
+    free_of = {
+        r: [max(f, 0) for f in snap.free[snap.res_index[r]].tolist()] if r in snap.res_index else [0] * n
+        for r in requests
+    }
+    cap_of = {r: [f // amt for f in free_of[r]] for r, amt in requests.items()}
+    room = snap.free[snap.res_index[PODS]].tolist() if PODS in snap.res_index else [needed] * n
+    for caps in cap_of.values():
+        room = list(map(min, room, caps))
+    nodes_of: dict[str, list[int]] = {}  # candidate domain -> its nodes (domains by first node)
     for j, nd in enumerate(snap.nodes):
         dom = CLUSTER if not topology_key else nd.labels.get(topology_key)
-        if dom is None:
-            continue
-        d = domains.get(dom)
-        if d is None:
-            d = domains[dom] = {
-                "domain": dom,
-                "nodes": 0,
-                "fit": 0,
-                "_filters": {},
-                "_cap": {},
-                "_free": dict.fromkeys(requests, 0),
-            }
-        d["nodes"] += 1
-        rej = rejected[j]
-        if rej is not None:
-            d["_filters"][rej] = d["_filters"].get(rej, 0) + 1
-            continue
-        fit = slots_of[j] if slots_of is not None else needed
-        for r, amt in requests.items():
-            free = max(free_of[r][j], 0) if r in free_of else 0
-            cap = free // amt
-            d["_cap"][r] = d["_cap"].get(r, 0) + cap
-            d["_free"][r] += free
-            fit = min(fit, cap)
-        d["fit"] += max(0, fit)
+        if dom is not None:
+            nodes_of.setdefault(dom, []).append(j)
     out: list[dict[str, Any]] = []
-    for d in domains.values():
-        filters, cap, free = d.pop("_filters"), d.pop("_cap"), d.pop("_free")
-        d["free"] = {r: _fmt(r, a) for r, a in free.items()}
-        d["fit"] = min(d["fit"], needed)
+    for dom, nodes in nodes_of.items():
+        filters: dict[str, int] = {}
+        admitted: list[int] = []  # the nodes the node filters let the pod onto
+        for j in nodes:
+            rej = rejected[j]
+            if rej is None:
+                admitted.append(j)
+            else:
+                filters[rej] = filters.get(rej, 0) + 1
+        cap = {r: sum(caps[j] for j in admitted) for r, caps in cap_of.items()} if admitted else {}
+        d: dict[str, Any] = {
+            "domain": dom,
+            "nodes": len(nodes),
+            "fit": min(sum(max(room[j], 0) for j in admitted), needed),
+            "free": {r: _fmt(r, sum(free[j] for j in admitted)) for r, free in free_of.items()},
+        }
         if d["fit"] >= needed:
             d["binding"] = "none"
         elif filters and sum(filters.values()) == d["nodes"]:
