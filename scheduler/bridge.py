@@ -377,8 +377,9 @@ class Bridge:
 
     # -- running ----------------------------------------------------------------------------
     def record(self, result: d.CycleResult) -> None:
-        """Queue the events of one cycle (flushed by ``flush``)."""
-        self.cycle += 1
+        """Queue the events of one cycle (flushed by ``flush``): ``cycle_events`` with the meta,
+        time and content-addressed id each event is appended with."""
+        events = self.cycle_events(result)
         meta = {
             "actor": self.actor,
             "cycle": result.cycle,
@@ -392,18 +393,28 @@ class Bridge:
             self._when = (result.now, when)
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
+        # An event's index in the cycle goes into its id (-1 for the cycle summary).
+        for j, (stream, typ, data) in enumerate(events):
+            event_id = self._event_id(result, -1 if typ == CYCLE_COMPLETED else j, typ, stream, data)
+            self._pending.append(NewEvent(stream, typ, data, meta, event_id, when))
+        if self.on_cycle is not None:
+            self.on_cycle(result)
+
+    def cycle_events(self, result: d.CycleResult) -> list[tuple[str, str, dict[str, Any]]]:
+        """(stream, event type, payload) of each event that records one cycle, in order: one event
+        per decision then the cycle's SchedulingCycleCompleted, or the one retry event that stands
+        for a cycle that changed nothing. Exactly one of them is a cycle event (``is_cycle`` in
+        api/services/replay.py). Tracks the verdicts they carry (not stored yet: no position).
+
+        ``record`` queues them for appending; ``replay --verify`` compares them with the log."""
+        self.cycle += 1
         retry = self._unchanged_retry(result) if self.compact_retries else None
         if retry is not None:
             # A retry that changed nothing: one small event stands for the whole cycle (verdict,
             # requeue and cycle summary); its diagnosis is the one it points to.
-            stream, typ, data = retry
-            self._pending.append(
-                NewEvent(stream, typ, data, meta, self._event_id(result, 0, typ, stream, data), when)
-            )
-            if self.on_cycle is not None:
-                self.on_cycle(result)
-            return
-        for j, dec in enumerate(result.decisions):
+            return [retry]
+        events = []
+        for dec in result.decisions:
             stream, typ, data = decision_event(dec)
             if typ == "PodGroupUnschedulable":
                 fp = diagnosis_fingerprint(data)
@@ -417,27 +428,15 @@ class Bridge:
             elif typ == "PodPreempted":
                 data["requests"] = self._requests.get(data["victim"])
             self._note_verdict(typ, data, None)
-            self._pending.append(
-                NewEvent(stream, typ, data, meta, self._event_id(result, j, typ, stream, data), when)
-            )
+            events.append((stream, typ, data))
         summary = {
             "cycle": result.cycle,
             "entity": result.entity,
             "result": result.result,
             "durations_ms": {},
         }
-        self._pending.append(
-            NewEvent(
-                CYCLES_STREAM,
-                CYCLE_COMPLETED,
-                summary,
-                meta,
-                self._event_id(result, -1, CYCLE_COMPLETED, CYCLES_STREAM, summary),
-                when,
-            )
-        )
-        if self.on_cycle is not None:
-            self.on_cycle(result)
+        events.append((CYCLES_STREAM, CYCLE_COMPLETED, summary))
+        return events
 
     def _event_id(
         self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]

@@ -43,16 +43,18 @@ OBSERVABLE = ("PodBound", "PodGroupConditionChanged", "CompositePodGroupConditio
 def produced_decisions(bridge: Bridge, now: float) -> list[tuple[str, str, dict[str, Any]]]:
     """Run ``bridge``'s scheduler until idle at ``now`` and return the decision events it would
     append, as (stream, type, canonical data), without appending them."""
-    return [(s, t, canonical(data)) for s, t, data in _produce(bridge, now)]
+    return [(s, t, canonical(data)) for s, t, data in _produce(bridge, now)[0]]
 
 
-def _produce(bridge: Bridge, now: float) -> list[tuple[str, str, Mapping[str, Any]]]:
-    """``produced_decisions`` with each payload as the bridge built it (no JSON round trip)."""
+def _produce(bridge: Bridge, now: float) -> tuple[list[tuple[str, str, Mapping[str, Any]]], int]:
+    """``produced_decisions`` with each payload as the bridge built it (no JSON round trip), and
+    the number of cycles run (each cycle has exactly one cycle event, ``is_cycle``)."""
     results = bridge.scheduler.run_until_idle(now)
     bridge.take_pending()
+    produced: list[tuple[str, str, Mapping[str, Any]]] = []
     for res in results:
-        bridge.record(res)
-    return [(e.stream, e.type, e.data) for e in bridge.take_pending()]
+        produced += bridge.cycle_events(res)
+    return produced, len(results)
 
 
 def canonical(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,7 +182,6 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
             continue
         # the recorded payloads come from the log's JSON already: no round trip to canonicalize
         recorded = [(e.stream, e.type, e.data) for e in item]
-        cycles = sum(1 for _, t, data in recorded if _is_cycle(t, data))
         if bridge is None:
             rep.mismatches.append(
                 {"position": item[0].position, "problem": "decisions without a SchedulerStarted"}
@@ -189,9 +190,8 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
         snap = int((item[0].meta or {}).get("snapshot_position", item[0].position - 1))
         fold_upto(snap)
         bridge.position = snap
-        produced = _produce(bridge, ts(item[0].effective_at))
+        produced, cycles = _produce(bridge, ts(item[0].effective_at))
         rep.runs += 1
-        rep.cycles += cycles
         rep.decisions += len(recorded)
         # The payloads as built are compared first: equal ones are equal after the JSON round
         # trip too (the recorded side is decoded JSON, and the round trip keeps every JSON
@@ -200,6 +200,8 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
         if produced != recorded:
             produced = [(s, t, canonical(data)) for s, t, data in produced]
         if produced != recorded:
+            # the log's cycle events (where the run matches, one per cycle the replay ran)
+            cycles = sum(1 for _, t, data in recorded if _is_cycle(t, data))
             first = next(
                 (i for i, (a, b) in enumerate(zip(produced, recorded, strict=False)) if a != b),
                 min(len(produced), len(recorded)),
@@ -213,6 +215,7 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
                     "replayed_count": len(produced),
                 }
             )
+        rep.cycles += cycles
         bridge.note_stored(item)
         if progress:
             progress(rep)
