@@ -140,30 +140,36 @@ DECISION_TYPES = frozenset(
 )
 # Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
 _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
+_VERDICT_TYPES = frozenset({"PodUnschedulable", "PodGroupUnschedulable", *_POD_FIELD})  # see _note_verdict
 
 
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
-    """(stream, event type, payload) for one decision: the payload is the decision's fields
-    (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
+    """(stream, event type, payload) for one decision (payload: see ``decision_payload``)."""
     rule = DECISION_EVENTS.get(type(dec))
     if rule is None:
         raise TypeError(f"unknown decision {type(dec).__name__}")
     typ, stream_name = rule.route(dec)
+    return stream_name, typ, decision_payload(dec)
+
+
+def decision_payload(dec: d.Decision) -> dict[str, Any]:
+    """The payload of a decision's event: the decision's fields (``GroupConditionChanged`` drops
+    ``kind``, which the event type carries), tuples as lists."""
+    if isinstance(dec, d.PodBound):  # nearly every decision of a busy log: built without as_dict
+        data: dict[str, Any] = {"pod": dec.pod, "node": dec.node, "group": dec.group}
+        if dec.gpus is not None:  # payloads of pods without GPU devices stay as they were
+            data["gpus"] = list(dec.gpus)
+        return data
     data = d.as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):
         data["pods"] = list(dec.pods)
-    elif isinstance(dec, d.PodBound):
-        if dec.gpus is None:
-            data.pop("gpus")  # payloads of pods without GPU devices stay as they were
-        else:
-            data["gpus"] = list(dec.gpus)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
     elif isinstance(dec, d.PodGated) and dec.report:
         data.pop("report")  # payloads written with the condition reported stay as they were
-    return stream_name, typ, data
+    return data
 
 
 @dataclass
@@ -401,12 +407,10 @@ class Bridge:
             self.on_cycle(result)
 
     def cycle_events(self, result: d.CycleResult) -> list[tuple[str, str, dict[str, Any]]]:
-        """(stream, event type, payload) of each event that records one cycle, in order: one event
-        per decision then the cycle's SchedulingCycleCompleted, or the one retry event that stands
-        for a cycle that changed nothing. Exactly one of them is a cycle event (``is_cycle`` in
-        api/services/replay.py). Tracks the verdicts they carry (not stored yet: no position).
-
-        ``record`` queues them for appending; ``replay --verify`` compares them with the log."""
+        """(stream, event type, payload) of each event that records one cycle, in order: one per
+        decision then the SchedulingCycleCompleted, or the one retry event of a cycle that changed
+        nothing; exactly one is a cycle event (replay's ``is_cycle``). Tracks their verdicts (no
+        position yet). ``record`` queues them; ``replay --verify`` compares them with the log."""
         self.cycle += 1
         retry = self._unchanged_retry(result) if self.compact_retries else None
         if retry is not None:
@@ -466,7 +470,8 @@ class Bridge:
     def note_stored(self, events: Sequence[StoredEvent]) -> None:
         """Remember where full diagnoses were stored (for PodGroupRetried / PodRetried pointers)."""
         for e in events:
-            self._note_verdict(e.type, e.data, e.position)
+            if e.type in _VERDICT_TYPES:
+                self._note_verdict(e.type, e.data, e.position)
 
     def _note_verdict(self, typ: str, data: Mapping[str, Any], position: int | None) -> None:
         """Track each group's and pod's last verdict: (fingerprint, position) of its last full

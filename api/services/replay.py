@@ -72,28 +72,23 @@ def recorded_runs(engine: Engine, events: Iterable[Any] | None = None) -> Iterat
     gkey: tuple[Any, ...] | None = None
     for ev in store.iter_all(engine) if events is None else events:
         typ = ev.type
-        if typ not in DECISION_TYPES:
-            if group:
-                yield "run", group
-                group = []
-            yield ("start" if typ == "SchedulerStarted" else "input"), ev
-            continue
-        meta = ev.meta or {}
-        # A PodBound or a group condition without cycle meta was decided outside podledger's
-        # scheduler (a Binding or a status write through the Kubernetes API): an input to fold,
-        # not a decision to recompute.
-        if not (typ in OBSERVABLE and "cycle" not in meta):
-            key = (meta.get("snapshot_position"), ev.effective_at)
-            if group and key != gkey:
-                yield "run", group
-                group = []
-            gkey = key
-            group.append(ev)
-            continue
+        if typ in DECISION_TYPES:
+            meta = ev.meta or {}
+            # A PodBound or a group condition without cycle meta was decided outside podledger's
+            # scheduler (a Binding or a status write through the Kubernetes API): an input to
+            # fold, not a decision to recompute.
+            if "cycle" in meta or typ not in OBSERVABLE:
+                key = (meta.get("snapshot_position"), ev.effective_at)
+                if group and key != gkey:
+                    yield "run", group
+                    group = []
+                gkey = key
+                group.append(ev)
+                continue
         if group:
             yield "run", group
             group = []
-        yield ("start" if ev.type == "SchedulerStarted" else "input"), ev
+        yield ("start" if typ == "SchedulerStarted" else "input"), ev
     if group:
         yield "run", group
 
@@ -162,13 +157,6 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
     rep = VerifyReport()
     bridge: Bridge | None = None
     pending: deque[Any] = deque()
-
-    def fold_upto(pos: int) -> None:
-        while pending and pending[0].position <= pos:
-            ev = pending.popleft()
-            if bridge is not None:
-                bridge.fold(ev)
-
     for kind, item in runs:
         if kind == "start":
             snap = int(item.data["snapshot_position"])
@@ -188,7 +176,8 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
             )
             continue
         snap = int((item[0].meta or {}).get("snapshot_position", item[0].position - 1))
-        fold_upto(snap)
+        while pending and pending[0].position <= snap:  # the inputs the run saw
+            bridge.fold(pending.popleft())
         bridge.position = snap
         produced, cycles = _produce(bridge, ts(item[0].effective_at))
         rep.runs += 1
