@@ -190,7 +190,6 @@ class Bridge:
     follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
     # False: record every retry in full, as before issue 14 (the baseline of bench.retries)
     compact_retries: bool = True
-    event_ids: bool = True  # False: no content-addressed ids (replay --verify compares payloads only)
     nodes: dict[str, m.Node] = field(default_factory=dict)
     _started: bool = False
     # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis; the
@@ -412,11 +411,12 @@ class Bridge:
         nothing; exactly one is a cycle event (replay's ``is_cycle``). Tracks their verdicts (no
         position yet). ``record`` queues them; ``replay --verify`` compares them with the log."""
         self.cycle += 1
-        retry = self._unchanged_retry(result) if self.compact_retries else None
-        if retry is not None:
-            # A retry that changed nothing: one small event stands for the whole cycle (verdict,
-            # requeue and cycle summary); its diagnosis is the one it points to.
-            return [retry]
+        if self.compact_retries and result.result == "unschedulable":
+            retry = self._unchanged_retry(result)
+            if retry is not None:
+                # A retry that changed nothing: one small event stands for the whole cycle
+                # (verdict, requeue and cycle summary); its diagnosis is the one it points to.
+                return [retry]
         events = []
         for dec in result.decisions:
             stream, typ, data = decision_event(dec)
@@ -444,17 +444,14 @@ class Bridge:
 
     def _event_id(
         self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]
-    ) -> uuid.UUID | None:
-        if not self.event_ids:
-            return None
+    ) -> uuid.UUID:
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return uuid.uuid5(
             EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
         )
 
     def take_pending(self) -> list[NewEvent]:
-        """The decision events recorded since the last flush, removed without being written
-        (replay --verify and what-if compare them with the log instead of appending them)."""
+        """The decision events recorded since the last flush, removed without being written."""
         batch, self._pending = self._pending, []
         return batch
 

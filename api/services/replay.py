@@ -158,15 +158,14 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
     bridge: Bridge | None = None
     pending: deque[Any] = deque()
     for kind, item in runs:
-        if kind == "start":
-            snap = int(item.data["snapshot_position"])
-            # event ids are not compared: skip hashing them (a sha256 and a uuid5 per decision)
-            bridge = Bridge(engine, config_from(None), event_ids=False)
-            bridge.catch_up(upto=snap)
-            pending = deque(e for e in pending if e.position > snap)
-            continue
         if kind == "input":
             pending.append(item)
+            continue
+        if kind == "start":
+            snap = int(item.data["snapshot_position"])
+            bridge = Bridge(engine, config_from(None))
+            bridge.catch_up(upto=snap)
+            pending = deque(e for e in pending if e.position > snap)
             continue
         # the recorded payloads come from the log's JSON already: no round trip to canonicalize
         recorded = [(e.stream, e.type, e.data) for e in item]
