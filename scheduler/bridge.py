@@ -315,7 +315,8 @@ class Bridge:
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
         sch = self.scheduler
         if action == "Deleted":
-            ns, name = ev.data.get("namespace") or "", ev.data["name"]
+            data = ev.data
+            ns, name = data.get("namespace") or "", data["name"]
             key = f"{ns}/{name}" if ns else name
             self._created.pop(ev.stream, None)
             if kind == "Node":

@@ -324,7 +324,7 @@ class Snapshot:
         is read and written as a Python int, about twice as fast as through a NumPy scalar."""
         v = self._views
         if v is None or v[0] is not self.free or v[1] is not self.nz:
-            v = self._views = (self.free, self.nz, memoryview(self.free), memoryview(self.nz))
+            v = self._views = (self.free, self.nz, self.free.data, self.nz.data)
         return v[2], v[3]
 
     def _apply(self, i: int, d: Demand, sign: int) -> None:
@@ -364,10 +364,10 @@ class Snapshot:
 
     def _log_pod(self, sign: int, node_name: str, obj: Pod) -> None:
         self._ns_account(obj, sign)
-        if obj.anti_affinity_required:
-            self.n_anti_required += sign
-        if obj.has_pod_affinity:
+        if obj.has_pod_affinity:  # (a required anti-affinity term is one)
             self.n_pod_affinity += sign
+            if obj.anti_affinity_required:
+                self.n_anti_required += sign
         pl = self.pod_log
         pl.append((sign, node_name, obj))
         if len(pl) > 4 * len(self.names) + 4096:
