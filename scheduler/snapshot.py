@@ -192,7 +192,6 @@ class Snapshot:
         self.alloc: I64 = np.zeros((3, 0), dtype=np.int64)
         self.free: I64 = np.zeros((3, 0), dtype=np.int64)
         self.nz: I64 = np.zeros((2, 0), dtype=np.int64)
-        self._views: tuple[I64, I64, memoryview, memoryview] | None = None  # see ``_cells``
         self.unschedulable: BOOL = np.zeros(0, dtype=np.bool_)
         self.taint_sets: list[tuple[Taint, ...]] = []
         self.taint_set: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
@@ -319,22 +318,14 @@ class Snapshot:
         return tuple(ri[r] for r in d.names)
 
     # ------------------------------------------------------------------- pods
-    def _cells(self) -> tuple[memoryview, memoryview]:
-        """``free`` and ``nz`` as memoryviews (made again when the arrays are replaced): one cell
-        is read and written as a Python int, about twice as fast as through a NumPy scalar."""
-        v = self._views
-        if v is None or v[0] is not self.free or v[1] is not self.nz:
-            v = self._views = (self.free, self.nz, self.free.data, self.nz.data)
-        return v[2], v[3]
-
     def _apply(self, i: int, d: Demand, sign: int) -> None:
-        free, nz = self._cells()
+        free = self.free
         ri = self.res_index
         for name, amt in zip(d.names, d.amounts, strict=True):
             free[ri[name], i] -= sign * amt
         free[R_PODS, i] -= sign
-        nz[R_CPU, i] += sign * d.nz_cpu
-        nz[R_MEM, i] += sign * d.nz_mem
+        self.nz[R_CPU, i] += sign * d.nz_cpu
+        self.nz[R_MEM, i] += sign * d.nz_mem
         log = self.log
         log.append(i if sign > 0 else ~i)
         if len(log) > 4 * len(self.names) + 4096:
