@@ -270,7 +270,7 @@ class Bridge:
             return
         at = ev.effective_at
         when = self._folded_at
-        if at is not when[0]:  # a page of lean rows shares one datetime per time: convert it once
+        if at is not when[0]:  # lean rows of one time share their datetime: convert it once
             when = self._folded_at = (at, ts(at))
         now = when[1]
         typ = ev.type

@@ -285,14 +285,15 @@ class Scheduler(Reading):
         if pod.scheduler_name != cfg.profile and (cfg.scheduler_name or not st.is_member(pod)):
             self._remove_from_entity(key, now)
             return  # another scheduler's pod
-        ekey = st.entity_of(pod) if pod.pod_group is not None else key
+        plain = pod.pod_group is None
+        ekey = key if plain else st.entity_of(pod)
         q = self.queue
         cur = q.entity_of.get(key)
         if cur is not None and cur != ekey:
             self._remove_from_entity(key, now)
         q.join(key, ekey)
-        if ekey is key and key.count("/") == 1:
-            # a plain pod (a key split_entity reads as a pod's): what _touch finds for it
+        if plain and key.count("/") == 1:
+            # its own entity, which split_entity reads as a pod's: what _touch finds for it
             q.touch(key, "pod", pod.priority, pod.seq, now)
             q.mark_dirty(key)
         else:
