@@ -1,6 +1,7 @@
 """The fold's fast paths equal the plain computations they replace: ``copy_pod`` (a mutable
-draft turned into a Pod), ``Workload``'s counts by type fields, the queue entity of a plain pod,
-and the controller flag read from the translated pod."""
+draft turned into a Pod), ``Workload``'s counts by type fields, the snapshot's cells written through
+memoryviews, the queue entity of a plain pod, and the controller flag read from the translated
+pod."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import dataclasses
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from scheduler import controllers
 from scheduler import gpushare as gs
-from scheduler.model import GpuShare, HostPort, Pod, Toleration, copy_pod
+from scheduler.model import GpuShare, HostPort, Node, Pod, Toleration, copy_pod
 from scheduler.scheduler import Scheduler
+from scheduler.snapshot import Snapshot, make_demand
 from scheduler.translate import PodShapes, pod_from
 
 
@@ -105,6 +108,38 @@ def test_workload_counts_as_a_counter_of_pod_types() -> None:
         if step % 50 == 0:
             assert w.typical() == _reference_typical(ref)
     assert w.typical() == _reference_typical(ref)
+
+
+def test_snapshot_cells_follow_rebuilds_and_new_resources() -> None:
+    rng = random.Random(3)
+    s = Snapshot()
+    for i in range(5):
+        s.upsert_node(Node(f"n{i}", {"cpu": 8000, "memory": 1 << 34, "ex/a": 4}, seq=i))
+    live: dict[str, tuple[str, dict[str, int]]] = {}
+    for step in range(400):
+        key = f"p{rng.randrange(40)}"
+        if key in live and rng.random() < 0.5:
+            s.remove_pod(key)
+            del live[key]
+        else:
+            req = {"cpu": rng.choice((0, 100, 700)), "memory": rng.choice((0, 1 << 20))}
+            if rng.random() < 0.2:
+                req[f"ex/{rng.choice('abc')}"] = 1  # b and c: resources the nodes do not list
+            node = f"n{rng.randrange(6)}"  # n5 is not a node
+            s.add_pod(key, node, make_demand(req), None)
+            live[key] = (node, req)
+        if step % 97 == 0:
+            s.upsert_node(Node(f"n{step % 7}", {"cpu": 9000, "pods": 50}, seq=step))  # stale: rebuilt
+        s.refresh()
+        fresh = Snapshot()
+        fresh.ensure_resources(s.res_names)  # the same rows in the same order
+        for nd in s._nodes.values():
+            fresh.upsert_node(nd)
+        for k, (node, req) in live.items():
+            fresh.add_pod(k, node, make_demand(req), None)
+        fresh.refresh()
+        assert fresh.res_names == s.res_names
+        assert np.array_equal(fresh.free, s.free) and np.array_equal(fresh.nz, s.nz)
 
 
 def test_plain_pod_entity_is_what_touch_makes() -> None:
