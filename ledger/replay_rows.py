@@ -19,17 +19,17 @@ columns, whose per-column loaders run in Python-visible steps.)
 
 Use ``read_rows`` for one page (a catch-up loop: ``rows = read_rows(raw, after=pos, limit=n)``)
 and ``iter_rows`` to stream a whole range page by page (pipelined: the server prepares the next
-page while the caller folds the current one). Both take a raw psycopg connection (see
-``connect``); in autocommit mode every page is its own statement, inside a transaction all pages
-share its snapshot.
+page while the caller folds the current one). Both take a
+raw psycopg connection (see ``connect``); in autocommit mode every page is its own statement,
+inside a transaction all pages share its snapshot.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import chain
+from itertools import chain, islice
 from typing import Any
 
 import orjson
@@ -220,21 +220,55 @@ def iter_rows(
     *,
     page: int = 10_000,
     types: Sequence[str] | None = None,
-) -> Iterator[ReplayRow]:
+) -> RowStream:
     """Every event with ``after < position [<= upto]`` in order, read ``page`` rows at a time.
 
     The pages are pipelined: as soon as a page has arrived, the query for the next one is sent
     (its first position is the last one just received), so the server reads and encodes page
-    k+1 while the caller consumes page k. The connection is in pipeline mode while the
-    iterator is open: use it for nothing else meanwhile. Rows are handed out by C iterators
-    (``chain`` over ``map(ReplayRow, page)``): no Python frame is resumed per row.
+    k+1 while the caller consumes page k. Every ``_DRAIN`` rows handed out, what has arrived of
+    page k+1 is moved from the socket into libpq's buffer (a non-blocking read): over a Unix
+    socket the server otherwise stalls once the socket buffer (~200 kB, a few hundred rows) is
+    full, and the rest of the page waits for the next fetch. The connection is in pipeline mode
+    while the iterator is open: use it for nothing else meanwhile; a caller that may stop early
+    closes it (``with iter_rows(...) as rows:``, or ``close()``), which ends the pipeline.
     """
-    return chain.from_iterable(_pages(conn, after, upto, page, types))
+    return RowStream(_pages(conn, after, upto, page, types))
+
+
+class RowStream:
+    """The rows of ``iter_rows``: iterate it once; ``close()`` (or leaving its ``with`` block)
+    stops the reader thread. Iterating hands out rows by C iterators (``chain`` over
+    ``map(ReplayRow, page)``): no Python frame is resumed per row."""
+
+    __slots__ = ("_pages", "_rows")
+
+    def __init__(self, pages: Generator[Iterator[ReplayRow], None, None]) -> None:
+        self._pages = pages
+        self._rows = chain.from_iterable(pages)
+
+    def __iter__(self) -> Iterator[ReplayRow]:
+        return self._rows
+
+    def __next__(self) -> ReplayRow:
+        return next(self._rows)
+
+    def close(self) -> None:
+        self._pages.close()
+
+    def __enter__(self) -> RowStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_DRAIN = 250  # rows handed out between two drains of the socket into libpq's buffer
 
 
 def _pages(
     conn: psycopg.Connection[Any], after: int, upto: int | None, page: int, types: Sequence[str] | None
-) -> Iterator[Iterator[ReplayRow]]:
+) -> Generator[Iterator[ReplayRow], None, None]:
+    pgconn = conn.pgconn
     with conn.pipeline(), conn.cursor(binary=True) as cur, conn.cursor(binary=True) as nxt:
         query, params = _query(after, page, upto, types)
         cur.execute(query, params)
@@ -244,7 +278,11 @@ def _pages(
             if full:
                 query, params = _query(rows[-1][0], page, upto, types)
                 nxt.execute(query, params)  # sent now, fetched after this page is consumed
-            yield map(ReplayRow, rows)
+            it = map(ReplayRow, rows)
+            for _ in range(0, len(rows), _DRAIN):
+                yield islice(it, _DRAIN)
+                if full:
+                    pgconn.consume_input()  # what has arrived of the next page; never blocks
             if not full:
                 return
             cur, nxt = nxt, cur

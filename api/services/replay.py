@@ -125,7 +125,8 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
         raw = conn.connection.driver_connection
         assert isinstance(raw, psycopg.Connection)
         # lean rows on the connection's own transaction: one snapshot of the whole log
-        return _verify(engine, recorded_runs(engine, iter_rows(raw)), progress)
+        with iter_rows(raw) as rows:
+            return _verify(engine, recorded_runs(engine, rows), progress)
 
 
 _gc_lock = threading.Lock()

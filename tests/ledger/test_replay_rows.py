@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import psycopg
+import pytest
+
 from ledger import events, replay_rows, store
 from ledger.store import NewEvent
 
@@ -77,3 +80,50 @@ def test_data_is_upcast_only_from_an_older_schema_and_cached():
     assert now.data == {"pod": "default/p", "node": "n1"}  # current schema: as stored
     odd = replay_rows.ReplayRow((3, "x", 1, "NotRegistered", 1, b"[1]", b""))
     assert odd.data == [1]
+
+
+def test_closing_early_ends_the_pipeline_and_hands_back_the_connection(engine, db_url):
+    store.append(engine, [NewEvent(f"s/{i}", "NoteRecorded", {"text": str(i)}) for i in range(200)])
+    with replay_rows.connect(db_url) as raw:
+        # the caller leaves after 3 of 100 pages
+        rows = replay_rows.iter_rows(raw, page=2)
+        assert [next(rows).position for _ in range(5)] == [1, 2, 3, 4, 5]
+        assert raw.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
+        rows.close()
+        assert raw.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+        # the connection is the caller's again, and a new iteration reads everything in order
+        assert raw.execute("SELECT count(*) FROM events").fetchone() == (200,)
+        assert [r.position for r in replay_rows.iter_rows(raw, page=7)] == list(range(1, 201))
+        with replay_rows.iter_rows(raw, page=3) as rows:
+            assert next(rows).position == 1
+        assert raw.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+
+
+def test_large_pages_drain_the_socket_and_keep_every_row(engine, db_url):
+    # pages far above the socket buffer, with rows handed out in drains of _DRAIN
+    big = "x" * 2000
+    store.append(engine, [NewEvent(f"b/{i}", "NoteRecorded", {"text": f"{i} {big}"}) for i in range(1203)])
+    with replay_rows.connect(db_url) as raw:
+        got = [(r.position, r.data["text"]) for r in replay_rows.iter_rows(raw, page=600)]
+    assert got == [(i + 1, f"{i} {big}") for i in range(1203)]
+
+
+def test_a_failing_page_reaches_the_caller_and_no_row_after_it(engine, db_url, monkeypatch):
+    store.append(engine, [NewEvent(f"e/{i}", "NoteRecorded", {"text": str(i)}) for i in range(10)])
+    real = replay_rows._query
+
+    def failing(after, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        if after >= 4:  # the third page's statement fails on the server
+            return "SELECT 1/0", []
+        return real(after, *args, **kwargs)
+
+    monkeypatch.setattr(replay_rows, "_query", failing)
+    with replay_rows.connect(db_url) as raw:
+        got: list[int] = []
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            for r in replay_rows.iter_rows(raw, page=2):
+                got.append(r.position)
+        # rows in order and none from or after the failed page (the second page's rows may
+        # not be handed out: the error can arrive while the third page is being sent)
+        assert len(got) >= 2 and got == [1, 2, 3, 4][: len(got)]
+        assert raw.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
