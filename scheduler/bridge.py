@@ -210,6 +210,7 @@ class Bridge:
         self.scheduler = Scheduler(self.config)
         self._shapes = PodShapes()
         self._when: tuple[float | None, datetime | None] = (None, None)  # record: last time converted
+        self._folded_at: tuple[datetime | None, float] = (None, 0.0)  # fold: last time converted
         self._config_hash = config_hash(self.config)
 
     # -- inputs -----------------------------------------------------------------------------
@@ -272,7 +273,11 @@ class Bridge:
         if ev.position in self._own:
             self._own.discard(ev.position)
             return
-        now = ts(ev.effective_at)
+        at = ev.effective_at
+        when = self._folded_at
+        if at is not when[0]:  # lean rows of one time share their datetime: convert it once
+            when = self._folded_at = (at, ts(at))
+        now = when[1]
         typ = ev.type
         route = INPUT_ROUTES.get(typ)
         if route is not None:
@@ -315,7 +320,8 @@ class Bridge:
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
         sch = self.scheduler
         if action == "Deleted":
-            ns, name = ev.data.get("namespace") or "", ev.data["name"]
+            data = ev.data
+            ns, name = data.get("namespace") or "", data["name"]
             key = f"{ns}/{name}" if ns else name
             self._created.pop(ev.stream, None)
             if kind == "Node":
@@ -341,8 +347,10 @@ class Bridge:
         if action == "Created" and kind == "Pod":
             # a new object under a name whose previous pod is gone without a PodDeleted (a
             # preemption victim re-created by its controller): first observed here
-            self._created[ev.stream] = (ev.position, now)
-        seq, created = self._created.setdefault(ev.stream, (ev.position, now))
+            first = self._created[ev.stream] = (ev.position, now)
+        else:
+            first = self._created.setdefault(ev.stream, (ev.position, now))
+        seq, created = first
         if kind == "Node":
             node = node_from(obj, seq)
             self.nodes[node.name] = node
@@ -352,7 +360,7 @@ class Bridge:
             self._last_pod.pop(pkey, None)
             pod, requests = self._shapes.pod(obj, seq, created, self._status_of(pkey))
             self._requests[pkey] = requests
-            if controllers.has_controller(obj):
+            if pod.has_controller:  # translated as controllers.has_controller reads it
                 self._owned[pkey] = obj
             else:
                 self._owned.pop(pkey, None)
