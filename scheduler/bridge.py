@@ -140,30 +140,36 @@ DECISION_TYPES = frozenset(
 )
 # Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
 _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
+_VERDICT_TYPES = frozenset({"PodUnschedulable", "PodGroupUnschedulable", *_POD_FIELD})  # see _note_verdict
 
 
 def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
-    """(stream, event type, payload) for one decision: the payload is the decision's fields
-    (``GroupConditionChanged`` drops ``kind``, which the event type carries)."""
+    """(stream, event type, payload) for one decision (payload: see ``decision_payload``)."""
     rule = DECISION_EVENTS.get(type(dec))
     if rule is None:
         raise TypeError(f"unknown decision {type(dec).__name__}")
     typ, stream_name = rule.route(dec)
+    return stream_name, typ, decision_payload(dec)
+
+
+def decision_payload(dec: d.Decision) -> dict[str, Any]:
+    """The payload of a decision's event: the decision's fields (``GroupConditionChanged`` drops
+    ``kind``, which the event type carries), tuples as lists."""
+    if isinstance(dec, d.PodBound):  # nearly every decision of a busy log: built without as_dict
+        data: dict[str, Any] = {"pod": dec.pod, "node": dec.node, "group": dec.group}
+        if dec.gpus is not None:  # payloads of pods without GPU devices stay as they were
+            data["gpus"] = list(dec.gpus)
+        return data
     data = d.as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")
     elif isinstance(dec, d.GroupScheduled):
         data["pods"] = list(dec.pods)
-    elif isinstance(dec, d.PodBound):
-        if dec.gpus is None:
-            data.pop("gpus")  # payloads of pods without GPU devices stay as they were
-        else:
-            data["gpus"] = list(dec.gpus)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
     elif isinstance(dec, d.PodGated) and dec.report:
         data.pop("report")  # payloads written with the condition reported stay as they were
-    return stream_name, typ, data
+    return data
 
 
 @dataclass
@@ -184,7 +190,6 @@ class Bridge:
     follow_config: bool = True  # False: keep `config` whatever SchedulerConfig the log holds (what-if)
     # False: record every retry in full, as before issue 14 (the baseline of bench.retries)
     compact_retries: bool = True
-    event_ids: bool = True  # False: no content-addressed ids (replay --verify compares payloads only)
     nodes: dict[str, m.Node] = field(default_factory=dict)
     _started: bool = False
     # group -> (fingerprint, position) of its last full PodGroupUnschedulable diagnosis; the
@@ -205,6 +210,7 @@ class Bridge:
         self.scheduler = Scheduler(self.config)
         self._shapes = PodShapes()
         self._when: tuple[float | None, datetime | None] = (None, None)  # record: last time converted
+        self._folded_at: tuple[datetime | None, float] = (None, 0.0)  # fold: last time converted
         self._config_hash = config_hash(self.config)
 
     # -- inputs -----------------------------------------------------------------------------
@@ -267,7 +273,11 @@ class Bridge:
         if ev.position in self._own:
             self._own.discard(ev.position)
             return
-        now = ts(ev.effective_at)
+        at = ev.effective_at
+        when = self._folded_at
+        if at is not when[0]:  # lean rows of one time share their datetime: convert it once
+            when = self._folded_at = (at, ts(at))
+        now = when[1]
         typ = ev.type
         route = INPUT_ROUTES.get(typ)
         if route is not None:
@@ -310,7 +320,8 @@ class Bridge:
     def _fold_input(self, kind: str, action: str, ev: StoredEvent, now: float) -> None:
         sch = self.scheduler
         if action == "Deleted":
-            ns, name = ev.data.get("namespace") or "", ev.data["name"]
+            data = ev.data
+            ns, name = data.get("namespace") or "", data["name"]
             key = f"{ns}/{name}" if ns else name
             self._created.pop(ev.stream, None)
             if kind == "Node":
@@ -336,8 +347,10 @@ class Bridge:
         if action == "Created" and kind == "Pod":
             # a new object under a name whose previous pod is gone without a PodDeleted (a
             # preemption victim re-created by its controller): first observed here
-            self._created[ev.stream] = (ev.position, now)
-        seq, created = self._created.setdefault(ev.stream, (ev.position, now))
+            first = self._created[ev.stream] = (ev.position, now)
+        else:
+            first = self._created.setdefault(ev.stream, (ev.position, now))
+        seq, created = first
         if kind == "Node":
             node = node_from(obj, seq)
             self.nodes[node.name] = node
@@ -347,7 +360,7 @@ class Bridge:
             self._last_pod.pop(pkey, None)
             pod, requests = self._shapes.pod(obj, seq, created, self._status_of(pkey))
             self._requests[pkey] = requests
-            if controllers.has_controller(obj):
+            if pod.has_controller:  # translated as controllers.has_controller reads it
                 self._owned[pkey] = obj
             else:
                 self._owned.pop(pkey, None)
@@ -377,8 +390,9 @@ class Bridge:
 
     # -- running ----------------------------------------------------------------------------
     def record(self, result: d.CycleResult) -> None:
-        """Queue the events of one cycle (flushed by ``flush``)."""
-        self.cycle += 1
+        """Queue the events of one cycle (flushed by ``flush``): ``cycle_events`` with the meta,
+        time and content-addressed id each event is appended with."""
+        events = self.cycle_events(result)
         meta = {
             "actor": self.actor,
             "cycle": result.cycle,
@@ -392,18 +406,27 @@ class Bridge:
             self._when = (result.now, when)
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
-        retry = self._unchanged_retry(result) if self.compact_retries else None
-        if retry is not None:
-            # A retry that changed nothing: one small event stands for the whole cycle (verdict,
-            # requeue and cycle summary); its diagnosis is the one it points to.
-            stream, typ, data = retry
-            self._pending.append(
-                NewEvent(stream, typ, data, meta, self._event_id(result, 0, typ, stream, data), when)
-            )
-            if self.on_cycle is not None:
-                self.on_cycle(result)
-            return
-        for j, dec in enumerate(result.decisions):
+        # An event's index in the cycle goes into its id (-1 for the cycle summary).
+        for j, (stream, typ, data) in enumerate(events):
+            event_id = self._event_id(result, -1 if typ == CYCLE_COMPLETED else j, typ, stream, data)
+            self._pending.append(NewEvent(stream, typ, data, meta, event_id, when))
+        if self.on_cycle is not None:
+            self.on_cycle(result)
+
+    def cycle_events(self, result: d.CycleResult) -> list[tuple[str, str, dict[str, Any]]]:
+        """(stream, event type, payload) of each event that records one cycle, in order: one per
+        decision then the SchedulingCycleCompleted, or the one retry event of a cycle that changed
+        nothing; exactly one is a cycle event (replay's ``is_cycle``). Tracks their verdicts (no
+        position yet). ``record`` queues them; ``replay --verify`` compares them with the log."""
+        self.cycle += 1
+        if self.compact_retries and result.result == "unschedulable":
+            retry = self._unchanged_retry(result)
+            if retry is not None:
+                # A retry that changed nothing: one small event stands for the whole cycle
+                # (verdict, requeue and cycle summary); its diagnosis is the one it points to.
+                return [retry]
+        events = []
+        for dec in result.decisions:
             stream, typ, data = decision_event(dec)
             if typ == "PodGroupUnschedulable":
                 fp = diagnosis_fingerprint(data)
@@ -417,41 +440,26 @@ class Bridge:
             elif typ == "PodPreempted":
                 data["requests"] = self._requests.get(data["victim"])
             self._note_verdict(typ, data, None)
-            self._pending.append(
-                NewEvent(stream, typ, data, meta, self._event_id(result, j, typ, stream, data), when)
-            )
+            events.append((stream, typ, data))
         summary = {
             "cycle": result.cycle,
             "entity": result.entity,
             "result": result.result,
             "durations_ms": {},
         }
-        self._pending.append(
-            NewEvent(
-                CYCLES_STREAM,
-                CYCLE_COMPLETED,
-                summary,
-                meta,
-                self._event_id(result, -1, CYCLE_COMPLETED, CYCLES_STREAM, summary),
-                when,
-            )
-        )
-        if self.on_cycle is not None:
-            self.on_cycle(result)
+        events.append((CYCLES_STREAM, CYCLE_COMPLETED, summary))
+        return events
 
     def _event_id(
         self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]
-    ) -> uuid.UUID | None:
-        if not self.event_ids:
-            return None
+    ) -> uuid.UUID:
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return uuid.uuid5(
             EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
         )
 
     def take_pending(self) -> list[NewEvent]:
-        """The decision events recorded since the last flush, removed without being written
-        (replay --verify and what-if compare them with the log instead of appending them)."""
+        """The decision events recorded since the last flush, removed without being written."""
         batch, self._pending = self._pending, []
         return batch
 
@@ -467,7 +475,8 @@ class Bridge:
     def note_stored(self, events: Sequence[StoredEvent]) -> None:
         """Remember where full diagnoses were stored (for PodGroupRetried / PodRetried pointers)."""
         for e in events:
-            self._note_verdict(e.type, e.data, e.position)
+            if e.type in _VERDICT_TYPES:
+                self._note_verdict(e.type, e.data, e.position)
 
     def _note_verdict(self, typ: str, data: Mapping[str, Any], position: int | None) -> None:
         """Track each group's and pod's last verdict: (fingerprint, position) of its last full

@@ -25,7 +25,6 @@ nodes its devices fit. Equal scores go to the lowest node index, as everywhere i
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -272,53 +271,67 @@ class PodType:
 
 
 def pod_type(pod: Pod) -> PodType:
-    g = request_of(pod)
+    return PodType(*_type_fields(pod))
+
+
+def _type_fields(pod: Pod) -> tuple[int, int, int, tuple[str, ...]]:
+    """``pod_type``'s fields as a plain tuple (what ``Workload`` counts by)."""
     cpu = int(pod.requests.get("cpu", 0)) or 100  # non-zero request, as upstream
-    return PodType(cpu, g.milli, g.count, g.models)
+    g = pod.gpu
+    if g is None:
+        return cpu, NO_GPU.milli, NO_GPU.count, NO_GPU.models
+    return cpu, g.milli, g.count, g.models
 
 
 class Workload:
-    """Counts of pod types over every known pod (pending and bound): FGD's target workload."""
+    """Counts of pod types over every known pod (pending and bound): FGD's target workload.
+
+    Every pod added or removed is counted, GPU sharing in use or not, but by its type's fields
+    as a plain tuple (hashed by the interpreter, no PodType built): the fold adds and removes
+    every pod of the log, while ``typical`` (FGD only) is rarely called."""
 
     def __init__(self) -> None:
-        self.counts: Counter[PodType] = Counter()
+        self._counts: dict[tuple[int, int, int, tuple[str, ...]], int] = {}  # type fields -> pods
         self.version = 0
         self._typical: tuple[int, tuple[tuple[PodType, float], ...]] | None = None
-        self._counted: dict[PodType, int] = {}  # the counts ``_typical`` was computed from
+        self._counted: dict[tuple[int, int, int, tuple[str, ...]], int] = {}  # what ``_typical`` counted
         self.memo: object = None  # FGD's fragmentation memo (scheduler.gpufrag.Memo)
 
     def add(self, pod: Pod) -> None:
-        self.counts[pod_type(pod)] += 1
+        t = _type_fields(pod)
+        counts = self._counts
+        counts[t] = counts.get(t, 0) + 1
         self.version += 1
 
     def remove(self, pod: Pod) -> None:
-        t = pod_type(pod)
-        c = self.counts.get(t, 0)
+        t = _type_fields(pod)
+        counts = self._counts
+        c = counts.get(t, 0)
         if c <= 1:
-            self.counts.pop(t, None)
+            counts.pop(t, None)
         else:
-            self.counts[t] = c - 1
+            counts[t] = c - 1
         self.version += 1
 
     def typical(self) -> tuple[tuple[PodType, float], ...]:
         """Most frequent types covering ``TYPICAL_THRESHOLD`` % of the pods, renormalised."""
         if self._typical is not None and self._typical[0] == self.version:
             return self._typical[1]
-        if self._typical is not None and self.counts == self._counted:  # e.g. a pod was bound
+        if self._typical is not None and self._counts == self._counted:  # e.g. a pod was bound
             self._typical = (self.version, self._typical[1])
             return self._typical[1]
-        self._counted = dict(self.counts)
-        total = sum(self.counts.values())
+        self._counted = dict(self._counts)
+        total = sum(self._counts.values())
+        # by count, then by (cpu, milli, count) descending and models ascending
         ranked = sorted(
-            self.counts.items(),
-            key=lambda kv: (-kv[1], -kv[0].cpu, -kv[0].milli, -kv[0].count, kv[0].models),
+            self._counts.items(), key=lambda kv: (-kv[1], -kv[0][0], -kv[0][1], -kv[0][2], kv[0][3])
         )
         chosen: list[tuple[PodType, int]] = []
         cum = 0
         for t, c in ranked:
             if cum * 100 >= TYPICAL_THRESHOLD * total:
                 break
-            chosen.append((t, c))
+            chosen.append((PodType(*t), c))
             cum += c
         out = tuple((t, c / cum) for t, c in chosen) if cum else ()
         if self._typical is not None and self._typical[1] == out:

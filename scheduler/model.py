@@ -321,27 +321,35 @@ class SchedulerConfig:
 
 
 _POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
-_set = object.__setattr__
 
 
-def _pod_copier() -> Callable[[Pod, dict[str, object]], Pod]:
-    """The body of ``copy_pod``, generated once (as ``dataclasses`` generates ``__init__``): one
-    line per field storing it through the slot's own setter, no loop and no name lookups (about
-    twice as fast as a loop over the slots; the fold and every bind copy a pod)."""
-    env: dict[str, object] = {"_new": object.__new__, "Pod": Pod, "_set": _set}
-    lines = ["def copy(pod, changes):", "    new = _new(Pod)"]
-    for i, name in enumerate(_POD_SLOTS):
-        env[f"_s{i}"] = getattr(Pod, name).__set__
-        lines.append(f"    _s{i}(new, pod.{name})")
-    lines += ["    for name, value in changes.items():", "        _set(new, name, value)", "    return new"]
+class _PodDraft:
+    """A mutable twin of ``Pod``: the same slots in the same order, hence the same object layout,
+    without the frozen ``__setattr__``. ``copy_pod`` fills one with plain attribute stores and
+    then makes it a Pod by assigning ``__class__`` (Python allows it between classes of one
+    layout); the result is an ordinary Pod."""
+
+    __slots__ = _POD_SLOTS
+
+
+def _pod_copier() -> Callable[..., Pod]:
+    """``copy_pod``, generated once (as ``dataclasses`` generates ``__init__``): every field a
+    keyword-only parameter defaulting to a marker, one plain store per field into a
+    ``_PodDraft`` (the pod's value unless given), no loop and no name lookups. About three times
+    as fast as storing through the frozen Pod's slot setters (the fold and every bind copy a
+    pod)."""
+    env: dict[str, object] = {"_new": object.__new__, "_Draft": _PodDraft, "Pod": Pod, "_KEEP": object()}
+    params = ", ".join(f"{name}=_KEEP" for name in _POD_SLOTS)
+    lines = [f"def copy_pod(pod, /, *, {params}):", "    new = _new(_Draft)"]
+    lines += [f"    new.{name} = pod.{name} if {name} is _KEEP else {name}" for name in _POD_SLOTS]
+    lines += ["    new.__class__ = Pod", "    return new"]
     exec("\n".join(lines), env)  # noqa: S102 - source built above from the field names only
-    return env["copy"]  # type: ignore[return-value]
+    copy = env["copy_pod"]
+    assert callable(copy)
+    copy.__module__ = __name__
+    copy.__doc__ = """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``:
+    ``copy_pod(pod, node_name="n")`` (a name that is not a field raises TypeError)."""
+    return copy
 
 
-_copy_pod = _pod_copier()
-
-
-def copy_pod(pod: Pod, **changes: object) -> Pod:
-    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``
-    (a name that is not a field raises AttributeError)."""
-    return _copy_pod(pod, changes)
+copy_pod = _pod_copier()

@@ -107,7 +107,8 @@ class Scheduler(Reading):
 
     def upsert_pod(self, pod: Pod, now: float) -> None:
         st = self.state
-        old = st.pods.get(pod.key)
+        key = pod.key
+        old = st.pods.get(key)
         if old is not None:
             if old == pod:
                 return
@@ -117,41 +118,44 @@ class Scheduler(Reading):
                 and old.requests == pod.requests
                 and old.pod_group == pod.pod_group
             ):
-                st.pods[pod.key] = pod  # e.g. the echo of our own binding
+                st.pods[key] = pod  # e.g. the echo of our own binding
                 return
             self._unindex_pod(old, now)
             st.podsched.workload.remove(old)
-        st.pods[pod.key] = pod
+        st.pods[key] = pod
         st.podsched.workload.add(pod)
-        st.podsched.forget(pod.key)
+        st.podsched.forget(key)
         self._sync_nomination(pod)
         # group membership is indexed whatever the feature gates say (gates are read at use)
         gk: str | None = None
         if pod.pod_group is not None:
             gk = st.group_key_of(pod)
-            st.members.setdefault(gk, set()).add(pod.key)
+            st.members.setdefault(gk, set()).add(key)
         if pod.node_name is not None:
-            st.snap.add_pod(pod.key, pod.node_name, gpushare.bound_demand(pod), gk)
+            st.snap.add_pod(key, pod.node_name, gpushare.bound_demand(pod), gk)
             self.queue.cluster_changed()
-            self.queue.pending_reason.pop(pod.key, None)
+            self.queue.pending_reason.pop(key, None)
             if gk is not None and st.is_member(pod):
                 self._touch_group(gk, now)
         else:
-            st.added_at.setdefault(pod.key, now)
+            st.added_at.setdefault(key, now)
             self._index_pending(pod, now)
             if gk is not None and st.is_member(pod) and old is not None and old.pod_group != pod.pod_group:
                 self._touch_group(gk, now)
 
     def remove_pod(self, key: str, now: float) -> None:
-        old = self.state.pods.get(key)
+        st = self.state
+        old = st.pods.get(key)
         if old is None:
             return
         self._unindex_pod(old, now)
-        del self.state.pods[key]
-        self.state.podsched.workload.remove(old)
-        self.state.podsched.forget(key)
-        self.state.podsched.set_nominated(key, None, 0, None)
-        self.state.added_at.pop(key, None)
+        del st.pods[key]
+        ps = st.podsched
+        ps.workload.remove(old)
+        ps.forget(key)
+        if key in ps._nominated_of:
+            ps.set_nominated(key, None, 0, None)
+        st.added_at.pop(key, None)
         self.queue.pending_reason.pop(key, None)
         self.queue.gated.pop(key, None)
 
@@ -274,17 +278,26 @@ class Scheduler(Reading):
             self._touch(ekey, now)
 
     def _index_pending(self, pod: Pod, now: float) -> None:
+        """Queue pending ``pod`` (the pod the table holds) in its entity."""
         st = self.state
         cfg = self.config
+        key = pod.key
         if pod.scheduler_name != cfg.profile and (cfg.scheduler_name or not st.is_member(pod)):
-            self._remove_from_entity(pod.key, now)
+            self._remove_from_entity(key, now)
             return  # another scheduler's pod
-        ekey = st.entity_of(pod)
-        cur = self.queue.entity_of.get(pod.key)
+        plain = pod.pod_group is None
+        ekey = key if plain else st.entity_of(pod)
+        q = self.queue
+        cur = q.entity_of.get(key)
         if cur is not None and cur != ekey:
-            self._remove_from_entity(pod.key, now)
-        self.queue.join(pod.key, ekey)
-        self._touch(ekey, now)
+            self._remove_from_entity(key, now)
+        q.join(key, ekey)
+        if plain and key.count("/") == 1:
+            # its own entity, which split_entity reads as a pod's: what _touch finds for it
+            q.touch(key, "pod", pod.priority, pod.seq, now)
+            q.mark_dirty(key)
+        else:
+            self._touch(ekey, now)
 
     def _remove_from_entity(self, pod_key: str, now: float) -> None:
         ekey, emptied = self.queue.leave(pod_key)
@@ -297,20 +310,21 @@ class Scheduler(Reading):
 
     def _unindex_pod(self, old: Pod, now: float) -> None:
         st = self.state
+        key = old.key
         gk = st.group_key_of(old) if old.pod_group is not None else None
         if gk is not None:
             s = st.members.get(gk)
             if s is not None:
-                s.discard(old.key)
+                s.discard(key)
                 if not s:
                     del st.members[gk]
-        if st.snap.has_pod(old.key):
-            st.snap.remove_pod(old.key)
+        if st.snap.has_pod(key):
+            st.snap.remove_pod(key)
             self.queue.cluster_changed()
             if gk is not None and st.is_member(old):
                 self._touch_group(gk, now)
         else:
-            self._remove_from_entity(old.key, now)
+            self._remove_from_entity(key, now)
             if gk is not None and st.is_member(old):
                 self._touch_group(gk, now)
 

@@ -192,6 +192,7 @@ class Snapshot:
         self.alloc: I64 = np.zeros((3, 0), dtype=np.int64)
         self.free: I64 = np.zeros((3, 0), dtype=np.int64)
         self.nz: I64 = np.zeros((2, 0), dtype=np.int64)
+        self._cells: tuple[I64, I64, memoryview, memoryview] | None = None  # see ``_apply``
         self.unschedulable: BOOL = np.zeros(0, dtype=np.bool_)
         self.taint_sets: list[tuple[Taint, ...]] = []
         self.taint_set: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
@@ -319,13 +320,19 @@ class Snapshot:
 
     # ------------------------------------------------------------------- pods
     def _apply(self, i: int, d: Demand, sign: int) -> None:
-        free = self.free
+        # The cells are written through memoryviews of ``free`` and ``nz`` (a cell read and
+        # written as a Python int: ~0.1 us instead of ~0.3 through a NumPy scalar), kept with
+        # the arrays they view and made again when either array was replaced.
+        c = self._cells
+        if c is None or c[0] is not self.free or c[1] is not self.nz:
+            c = self._cells = (self.free, self.nz, self.free.data, self.nz.data)
+        free, nz = c[2], c[3]
         ri = self.res_index
         for name, amt in zip(d.names, d.amounts, strict=True):
             free[ri[name], i] -= sign * amt
         free[R_PODS, i] -= sign
-        self.nz[R_CPU, i] += sign * d.nz_cpu
-        self.nz[R_MEM, i] += sign * d.nz_mem
+        nz[R_CPU, i] += sign * d.nz_cpu
+        nz[R_MEM, i] += sign * d.nz_mem
         log = self.log
         log.append(i if sign > 0 else ~i)
         if len(log) > 4 * len(self.names) + 4096:
@@ -355,10 +362,10 @@ class Snapshot:
 
     def _log_pod(self, sign: int, node_name: str, obj: Pod) -> None:
         self._ns_account(obj, sign)
-        if obj.anti_affinity_required:
-            self.n_anti_required += sign
-        if obj.has_pod_affinity:
+        if obj.has_pod_affinity:  # (a required anti-affinity term is one)
             self.n_pod_affinity += sign
+            if obj.anti_affinity_required:
+                self.n_anti_required += sign
         pl = self.pod_log
         pl.append((sign, node_name, obj))
         if len(pl) > 4 * len(self.names) + 4096:

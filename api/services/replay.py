@@ -43,16 +43,18 @@ OBSERVABLE = ("PodBound", "PodGroupConditionChanged", "CompositePodGroupConditio
 def produced_decisions(bridge: Bridge, now: float) -> list[tuple[str, str, dict[str, Any]]]:
     """Run ``bridge``'s scheduler until idle at ``now`` and return the decision events it would
     append, as (stream, type, canonical data), without appending them."""
-    return [(s, t, canonical(data)) for s, t, data in _produce(bridge, now)]
+    return [(s, t, canonical(data)) for s, t, data in _produce(bridge, now)[0]]
 
 
-def _produce(bridge: Bridge, now: float) -> list[tuple[str, str, Mapping[str, Any]]]:
-    """``produced_decisions`` with each payload as the bridge built it (no JSON round trip)."""
+def _produce(bridge: Bridge, now: float) -> tuple[list[tuple[str, str, Mapping[str, Any]]], int]:
+    """``produced_decisions`` with each payload as the bridge built it (no JSON round trip), and
+    the number of cycles run (each cycle has exactly one cycle event, ``is_cycle``)."""
     results = bridge.scheduler.run_until_idle(now)
     bridge.take_pending()
+    produced: list[tuple[str, str, Mapping[str, Any]]] = []
     for res in results:
-        bridge.record(res)
-    return [(e.stream, e.type, e.data) for e in bridge.take_pending()]
+        produced += bridge.cycle_events(res)
+    return produced, len(results)
 
 
 def canonical(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,28 +72,23 @@ def recorded_runs(engine: Engine, events: Iterable[Any] | None = None) -> Iterat
     gkey: tuple[Any, ...] | None = None
     for ev in store.iter_all(engine) if events is None else events:
         typ = ev.type
-        if typ not in DECISION_TYPES:
-            if group:
-                yield "run", group
-                group = []
-            yield ("start" if typ == "SchedulerStarted" else "input"), ev
-            continue
-        meta = ev.meta or {}
-        # A PodBound or a group condition without cycle meta was decided outside podledger's
-        # scheduler (a Binding or a status write through the Kubernetes API): an input to fold,
-        # not a decision to recompute.
-        if not (typ in OBSERVABLE and "cycle" not in meta):
-            key = (meta.get("snapshot_position"), ev.effective_at)
-            if group and key != gkey:
-                yield "run", group
-                group = []
-            gkey = key
-            group.append(ev)
-            continue
+        if typ in DECISION_TYPES:
+            meta = ev.meta or {}
+            # A PodBound or a group condition without cycle meta was decided outside podledger's
+            # scheduler (a Binding or a status write through the Kubernetes API): an input to
+            # fold, not a decision to recompute.
+            if "cycle" in meta or typ not in OBSERVABLE:
+                key = (meta.get("snapshot_position"), ev.effective_at)
+                if group and key != gkey:
+                    yield "run", group
+                    group = []
+                gkey = key
+                group.append(ev)
+                continue
         if group:
             yield "run", group
             group = []
-        yield ("start" if ev.type == "SchedulerStarted" else "input"), ev
+        yield ("start" if typ == "SchedulerStarted" else "input"), ev
     if group:
         yield "run", group
 
@@ -161,38 +158,29 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
     rep = VerifyReport()
     bridge: Bridge | None = None
     pending: deque[Any] = deque()
-
-    def fold_upto(pos: int) -> None:
-        while pending and pending[0].position <= pos:
-            ev = pending.popleft()
-            if bridge is not None:
-                bridge.fold(ev)
-
     for kind, item in runs:
-        if kind == "start":
-            snap = int(item.data["snapshot_position"])
-            # event ids are not compared: skip hashing them (a sha256 and a uuid5 per decision)
-            bridge = Bridge(engine, config_from(None), event_ids=False)
-            bridge.catch_up(upto=snap)
-            pending = deque(e for e in pending if e.position > snap)
-            continue
         if kind == "input":
             pending.append(item)
             continue
+        if kind == "start":
+            snap = int(item.data["snapshot_position"])
+            bridge = Bridge(engine, config_from(None))
+            bridge.catch_up(upto=snap)
+            pending = deque(e for e in pending if e.position > snap)
+            continue
         # the recorded payloads come from the log's JSON already: no round trip to canonicalize
         recorded = [(e.stream, e.type, e.data) for e in item]
-        cycles = sum(1 for _, t, data in recorded if _is_cycle(t, data))
         if bridge is None:
             rep.mismatches.append(
                 {"position": item[0].position, "problem": "decisions without a SchedulerStarted"}
             )
             continue
         snap = int((item[0].meta or {}).get("snapshot_position", item[0].position - 1))
-        fold_upto(snap)
+        while pending and pending[0].position <= snap:  # the inputs the run saw
+            bridge.fold(pending.popleft())
         bridge.position = snap
-        produced = _produce(bridge, ts(item[0].effective_at))
+        produced, cycles = _produce(bridge, ts(item[0].effective_at))
         rep.runs += 1
-        rep.cycles += cycles
         rep.decisions += len(recorded)
         # The payloads as built are compared first: equal ones are equal after the JSON round
         # trip too (the recorded side is decoded JSON, and the round trip keeps every JSON
@@ -201,6 +189,8 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
         if produced != recorded:
             produced = [(s, t, canonical(data)) for s, t, data in produced]
         if produced != recorded:
+            # the log's cycle events (where the run matches, one per cycle the replay ran)
+            cycles = sum(1 for _, t, data in recorded if _is_cycle(t, data))
             first = next(
                 (i for i, (a, b) in enumerate(zip(produced, recorded, strict=False)) if a != b),
                 min(len(produced), len(recorded)),
@@ -214,6 +204,7 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
                     "replayed_count": len(produced),
                 }
             )
+        rep.cycles += cycles
         bridge.note_stored(item)
         if progress:
             progress(rep)

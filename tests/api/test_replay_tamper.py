@@ -7,8 +7,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from api.services.replay import verify_replay
+from api.services.replay import is_cycle, verify_replay
 from bench.retries import run
+from ledger import store
 
 PODS = 12
 MINUTES = 10
@@ -65,3 +66,21 @@ def test_a_forged_backoff_after_unchanged_retries_is_a_mismatch(compacted, db_ur
     )
     first = _mismatch_at(compacted, pos)
     assert first["recorded"][2]["backoff"] == 12345.0
+
+
+def _logged_cycles(engine) -> int:
+    return sum(1 for ev in store.iter_all(engine) if is_cycle(ev))
+
+
+def test_the_cycles_counted_are_the_logs(compacted, db_url):
+    """A matching run counts one cycle per cycle replayed; a differing one counts the log's
+    cycle events (here one fewer than the replay ran)."""
+    assert verify_replay(compacted).cycles == _logged_cycles(compacted)
+    pos = _forge(
+        db_url,
+        "UPDATE events SET type = 'PodRequeued' WHERE position = "
+        "(SELECT max(position) FROM events WHERE type = 'SchedulingCycleCompleted')",
+    )
+    rep = verify_replay(compacted)
+    assert rep.mismatches[0]["position"] == pos
+    assert rep.cycles == _logged_cycles(compacted)
