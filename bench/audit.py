@@ -314,9 +314,13 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
             None,
             None,
             None,
-            f"{info['rounds']} rounds, {info.get('round_events', info['events']) / max(info['build_s'], 1e-9):,.0f}"
-            f" events/s, "
-            f"{size / 2**30:.2f} GiB, {versions:,} object versions",
+            (
+                f"{info['rounds']} rounds, {info.get('round_events', info['events']) / max(info['build_s'], 1e-9):,.0f}"
+                " events/s, "
+                if info["rounds"]
+                else "reused (--reuse), "
+            )
+            + f"{size / 2**30:.2f} GiB, {versions:,} object versions",
             True,
         ),
         ms("explain live: pod group in a 10k-pod namespace", live_g, 5, _p99(live_g0), "one query at a time"),
