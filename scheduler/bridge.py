@@ -6,8 +6,8 @@ It is one of the two scheduler modules allowed to touch the ledger (with ``worke
   the core's ``Scheduler`` in position order, converting normalized manifests into
   ``scheduler.model`` objects (``scheduler.translate``). The position at which an object was
   first observed becomes its ``seq`` (the tie-breaker of equal priority and timestamp);
-* decisions: each ``CycleResult`` becomes events (``DECISION_EVENTS``: one table from decision
-  type to event type and stream), appended (with the inline projection) in
+* decisions: each ``CycleResult`` becomes events (``scheduler.decision_events``: one table from
+  decision type to event type and stream, and the payloads), appended (with the inline projection) in
   one transaction per flush; every event's meta carries the cycle number, the snapshot
   position, the config hash and the scheduler version;
 * bootstrap: a fresh bridge rebuilds the core's state by folding the log from position 0,
@@ -17,7 +17,9 @@ It is one of the two scheduler modules allowed to touch the ledger (with ``worke
   the events, the bridge appends them).
 
 ``config_from``, ``node_from``, ``pod_from``, ``pod_requests``, ``ts`` and ``from_ts`` are
-re-exported from ``scheduler.translate`` for the callers that import them from here.
+re-exported from ``scheduler.translate``, and ``DECISION_EVENTS``, ``DECISION_TYPES``,
+``decision_event`` and ``decision_payload`` from ``scheduler.decision_events``, for the callers
+that import them from here.
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ from ledger.store import NewEvent, StoredEvent
 from scheduler import controllers
 from scheduler import decisions as d
 from scheduler import model as m
+from scheduler.decision_events import (
+    CYCLE_COMPLETED,
+    DECISION_EVENTS,
+    DECISION_TYPES,
+    POD_RETRIED,
+    RETRIED,
+    decision_event,
+    decision_payload,
+    stream,
+)
 from scheduler.fingerprints import diagnosis_fingerprint, verdict_fingerprint
 from scheduler.scheduler import Scheduler
 from scheduler.translate import (
@@ -62,6 +74,7 @@ __all__ = [
     "Bridge",
     "config_from",
     "decision_event",
+    "decision_payload",
     "from_ts",
     "node_from",
     "pod_from",
@@ -82,94 +95,9 @@ TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to C
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
 
-# ----------------------------------------------------------------------------- decisions → events
-def stream(kind: str, key: str) -> str:
-    """The stream of a scheduler event about one object: ``sched/<pod|podgroup|compositepodgroup>/ns/name``."""
-    return f"sched/{kind}/{key}"
-
-
-def _entity_route(dec: d.EntityRequeued) -> tuple[str, str]:
-    kind, _, rest = dec.entity.partition("/")
-    if kind == "pg":
-        return "PodGroupRequeued", stream("podgroup", rest)
-    if kind == "cpg":
-        return "PodGroupRequeued", stream("compositepodgroup", rest)
-    return ("PodRequeued" if "/" in dec.entity else "PodGroupRequeued"), stream("pod", dec.entity)
-
-
-def _condition_route(dec: d.GroupConditionChanged) -> tuple[str, str]:
-    prefix = "compositepodgroup" if dec.kind == "CompositePodGroup" else "podgroup"
-    return f"{dec.kind}ConditionChanged", stream(prefix, dec.group)
-
-
-@dataclass(frozen=True)
-class EventRule:
-    types: tuple[str, ...]  # every event type the decision can become
-    route: Callable[[Any], tuple[str, str]]  # decision -> (event type, stream)
-
-
-# The one table from decision type to event: event type(s) and stream.
-DECISION_EVENTS: dict[type[d.Decision], EventRule] = {
-    d.PodBound: EventRule(("PodBound",), lambda x: ("PodBound", stream("pod", x.pod))),
-    d.PodNominated: EventRule(("PodNominated",), lambda x: ("PodNominated", stream("pod", x.pod))),
-    d.PodUnschedulable: EventRule(
-        ("PodUnschedulable",), lambda x: ("PodUnschedulable", stream("pod", x.pod))
-    ),
-    d.PodGated: EventRule(("PodGated",), lambda x: ("PodGated", stream("pod", x.pod))),
-    d.GroupSatisfiedChanged: EventRule(
-        ("PodGroupSatisfiedChanged",), lambda x: ("PodGroupSatisfiedChanged", stream("podgroup", x.group))
-    ),
-    d.GroupConditionChanged: EventRule(
-        ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"), _condition_route
-    ),
-    d.GroupScheduled: EventRule(
-        ("PodGroupScheduled",), lambda x: ("PodGroupScheduled", stream("podgroup", x.group))
-    ),
-    d.GroupUnschedulable: EventRule(
-        ("PodGroupUnschedulable",), lambda x: ("PodGroupUnschedulable", stream("podgroup", x.group))
-    ),
-    d.PodPreempted: EventRule(("PodPreempted",), lambda x: ("PodPreempted", stream("pod", x.victim))),
-    d.EntityRequeued: EventRule(("PodRequeued", "PodGroupRequeued"), _entity_route),
-}
-RETRIED = "PodGroupRetried"  # a PodGroupUnschedulable identical to the group's last one
-POD_RETRIED = "PodRetried"  # a plain pod's unschedulable retry that changed nothing (one event)
-CYCLE_COMPLETED = "SchedulingCycleCompleted"
-# Event types written by the scheduler (a run's events; `replay --verify` re-derives them).
-DECISION_TYPES = frozenset(
-    {t for rule in DECISION_EVENTS.values() for t in rule.types} | {RETRIED, POD_RETRIED, CYCLE_COMPLETED}
-)
 # Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
 _POD_FIELD = {"PodBound": "pod", "PodNominated": "pod", "PodGated": "pod", "PodPreempted": "victim"}
 _VERDICT_TYPES = frozenset({"PodUnschedulable", "PodGroupUnschedulable", *_POD_FIELD})  # see _note_verdict
-
-
-def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
-    """(stream, event type, payload) for one decision (payload: see ``decision_payload``)."""
-    rule = DECISION_EVENTS.get(type(dec))
-    if rule is None:
-        raise TypeError(f"unknown decision {type(dec).__name__}")
-    typ, stream_name = rule.route(dec)
-    return stream_name, typ, decision_payload(dec)
-
-
-def decision_payload(dec: d.Decision) -> dict[str, Any]:
-    """The payload of a decision's event: the decision's fields (``GroupConditionChanged`` drops
-    ``kind``, which the event type carries), tuples as lists."""
-    if isinstance(dec, d.PodBound):  # nearly every decision of a busy log: built without as_dict
-        data: dict[str, Any] = {"pod": dec.pod, "node": dec.node, "group": dec.group}
-        if dec.gpus is not None:  # payloads of pods without GPU devices stay as they were
-            data["gpus"] = list(dec.gpus)
-        return data
-    data = d.as_dict(dec)
-    if isinstance(dec, d.GroupConditionChanged):
-        data.pop("kind")
-    elif isinstance(dec, d.GroupScheduled):
-        data["pods"] = list(dec.pods)
-    elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
-        data["codes"] = list(dec.codes)
-    elif isinstance(dec, d.PodGated) and dec.report:
-        data.pop("report")  # payloads written with the condition reported stay as they were
-    return data
 
 
 @dataclass
@@ -407,9 +335,9 @@ class Bridge:
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
         # An event's index in the cycle goes into its id (-1 for the cycle summary).
-        for j, (stream, typ, data) in enumerate(events):
-            event_id = self._event_id(result, -1 if typ == CYCLE_COMPLETED else j, typ, stream, data)
-            self._pending.append(NewEvent(stream, typ, data, meta, event_id, when))
+        for j, (stream_name, typ, data) in enumerate(events):
+            event_id = self._event_id(result, -1 if typ == CYCLE_COMPLETED else j, typ, stream_name, data)
+            self._pending.append(NewEvent(stream_name, typ, data, meta, event_id, when))
         if self.on_cycle is not None:
             self.on_cycle(result)
 
