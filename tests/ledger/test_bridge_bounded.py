@@ -10,6 +10,7 @@ from api.services import objects as services
 from api.services.replay import verify_replay
 from ledger.resources.parse import Document
 from scheduler.bridge import Bridge, from_ts
+from tests.ledger.manifests import pod
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -19,15 +20,6 @@ NODE = {
     "metadata": {"name": "n1"},
     "status": {"allocatable": {"cpu": "64", "memory": "64Gi", "pods": "100"}},
 }
-
-
-def _pod(name: str) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-    }
 
 
 def _apply(engine: Engine, raws: list[dict], at: float) -> None:
@@ -46,7 +38,7 @@ def test_deleted_pods_leave_no_requests_behind(engine: Engine) -> None:
         if r > 2:  # pods live two rounds
             gone = [("Pod", "ns", f"p{r - 2}-{i}") for i in range(3)]
             services.delete_objects(engine, gone, effective_at=from_ts(at))
-        _apply(engine, [_pod(f"p{r}-{i}") for i in range(3)], at)
+        _apply(engine, [pod(f"p{r}-{i}") for i in range(3)], at)
         results = bridge.run_until_idle(at)
         assert [x.result for x in results] == ["scheduled"] * 3
     live = {f"ns/p{r}-{i}" for r in (5, 6) for i in range(3)}

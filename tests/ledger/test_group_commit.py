@@ -11,6 +11,7 @@ from api.services.replay import verify_replay
 from ledger import writer
 from ledger.resources.parse import Document
 from scheduler.bridge import Bridge, from_ts
+from tests.ledger.manifests import pod
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -21,15 +22,6 @@ def _objects(*raws: dict) -> list:
     )
     assert not errors, errors
     return objs
-
-
-def _pod(name: str, cpu: str = "1") -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-    }
 
 
 NODE = {
@@ -48,7 +40,7 @@ def _count(engine: Engine, sql: str) -> int:
 def test_grouped_defers_the_projection_and_settles_before_a_read_of_the_same_object(engine: Engine) -> None:
     with engine.begin() as conn, writer.grouped(conn):
         tx = services._InTransaction(conn)
-        assert services.apply_objects(tx, _objects(_pod("a"), _pod("b"))).ok
+        assert services.apply_objects(tx, _objects(pod("a"), pod("b"))).ok
         # appended, not yet projected: the projection of the group is deferred
         assert (
             conn.execute(sa.text("SELECT count(*) FROM events WHERE type = 'PodCreated'")).scalar_one() == 2
@@ -58,7 +50,7 @@ def test_grouped_defers_the_projection_and_settles_before_a_read_of_the_same_obj
         services.delete_objects(tx, [("Pod", "ns", "a")])
         # a and b are projected now; the deletion of a is deferred in its turn
         assert conn.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod'")).scalar_one() == 2
-        assert services.apply_objects(tx, _objects(_pod("c"))).ok
+        assert services.apply_objects(tx, _objects(pod("c"))).ok
     # the block's end wrote the rest of the projection; the commit made all of it visible
     assert [r.name for r in services.list_objects(engine, "Pod")] == ["b", "c"]
     assert _count(engine, "SELECT count(*) FROM object_versions WHERE kind = 'Pod'") == 3
@@ -68,7 +60,7 @@ def test_a_failed_group_leaves_nothing(engine: Engine) -> None:
     try:
         with engine.begin() as conn, writer.grouped(conn):
             tx = services._InTransaction(conn)
-            assert services.apply_objects(tx, _objects(_pod("x"))).ok
+            assert services.apply_objects(tx, _objects(pod("x"))).ok
             services.delete_objects(tx, [("Pod", "ns", "missing")])
     except LookupError:
         pass
@@ -92,7 +84,7 @@ def test_inputs_and_the_run_they_cause_share_one_transaction_and_replay(engine: 
         at = T0 + 10 * (step + 1)
         with engine.begin() as conn, bridge.joined(conn), writer.grouped(conn):
             tx = services._InTransaction(conn)
-            res = services.apply_objects(tx, _objects(*(_pod(n) for n in names)), effective_at=from_ts(at))
+            res = services.apply_objects(tx, _objects(*(pod(n) for n in names)), effective_at=from_ts(at))
             bridge.fold_stored(res.events)
             results = bridge.run_until_idle(at)
             assert [r.result for r in results] == expected

@@ -97,14 +97,7 @@ def test_projection_writes_on_an_empty_ledger_read_by_key(engine: Engine) -> Non
     from api.services import objects as services
     from ledger import writer
     from ledger.resources.parse import Document
-
-    def pod(name: str) -> dict:
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns"},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-        }
+    from tests.ledger.manifests import pod
 
     with engine.begin() as conn:
         conn.execute(sa.text("ANALYZE objects"))
