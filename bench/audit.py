@@ -306,6 +306,10 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
         )
 
     fold_ms = fold_s * 1000
+    if info["rounds"]:
+        built = f"{info['rounds']} rounds, {info['round_events'] / max(info['build_s'], 1e-9):,.0f} events/s"
+    else:
+        built = "reused (--reuse)"
     return [
         Metric(
             "log built (real path: inputs + scheduling)",
@@ -314,13 +318,7 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
             None,
             None,
             None,
-            (
-                f"{info['rounds']} rounds, {info.get('round_events', info['events']) / max(info['build_s'], 1e-9):,.0f}"
-                " events/s, "
-                if info["rounds"]
-                else "reused (--reuse), "
-            )
-            + f"{size / 2**30:.2f} GiB, {versions:,} object versions",
+            f"{built}, {size / 2**30:.2f} GiB, {versions:,} object versions",
             True,
         ),
         ms("explain live: pod group in a 10k-pod namespace", live_g, 5, _p99(live_g0), "one query at a time"),

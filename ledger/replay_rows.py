@@ -19,9 +19,9 @@ columns, whose per-column loaders run in Python-visible steps.)
 
 Use ``read_rows`` for one page (a catch-up loop: ``rows = read_rows(raw, after=pos, limit=n)``)
 and ``iter_rows`` to stream a whole range page by page (pipelined: the server prepares the next
-page while the caller folds the current one). Both take a
-raw psycopg connection (see ``connect``); in autocommit mode every page is its own statement,
-inside a transaction all pages share its snapshot.
+page while the caller folds the current one). Both take a raw psycopg connection (see
+``connect``); in autocommit mode every page is its own statement, inside a transaction all pages
+share its snapshot.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def iter_rows(
 
 class RowStream:
     """The rows of ``iter_rows``: iterate it once; ``close()`` (or leaving its ``with`` block)
-    stops the reader thread. Iterating hands out rows by C iterators (``chain`` over
+    ends the pipeline before all rows are read. Iterating hands out rows by C iterators (``chain`` over
     ``map(ReplayRow, page)``): no Python frame is resumed per row."""
 
     __slots__ = ("_pages", "_rows")

@@ -3,7 +3,8 @@
 One message may hold several statements (``BEGIN; SELECT ...; COMMIT``): they cost one round
 trip, where psycopg's own ``execute`` sends an implicit ``BEGIN`` with a sync of its own and
 adapts every parameter in Python. Arguments are inlined as literals that need no escaping
-(``literal``, ``json_arg``, ``text_arg``), so no user text is ever quoted into SQL. Results come back in text format (``PGresult``).
+(``literal``, ``json_arg``, ``text_arg``), so no user text is ever quoted into SQL. Results
+come back in text format (``PGresult``).
 """
 
 from __future__ import annotations
