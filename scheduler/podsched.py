@@ -136,7 +136,9 @@ class PodScheduler:
         self._derive()
 
     def _derive(self) -> None:
-        """What each cycle reads of the config and the plugins, worked out when they change."""
+        """What each cycle reads of the config and the plugins, worked out when they change (and
+        the pod shapes forgotten: their PodInfos carry caches made under the old ones)."""
+        self._shapes.clear()
         w = self.config.plugin_weights
         self._w_fit = int(w.get(node_resources_fit.NAME, 1))
         self._gpu_policy = gpu.active(w)
@@ -157,14 +159,12 @@ class PodScheduler:
         self._pod_cache = None
         self._static.clear()
         self._info.clear()
-        self._shapes.clear()
         self._gen = -1
         self._derive()
 
     def set_config(self, config: SchedulerConfig) -> None:
         self.config = config
         self._dynamic.clear()
-        self._shapes.clear()
         self._dyn_gen += 1
         self._derive()
 
@@ -460,10 +460,7 @@ class PodScheduler:
 
     def schedule(self, pod: Pod, subset: BOOL | None = None) -> tuple[int, PodInfo]:
         pi = self.info(pod)
-        snap = self.snap
-        if snap._stale:
-            snap.refresh()
-        if not snap.names:
+        if self.snap.n == 0:
             return -1, pi
         policy = self._gpu_policy
         if policy is not None or gpushare.shares(pod.gpu):

@@ -153,8 +153,7 @@ class Scheduler(Reading):
         ps = st.podsched
         ps.workload.remove(old)
         ps.forget(key)
-        if key in ps._nominated_of:
-            ps.set_nominated(key, None, 0, None)
+        ps.set_nominated(key, None, 0, None)
         st.added_at.pop(key, None)
         self.queue.pending_reason.pop(key, None)
         self.queue.gated.pop(key, None)
@@ -285,19 +284,13 @@ class Scheduler(Reading):
         if pod.scheduler_name != cfg.profile and (cfg.scheduler_name or not st.is_member(pod)):
             self._remove_from_entity(key, now)
             return  # another scheduler's pod
-        plain = pod.pod_group is None
-        ekey = key if plain else st.entity_of(pod)
+        ekey = st.entity_of(pod)
         q = self.queue
         cur = q.entity_of.get(key)
         if cur is not None and cur != ekey:
             self._remove_from_entity(key, now)
         q.join(key, ekey)
-        if plain and key.count("/") == 1:
-            # its own entity, which split_entity reads as a pod's: what _touch finds for it
-            q.touch(key, "pod", pod.priority, pod.seq, now)
-            q.mark_dirty(key)
-        else:
-            self._touch(ekey, now)
+        self._touch(ekey, now)
 
     def _remove_from_entity(self, pod_key: str, now: float) -> None:
         ekey, emptied = self.queue.leave(pod_key)
