@@ -21,6 +21,7 @@ from ledger import store
 from ledger.replay_rows import iter_rows
 from ledger.store import StoredEvent
 from scheduler.bridge import DECISION_TYPES, Bridge, config_from, ts
+from scheduler.decision_events import CYCLE_COMPLETED, POD_RETRIED, RETRIED
 
 
 @dataclass
@@ -93,7 +94,7 @@ def recorded_runs(engine: Engine, events: Iterable[Any] | None = None) -> Iterat
         yield "run", group
 
 
-CYCLE_TYPES = frozenset({"SchedulingCycleCompleted", "PodRetried"})
+CYCLE_TYPES = frozenset({CYCLE_COMPLETED, POD_RETRIED})
 
 
 def is_cycle(ev: StoredEvent) -> bool:
@@ -103,7 +104,7 @@ def is_cycle(ev: StoredEvent) -> bool:
 
 
 def _is_cycle(typ: str, data: Mapping[str, Any]) -> bool:
-    return typ in CYCLE_TYPES or (typ == "PodGroupRetried" and data.get("attempts") is not None)
+    return typ in CYCLE_TYPES or (typ == RETRIED and data.get("attempts") is not None)
 
 
 def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
