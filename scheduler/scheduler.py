@@ -41,7 +41,7 @@ from scheduler.decisions import (
     PodNominated,
     PodUnschedulable,
 )
-from scheduler.framework import Profile, Status
+from scheduler.framework import Profile, Status, plain_checks
 from scheduler.model import (
     CompositePodGroup,
     Node,
@@ -92,9 +92,7 @@ class Scheduler(Reading):
         self.profile = profile
         self.cycle.profile = profile
         self.state.podsched.set_plugins(profile.filter, profile.score, profile.pod_filter, profile.pod_score)
-        checks = [getattr(p, "passes_plain", None) for p in profile.pre_enqueue]
-        # the queue's fast path for plain pods, valid only when every PreEnqueue plugin offers it
-        self._plain_checks = tuple(c for c in checks if c is not None) if all(checks) else None
+        self._plain_checks = plain_checks(profile.pre_enqueue)  # the queue's fast path for plain pods
 
     # ============================================================ inputs
     def upsert_node(self, node: Node) -> None:

@@ -3,7 +3,7 @@ PostFilter), leaving the snapshot as the facade expects."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler import gpushare
 from scheduler.cycle.composite import Algorithm, complete_results, results_ok
@@ -19,6 +19,7 @@ from scheduler.framework import (
     PreFilterRequest,
     Profile,
     Status,
+    plain_checks,
     unschedulable,
 )
 from scheduler.model import CompositePodGroup, Pod, PodGroup
@@ -40,11 +41,7 @@ class Cycle:
     @profile.setter
     def profile(self, profile: Profile) -> None:
         self._profile = profile
-        checks = [getattr(p, "passes_plain", None) for p in profile.pre_filter]
-        # PreFilter's fast path for plain pods, valid only when every plugin offers it
-        self._plain_pre_filter: tuple[Callable[[Pod], bool], ...] | None = (
-            tuple(c for c in checks if c is not None) if all(checks) else None
-        )
+        self._plain_pre_filter = plain_checks(profile.pre_filter)  # PreFilter's fast path for plain pods
 
     def pre_filter(self, request: PreFilterRequest) -> Status | None:
         """PreFilter extension point: the first failing plugin's status, None when all pass."""

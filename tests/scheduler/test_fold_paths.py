@@ -1,7 +1,7 @@
 """The fold's fast paths equal the plain computations they replace: ``copy_pod`` (a mutable
 draft turned into a Pod), ``Workload``'s counts by type fields, the snapshot's cells written through
-memoryviews, the queue entity of a plain pod, and the controller flag read from the translated
-pod."""
+memoryviews and the controller flag read from the translated pod; and a plain pod's queue entity
+is what ``_touch`` makes."""
 
 from __future__ import annotations
 
