@@ -28,6 +28,13 @@ def _seq_scans(conn: sa.Connection, tables: str = "objects|streams|quota_usage")
     return {name: int(n) for name, n in rows}
 
 
+def _analyze(engine: Engine, *tables: str) -> None:
+    """Statistics of the (empty) ``tables``, so that the planner knows they are empty."""
+    with engine.begin() as conn:
+        for table in tables:
+            conn.execute(sa.text(f"ANALYZE {table}"))
+
+
 def test_the_functions_pin_their_plan_settings(engine: Engine) -> None:
     for name in ("ledger_admission_read", "ledger_projection_read", "ledger_input_changes"):
         with engine.connect() as conn:
@@ -39,9 +46,7 @@ def test_the_functions_pin_their_plan_settings(engine: Engine) -> None:
 
 
 def test_admission_read_on_an_empty_ledger_probes_the_keys(engine: Engine) -> None:
-    with engine.begin() as conn:
-        conn.execute(sa.text("ANALYZE objects"))
-        conn.execute(sa.text("ANALYZE streams"))
+    _analyze(engine, "objects", "streams")
     with engine.begin() as conn:
         before = _seq_scans(conn)
         # the session's first call makes the generic plan, on empty tables
@@ -99,9 +104,7 @@ def test_projection_writes_on_an_empty_ledger_read_by_key(engine: Engine) -> Non
     from ledger.resources.parse import Document
     from tests.ledger.manifests import pod
 
-    with engine.begin() as conn:
-        conn.execute(sa.text("ANALYZE objects"))
-        conn.execute(sa.text("ANALYZE quota_usage"))
+    _analyze(engine, "objects", "quota_usage")
     with engine.begin() as conn:
         before = _seq_scans(conn)
         tx = services._InTransaction(conn)
@@ -122,9 +125,7 @@ def test_input_changes_on_an_empty_ledger_read_by_index(engine: Engine) -> None:
     from ledger.queries import inputs as inputs_q
     from ledger.store import NewEvent
 
-    with engine.begin() as conn:
-        conn.execute(sa.text("ANALYZE events"))
-        conn.execute(sa.text("ANALYZE event_keys"))
+    _analyze(engine, "events", "event_keys")
     with engine.begin() as conn:
         before = _seq_scans(conn, "events.*|event_keys")
         assert inputs_q.input_changes(conn, "ns", ["podgroup/ns/g"], 0, 10) == []
