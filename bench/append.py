@@ -183,7 +183,7 @@ def run() -> list[Metric]:
 
         # 4. the scheduler's catch-up read when nothing is new (its steady state between
         # appends): store.read_tail on a raw pooled connection vs read_all through a
-        # SQLAlchemy autocommit Connection (what scheduler/bridge.py did before), alternating.
+        # SQLAlchemy autocommit Connection (what scheduler/edge/bridge.py did before), alternating.
         tail_raw: list[float] = []
         tail_sa: list[float] = []
         for _ in range(N_TAIL):

@@ -99,7 +99,7 @@ def build(engine: Any, target: int) -> dict[str, Any]:
     """Append inputs and scheduling rounds until the log holds ``target`` events."""
     from api.services.objects import apply_objects, delete_objects
     from ledger import partitions, store
-    from scheduler.bridge import Bridge
+    from scheduler.edge.bridge import Bridge
 
     t = EPOCH
     setup = [_node(i) for i in range(N_NODES)]

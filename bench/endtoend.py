@@ -66,7 +66,7 @@ def _objects(raws: list[dict]) -> list:
 
 def run() -> list[Metric]:
     from api.services.objects import apply_objects
-    from scheduler.bridge import Bridge, node_from, pod_from
+    from scheduler.edge.bridge import Bridge, node_from, pod_from
     from scheduler.scheduler import Scheduler
 
     url = fresh_database()

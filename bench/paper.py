@@ -234,7 +234,7 @@ def run_one(
     from api.services.simulate import private_ledger
     from bench.trace import load
     from scheduler import decisions as d
-    from scheduler.bridge import Bridge, from_ts
+    from scheduler.edge.bridge import Bridge, from_ts
 
     nodes = read_nodes(folder)
     capacity = sum(int(r["gpu"]) for r in nodes) * gs.MILLI

@@ -9,7 +9,7 @@
    (filter over 1,000 nodes, diagnosis, PostFilter with the dry run over up to 100 candidate nodes,
    victim removal and decisions), through the pure ``Scheduler`` facade; only cycles that preempt
    count (with ``All`` the emptied nodes take the next preemptors without preemption). The
-   garbage collector runs as it does in the worker: ``scheduler/worker.py`` does not freeze the
+   garbage collector runs as it does in the worker: ``scheduler/edge/worker.py`` does not freeze the
    heap (``gc.freeze``), so neither does this benchmark, and CPython's full collections over the
    ~10^5 objects of the state land in the measured cycles as they would in production.
    Goal: p99 <= 35 ms (upstream reports 48-69 ms for this shape).
@@ -116,7 +116,7 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
     from api.services import objects as services
     from api.services.simulate import EPOCH, private_ledger
     from ledger.resources.parse import Document
-    from scheduler.bridge import Bridge
+    from scheduler.edge.bridge import Bridge
 
     def load(manifests: list[dict[str, Any]]) -> list[Any]:
         docs = [Document(index=i + 1, source="bench", raw=m) for i, m in enumerate(manifests)]
@@ -166,7 +166,7 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
     preemptors = [pod(f"high-{i:04d}", "3", "high") for i in range(high)]
     with private_ledger() as engine:
         t = EPOCH.timestamp()
-        from scheduler.bridge import from_ts
+        from scheduler.edge.bridge import from_ts
 
         services.apply_objects(engine, load(setup), actor="bench", effective_at=from_ts(t))
         bridge = Bridge(engine, actor="bench")

@@ -27,7 +27,7 @@ BATCH = 5_000
 CHILD = r"""
 import json, resource, sys, time
 from ledger import db
-from scheduler.bridge import Bridge
+from scheduler.edge.bridge import Bridge
 engine = db.get_engine(sys.argv[1], migrate_on_start=False)
 t0 = time.perf_counter()
 bridge = Bridge(engine)

@@ -404,7 +404,7 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
     from api.services.simulate import private_ledger
     from ledger import writer
     from scheduler import decisions as d
-    from scheduler.bridge import Bridge, from_ts
+    from scheduler.edge.bridge import Bridge, from_ts
 
     out = Outcome()
     phase = out.phases

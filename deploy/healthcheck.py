@@ -13,7 +13,7 @@ import os
 import sys
 import urllib.request
 
-WORKER_LEADER_LOCK = 7243150010  # scheduler.worker.LEADER_LOCK
+WORKER_LEADER_LOCK = 7243150010  # scheduler.edge.worker.LEADER_LOCK
 
 
 def check_api(port: int) -> str | None:

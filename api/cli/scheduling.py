@@ -206,6 +206,6 @@ def worker(
     name: Annotated[str | None, typer.Option(help="Worker name for logs and event meta.")] = None,
 ) -> None:
     """Run the leader-elected scheduler worker until SIGTERM."""
-    from scheduler.worker import main as worker_main
+    from scheduler.edge.worker import main as worker_main
 
     raise typer.Exit(worker_main(interval=interval, name=name))

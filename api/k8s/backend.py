@@ -267,8 +267,8 @@ def blocking_budget(conn: Connection, pod: Row) -> tuple[str, int, int] | None:
     not bound does not use up the budget."""
     from types import SimpleNamespace
 
+    from scheduler.edge.translate import pdb_from, pod_from
     from scheduler.preemption.pdb import Budgets, pdb_matches
-    from scheduler.translate import pdb_from, pod_from
 
     if not (pod["status"] or {}).get("nodeName"):
         return None

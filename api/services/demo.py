@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from ledger.queries.log import latest_placements
 from ledger.queries.objects import list_objects
 from ledger.resources.job import owning_job
-from scheduler.bridge import pod_requests
+from scheduler.edge.bridge import pod_requests
 
 GROUP_CONDITIONS = (
     ("CompositePodGroup", "CompositePodGroupInitiallyScheduled"),

@@ -18,7 +18,7 @@ from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at
 from ledger.resources.job import owning_job
-from scheduler.bridge import Bridge, config_from
+from scheduler.edge.bridge import Bridge, config_from
 
 # live explain reads everything in one statement (ledger.queries.explain); False: one query at a
 # time, as --at does (tests compare the two)

@@ -20,8 +20,8 @@ from sqlalchemy.engine import Engine
 from ledger import store
 from ledger.replay_rows import iter_rows
 from ledger.store import StoredEvent
-from scheduler.bridge import DECISION_TYPES, Bridge, config_from, ts
-from scheduler.decision_events import CYCLE_COMPLETED, POD_RETRIED, RETRIED
+from scheduler.edge.bridge import DECISION_TYPES, Bridge, config_from, ts
+from scheduler.edge.decision_events import CYCLE_COMPLETED, POD_RETRIED, RETRIED
 
 
 @dataclass

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from ledger.queries import objects as objects_q
 from ledger.queries import reports as reports_q
-from scheduler.bridge import pod_requests
+from scheduler.edge.bridge import pod_requests
 
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")

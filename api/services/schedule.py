@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ledger.queries.objects import list_objects
-from scheduler.bridge import Bridge, config_from
+from scheduler.edge.bridge import Bridge, config_from
 
 
 def current_config(engine: Engine) -> Any:

@@ -25,7 +25,7 @@ from api.services.replay import verify_replay
 from ledger import db
 from ledger.queries import log as log_q
 from ledger.resources.parse import Document
-from scheduler.bridge import Bridge, config_from, from_ts
+from scheduler.edge.bridge import Bridge, config_from, from_ts
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")

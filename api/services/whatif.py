@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from api.services import placement_diff
 from api.services.replay import produced_decisions, recorded_runs
 from ledger.store import StoredEvent
-from scheduler.bridge import Bridge, config_from, ts
+from scheduler.edge.bridge import Bridge, config_from, ts
 
 
 def _outcomes(

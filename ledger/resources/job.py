@@ -20,7 +20,7 @@ order: a ``Workload`` (one PodGroup template, the Job's ``spec.scheduling``), a 
 * ``suspend: true``: the Workload only (the PodGroup and pods come on resume);
 * ownerReferences: Workload and PodGroup have the Job as controller, the PodGroup also the
   Workload; pods have the Job as controller and the PodGroup. A pod preempted later is recreated
-  by ``scheduler/controllers.py`` (its controller reference is the Job).
+  by ``scheduler/edge/controllers.py`` (its controller reference is the Job).
 * pods: ``min(parallelism, completions)`` of them, labelled ``batch.kubernetes.io/job-name`` and
   ``job-name`` and, for Indexed Jobs, ``batch.kubernetes.io/job-completion-index`` (label and
   annotation). Upstream also writes the Job's uid (``controller-uid`` label, ownerReference

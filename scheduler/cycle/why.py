@@ -28,19 +28,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from ledger.resources.quantity import format_resources
 from scheduler.framework import signature_of
 from scheduler.model import PODS, Pod
 from scheduler.reference import RefNode, filter_node
 from scheduler.snapshot import Snapshot, make_demand
+from scheduler.units import show_amount
 
 MAX_DOMAINS = 6
 CLUSTER = "(cluster)"
 _FREE_ANY = make_demand({})
-
-
-def _fmt(resource: str, amount: int) -> str:
-    return str(format_resources({resource: amount}).get(resource, amount))
 
 
 def _rejections(snap: Snapshot, pod: Pod) -> list[str | None]:
@@ -108,7 +104,7 @@ def group_why(
             "domain": dom,
             "nodes": len(nodes),
             "fit": min(sum(max(room[j], 0) for j in admitted), needed),
-            "free": {r: _fmt(r, sum(free[j] for j in admitted)) for r, free in free_of.items()},
+            "free": {r: show_amount(r, sum(free[j] for j in admitted)) for r, free in free_of.items()},
         }
         if d["fit"] >= needed:
             d["binding"] = "none"
@@ -125,7 +121,7 @@ def group_why(
     why: dict[str, Any] = {
         "need": {
             "pods": needed,
-            "request": {r: _fmt(r, a) for r, a in requests.items()},
+            "request": {r: show_amount(r, a) for r, a in requests.items()},
             "topologyKey": topology_key,
         },
         "domains": out[:MAX_DOMAINS],
@@ -159,8 +155,8 @@ def _unblock(
         if binding.startswith("resource:") and binding != "resource:pods":
             r = binding.split(":", 1)[1]
             parts.append(
-                f"free {_fmt(r, missing * requests[r])} more {r} in {where} "
-                f"(room for {missing} more pod(s) of {_fmt(r, requests[r])} each on nodes that admit them)"
+                f"free {show_amount(r, missing * requests[r])} more {r} in {where} "
+                f"(room for {missing} more pod(s) of {show_amount(r, requests[r])} each on nodes that admit them)"
             )
         elif binding.startswith("filter:"):
             parts.append(

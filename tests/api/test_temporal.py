@@ -31,7 +31,7 @@ from ledger import store
 from ledger.projections import temporal
 from ledger.projections.current import project
 from ledger.projections.runner import rebuild_current
-from scheduler.bridge import DECISION_TYPES
+from scheduler.edge.bridge import DECISION_TYPES
 
 SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml"))
 COLUMNS = (

@@ -109,7 +109,7 @@ def test_a_stop_requested_before_the_scheduler_runs_ends_the_term(engine, db_url
     starts) must not be lost: the term ends at the first tick instead of running forever."""
     import threading
 
-    from scheduler.worker import Worker
+    from scheduler.edge.worker import Worker
 
     worker = Worker(engine, db_url, interval=0.05, name="early-stop")
     assert worker._try_lead()

@@ -162,7 +162,7 @@ def test_health_check_script(db_url):
     with psycopg.connect(db_url, autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(7243150010)")
         assert subprocess.run([sys.executable, script, "worker"], env=env).returncode == 0
-    from scheduler.worker import LEADER_LOCK
+    from scheduler.edge.worker import LEADER_LOCK
 
     assert LEADER_LOCK == 7243150010
     down = subprocess.run(

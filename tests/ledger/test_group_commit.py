@@ -10,7 +10,7 @@ from api.services import objects as services
 from api.services.replay import verify_replay
 from ledger import writer
 from ledger.resources.parse import Document
-from scheduler.bridge import Bridge, from_ts
+from scheduler.edge.bridge import Bridge, from_ts
 from tests.ledger.manifests import pod
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

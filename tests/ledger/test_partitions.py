@@ -311,7 +311,7 @@ def test_partition_settings_from_the_environment(monkeypatch):
 
 
 def test_worker_ensures_partitions(small, db_url):
-    from scheduler.worker import Worker
+    from scheduler.edge.worker import Worker
 
     engine = small
     store.append(engine, [note("b/1", str(i)) for i in range(25)])

@@ -201,7 +201,7 @@ def decisions_without_cycle(engine: Engine) -> list[Any]:
     """Decision events with no SchedulingCycleCompleted of the same cycle, actor and transaction
     after them (``tx_id`` is the inserting transaction). A retry that changed nothing (PodRetried,
     PodGroupRetried with ``attempts``) is a whole cycle in one event: it has none."""
-    from scheduler.bridge import DECISION_TYPES
+    from scheduler.edge.bridge import DECISION_TYPES
 
     types = sorted(DECISION_TYPES - {"SchedulingCycleCompleted"})
     return rows(

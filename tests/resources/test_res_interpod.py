@@ -7,7 +7,7 @@ from typing import Any
 
 from ledger.resources.models import validate_raw
 from scheduler import model as m
-from scheduler.translate import config_from, config_hash, pod_from
+from scheduler.edge.translate import config_from, config_hash, pod_from
 
 
 def pod_raw(**spec: Any) -> dict[str, Any]:

@@ -517,8 +517,8 @@ def test_feature_gates_of_the_newest_workload_api() -> None:
 
 
 def test_scheduler_gate_defaults() -> None:
+    from scheduler.edge.translate import config_from, config_hash
     from scheduler.model import SchedulerConfig as CoreConfig
-    from scheduler.translate import config_from, config_hash
 
     core = CoreConfig()
     assert core.gate("SchedulerPreEnqueuePodStatus") is True

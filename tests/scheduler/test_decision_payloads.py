@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from ledger.store import StoredEvent
-from scheduler import bridge as b
 from scheduler import decisions as d
+from scheduler.edge import bridge as b
 
 
 def _generic_bound(dec: d.PodBound) -> dict[str, Any]:

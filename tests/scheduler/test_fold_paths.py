@@ -12,12 +12,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from scheduler import controllers
 from scheduler import gpushare as gs
+from scheduler.edge import controllers
+from scheduler.edge.translate import PodShapes, pod_from
 from scheduler.model import GpuShare, HostPort, Node, Pod, Toleration, copy_pod
 from scheduler.scheduler import Scheduler
 from scheduler.snapshot import Snapshot, make_demand
-from scheduler.translate import PodShapes, pod_from
 
 
 def _rich_pod() -> Pod:

@@ -175,7 +175,7 @@ def test_config_default_is_unchanged() -> None:
 
 
 def test_annotations_translate_to_a_gpu_share_request() -> None:
-    from scheduler.translate import gpu_share_from, pod_from
+    from scheduler.edge.translate import gpu_share_from, pod_from
 
     ann = {gs.GPU_MILLI: "460", gs.GPU_COUNT: "1", gs.GPU_MODEL: "T4|P100"}
     assert gpu_share_from(ann, False) == GpuShare(460, 1, ("T4", "P100"))

@@ -1,5 +1,7 @@
-"""Layout rules of scheduler/: the pure core does no DB, clock or IO and does not reach up into
-api/; the decision-to-event table covers every decision. (Module size and the import rules of
+"""Layout rules of scheduler/: the pure core (everything but ``scheduler/edge/``) does no DB,
+clock or IO and imports neither the ledger, its own edge nor api/; the edge never reaches up
+into api/ and only its worker, bridge and controllers read a clock; the decision-to-event table
+covers every decision. (Module size and the import rules of
 the whole tree: tests/test_import_rules.py.)"""
 
 from __future__ import annotations
@@ -9,13 +11,15 @@ import dataclasses
 from pathlib import Path
 
 from scheduler import decisions
-from scheduler.bridge import DECISION_EVENTS, DECISION_TYPES, decision_event
+from scheduler.edge.bridge import DECISION_EVENTS, DECISION_TYPES, decision_event
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED = ROOT / "scheduler"
-# the edges that talk to the ledger's database (everything else is the pure core)
-EDGES = {"bridge.py", "worker.py", "controllers.py"}
-FORBIDDEN_MODULES = ("sqlalchemy", "psycopg", "time", "api", "ledger.db", "ledger.store", "ledger.writer")
+EDGE = SCHED / "edge"
+# the edge modules that may read a clock (the others are as deterministic as the core)
+CLOCKED_EDGES = {"bridge.py", "worker.py", "controllers.py"}
+FORBIDDEN_MODULES = ("sqlalchemy", "psycopg", "psycopg_pool", "time", "api", "ledger", "scheduler.edge")
+EDGE_FORBIDDEN = ("api",)
 FORBIDDEN_CALLS = {("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today")}
 
 
@@ -23,7 +27,7 @@ def _modules() -> list[Path]:
     return sorted(SCHED.rglob("*.py"))
 
 
-def _violations(path: Path) -> list[str]:
+def _violations(path: Path, forbidden: tuple[str, ...] = FORBIDDEN_MODULES, clock: bool = False) -> list[str]:
     tree = ast.parse(path.read_text())
     bad: list[str] = []
     for n in ast.walk(tree):
@@ -33,10 +37,11 @@ def _violations(path: Path) -> list[str]:
         elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
             names = [n.module] + [f"{n.module}.{a.name}" for a in n.names]
         for name in names:
-            if any(name == m or name.startswith(m + ".") for m in FORBIDDEN_MODULES):
+            if any(name == m or name.startswith(m + ".") for m in forbidden):
                 bad.append(f"import {name}")
         if (
-            isinstance(n, ast.Attribute)
+            not clock
+            and isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name)
             and (n.value.id, n.attr) in FORBIDDEN_CALLS
         ):
@@ -44,13 +49,15 @@ def _violations(path: Path) -> list[str]:
     return bad
 
 
-def test_pure_core_imports_no_db_clock_or_api() -> None:
-    bad = {
-        str(p.relative_to(ROOT)): v
-        for p in _modules()
-        if p.name not in EDGES or p.parent != SCHED
-        if (v := _violations(p))
-    }
+def test_pure_core_imports_no_db_clock_ledger_or_api() -> None:
+    bad = {str(p.relative_to(ROOT)): v for p in _modules() if EDGE not in p.parents if (v := _violations(p))}
+    assert bad == {}
+
+
+def test_the_edge_never_reaches_up_and_reads_a_clock_only_where_it_runs() -> None:
+    edge = sorted(EDGE.glob("*.py"))
+    assert {p.name for p in edge} >= {"bridge.py", "worker.py", "translate.py", "controllers.py"}
+    bad = {p.name: v for p in edge if (v := _violations(p, EDGE_FORBIDDEN, clock=p.name in CLOCKED_EDGES))}
     assert bad == {}
 
 
@@ -70,6 +77,7 @@ def test_the_checker_catches_what_it_forbids(tmp_path: Path) -> None:
         "import api.services",
         "datetime.now",
     ]
+    assert _violations(f, EDGE_FORBIDDEN, clock=True) == ["import api", "import api.services"]
 
 
 def test_decision_events_table_covers_every_decision() -> None:

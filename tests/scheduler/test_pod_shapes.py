@@ -1,4 +1,4 @@
-"""PodShapes (scheduler/translate.py): a pod translated from a cached shape equals pod_from's."""
+"""PodShapes (scheduler/edge/translate.py): a pod translated from a cached shape equals pod_from's."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import copy
 from typing import Any
 
 from scheduler import gpushare as gs
+from scheduler.edge.translate import PodShapes, pod_from, pod_requests
 from scheduler.model import Pod, copy_pod
 from scheduler.snapshot import make_demand
-from scheduler.translate import PodShapes, pod_from, pod_requests
 
 
 def _pod(name: str, ns: str | None = "ns", **spec: Any) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from ledger.resources.models import SchedulerConfig as SchedulerConfigModel
 from scheduler.decisions import GroupUnschedulable
+from scheduler.edge.translate import config_from, config_hash
 from scheduler.model import SchedulerConfig
-from scheduler.translate import config_from, config_hash
 from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pg, pod
 
 MINE = replace(ZERO_BACKOFF, scheduler_name="podledger")

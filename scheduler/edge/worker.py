@@ -33,8 +33,8 @@ from ledger import db
 from ledger.leader import AdvisoryLeader
 from ledger.listen import Listener
 from ledger.projections.runner import ASYNC_PROJECTIONS, Runner
-from scheduler.bridge import Bridge, config_from
 from scheduler.decisions import CycleResult
+from scheduler.edge.bridge import Bridge, config_from
 
 LEADER_LOCK = 7243150010
 log = logging.getLogger("podledger.worker")

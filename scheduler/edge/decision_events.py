@@ -1,7 +1,7 @@
 """Scheduler decisions as ledger events: the one table from decision type to event type and
 stream (``DECISION_EVENTS``), each decision's payload, and the event types the scheduler writes
 (``DECISION_TYPES``, which ``replay --verify`` re-derives). Pure: no ledger access; the bridge
-(``scheduler/bridge.py``) appends what these functions build."""
+(``scheduler/edge/bridge.py``) appends what these functions build."""
 
 from __future__ import annotations
 

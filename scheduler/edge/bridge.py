@@ -4,21 +4,21 @@ It is one of the two scheduler modules allowed to touch the ledger (with ``worke
 
 * inputs: it folds input events (nodes, pods, groups, PDBs, quotas, config) from the log into
   the core's ``Scheduler`` in position order, converting normalized manifests into
-  ``scheduler.model`` objects (``scheduler.translate``). The position at which an object was
+  ``scheduler.model`` objects (``scheduler.edge.translate``). The position at which an object was
   first observed becomes its ``seq`` (the tie-breaker of equal priority and timestamp);
-* decisions: each ``CycleResult`` becomes events (``scheduler.decision_events``: one table from
+* decisions: each ``CycleResult`` becomes events (``scheduler.edge.decision_events``: one table from
   decision type to event type and stream, and the payloads), appended (with the inline projection) in
   one transaction per flush; every event's meta carries the cycle number, the snapshot
   position, the config hash and the scheduler version;
 * bootstrap: a fresh bridge rebuilds the core's state by folding the log from position 0,
   including decision events written earlier (binds, preemptions), so a restarted worker
   continues where the last one stopped;
-* controllers: preempted pods with a controller are re-created (``scheduler.controllers`` builds
+* controllers: preempted pods with a controller are re-created (``scheduler.edge.controllers`` builds
   the events, the bridge appends them).
 
 ``config_from``, ``node_from``, ``pod_from``, ``pod_requests``, ``ts`` and ``from_ts`` are
-re-exported from ``scheduler.translate``, and ``DECISION_EVENTS``, ``DECISION_TYPES``,
-``decision_event`` and ``decision_payload`` from ``scheduler.decision_events``, for the callers
+re-exported from ``scheduler.edge.translate``, and ``DECISION_EVENTS``, ``DECISION_TYPES``,
+``decision_event`` and ``decision_payload`` from ``scheduler.edge.decision_events``, for the callers
 that import them from here.
 """
 
@@ -38,10 +38,10 @@ from sqlalchemy.engine import Connection, Engine
 from ledger import store, writer
 from ledger.events import INPUT_KINDS
 from ledger.store import NewEvent, StoredEvent
-from scheduler import controllers
 from scheduler import decisions as d
 from scheduler import model as m
-from scheduler.decision_events import (
+from scheduler.edge import controllers
+from scheduler.edge.decision_events import (
     CYCLE_COMPLETED,
     DECISION_EVENTS,
     DECISION_TYPES,
@@ -51,9 +51,7 @@ from scheduler.decision_events import (
     decision_payload,
     stream,
 )
-from scheduler.fingerprints import diagnosis_fingerprint, verdict_fingerprint
-from scheduler.scheduler import Scheduler
-from scheduler.translate import (
+from scheduler.edge.translate import (
     PodShapes,
     composite_from,
     config_from,
@@ -67,6 +65,8 @@ from scheduler.translate import (
     quota_from,
     ts,
 )
+from scheduler.fingerprints import diagnosis_fingerprint, verdict_fingerprint
+from scheduler.scheduler import Scheduler
 
 __all__ = [
     "DECISION_EVENTS",
@@ -470,7 +470,7 @@ class Bridge:
 
     def recreate_victims(self, results: Sequence[d.CycleResult], now: float) -> list[StoredEvent]:
         """Append a ``PodCreated`` for every controller-owned victim of ``results``
-        (``scheduler.controllers``), then fold them."""
+        (``scheduler.edge.controllers``), then fold them."""
         victims = (
             controllers.preempted_owned(results, self._owned) if self.config.controller_emulation else []
         )
