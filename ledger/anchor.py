@@ -22,14 +22,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlalchemy.engine import Engine
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 from ledger import transparency as tl
 from ledger.canonical import GENESIS, canonical, event_hash
-from ledger.store import _raw
 
 ANCHOR_LOCK = 7243150003  # serialises tree updates (the ledger lock is 7243150001)
 DEFAULT_KEY_NAME = "podledger"
@@ -184,10 +185,9 @@ def _recomputed(row: tuple[Any, ...]) -> bytes:
     )
 
 
-def update_tree(engine: Engine, batch: int = 5000) -> TreeHead:
+def update_tree(db: Database, batch: int = 5000) -> TreeHead:
     """Add a leaf for every event not in the tree yet (one transaction); return the new head."""
-    with engine.begin() as conn:
-        raw = _raw(conn)
+    with db.transaction() as raw:
         raw.execute("SELECT pg_advisory_xact_lock(%s)", (ANCHOR_LOCK,))
         return _extend(raw, batch)
 
@@ -255,7 +255,7 @@ class SignedCheckpoint:
 
 
 def make_checkpoint(
-    engine: Engine, signer: tl.Signer, origin_line: str | None = None, *, always: bool = False
+    db: Database, signer: tl.Signer, origin_line: str | None = None, *, always: bool = False
 ) -> SignedCheckpoint:
     """Extend the tree, sign its head and store the note (one transaction).
 
@@ -263,8 +263,7 @@ def make_checkpoint(
     and key returns that checkpoint instead of signing again.
     """
     org = origin(origin_line)
-    with engine.begin() as conn:
-        raw = _raw(conn)
+    with db.transaction() as raw:
         raw.execute("SELECT pg_advisory_xact_lock(%s)", (ANCHOR_LOCK,))
         head = _extend(raw, 5000)
         if not always:
@@ -287,9 +286,9 @@ def make_checkpoint(
         return SignedCheckpoint(cp, note, True)
 
 
-def latest_note(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        row = _raw(conn).execute("SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+def latest_note(db: Database) -> str | None:
+    with db.connect() as conn:
+        row = conn.execute("SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
         conn.rollback()
     return None if row is None else str(row[0])
 
@@ -306,15 +305,14 @@ def _parse_unverified(note: str) -> tl.Checkpoint:
 # -- proofs ---------------------------------------------------------------------------------------------
 
 
-def prove(engine: Engine, position: int, note: str | None = None) -> dict[str, Any]:
+def prove(db: Database, position: int, note: str | None = None) -> dict[str, Any]:
     """An inclusion proof of the event at ``position`` in a signed checkpoint's tree.
 
     ``note``: the checkpoint to prove against (default: the newest stored one that covers the
     event). The result is what ``transparency.verify_event_proof`` checks.
     """
-    update_tree(engine)
-    with engine.connect() as conn:
-        raw = _raw(conn)
+    update_tree(db)
+    with db.transaction() as raw:
         row = raw.execute("SELECT idx FROM merkle_leaves WHERE position = %s", (position,)).fetchone()
         if row is None:
             raise AnchorError(f"position {position}: no event at this position")
@@ -336,7 +334,6 @@ def prove(engine: Engine, position: int, note: str | None = None) -> dict[str, A
             raise AnchorError(f"position {position} (leaf {index}) is not in a checkpoint of size {cp.size}")
         path = tl.inclusion_path(index, cp.size, _db_subtree(raw))
         ev = raw.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE position = %s", (position,)).fetchone()
-        conn.rollback()
     assert ev is not None
     return {
         "checkpoint": note,
@@ -370,16 +367,15 @@ class CheckpointVerdict:
     first_bad_position: int | None = None
 
 
-def _iter_events(engine: Engine) -> Iterator[tuple[Any, ...]]:
-    with engine.connect() as conn:
-        raw = _raw(conn)
+def _iter_events(db: Database) -> Iterator[tuple[Any, ...]]:
+    with db.connect() as raw:
         with raw.transaction(), raw.cursor(name="podledger_verify_checkpoint") as cur:
             cur.itersize = 5000
             cur.execute(f"SELECT {_EVENT_COLUMNS} FROM events ORDER BY position")
             yield from cur
 
 
-def verify_against_checkpoint(engine: Engine, note: str, verifier: tl.Verifier) -> CheckpointVerdict:
+def verify_against_checkpoint(db: Database, note: str, verifier: tl.Verifier) -> CheckpointVerdict:
     """Is the current log an append-only extension of the signed checkpoint ``note``?
 
     Checks the signature, recomputes every event hash from the stored contents (the chain), builds
@@ -393,7 +389,7 @@ def verify_against_checkpoint(engine: Engine, note: str, verifier: tl.Verifier) 
     leaves: list[bytes] = []
     positions: list[int] = []
     prev = GENESIS
-    for row in _iter_events(engine):
+    for row in _iter_events(db):
         pos = int(row[0])
         if bytes(row[9]) != prev:
             return CheckpointVerdict(
@@ -422,7 +418,7 @@ def verify_against_checkpoint(engine: Engine, note: str, verifier: tl.Verifier) 
     proof = tl.consistency_path(cp.size, n, sub)
     if tl.verify_consistency(cp.size, n, cp.root, new_root, proof):
         return CheckpointVerdict(True, cp.size, n)
-    bad = _first_divergence(engine, leaves, positions, cp.size)
+    bad = _first_divergence(db, leaves, positions, cp.size)
     return CheckpointVerdict(
         False,
         cp.size,
@@ -433,17 +429,15 @@ def verify_against_checkpoint(engine: Engine, note: str, verifier: tl.Verifier) 
     )
 
 
-def _first_divergence(engine: Engine, leaves: list[bytes], positions: list[int], size: int) -> int | None:
+def _first_divergence(db: Database, leaves: list[bytes], positions: list[int], size: int) -> int | None:
     """Where the recomputed leaves first differ from the stored tree, if that tree is the signed one."""
-    with engine.connect() as conn:
-        raw = _raw(conn)
+    with db.transaction() as raw:
         stored = [
             bytes(r[0])
             for r in raw.execute(
                 "SELECT hash FROM merkle_leaves WHERE idx < %s ORDER BY idx", (size,)
             ).fetchall()
         ]
-        conn.rollback()
     for i, leaf in enumerate(leaves[:size]):
         if i >= len(stored) or stored[i] != leaf:
             return positions[i]

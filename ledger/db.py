@@ -1,4 +1,4 @@
-"""Database settings, the embedded PostgreSQL fallback, engines and migrations.
+"""Database settings, the embedded PostgreSQL fallback, connection pools and migrations.
 
 ``PODLEDGER_DATABASE_URL`` selects any PostgreSQL >= 15; its login is the *owner* role, which runs
 the migrations and owns the tables. The application and the worker do not use it: they log in
@@ -24,11 +24,12 @@ import threading
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
-if TYPE_CHECKING:  # SQLAlchemy is imported on first use: read-only CLI commands never load it
+if TYPE_CHECKING:  # the pool is imported on first use: read-only CLI commands never load it
     import psycopg
-    from sqlalchemy.engine import Engine
+
+    from ledger.database import Database
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB_NAME = "podledger"
@@ -37,7 +38,7 @@ REPORTING_ROLE = "podledger_reporting"
 
 _lock = threading.Lock()
 _server: Any = None
-_engines: dict[str, Engine] = {}
+_databases: dict[str, Database] = {}
 _migrated: set[str] = set()
 
 
@@ -153,13 +154,6 @@ def database_name(url: str) -> str:
     return urlsplit(url).path.lstrip("/") or "postgres"
 
 
-def sqlalchemy_url(url: str) -> str:
-    parts = urlsplit(url)
-    scheme = "postgresql+psycopg"
-    query = parse_qs(parts.query)
-    return urlunsplit((scheme, parts.netloc, parts.path, urlencode(query, doseq=True), parts.fragment))
-
-
 def libpq_url(url: str) -> str:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
@@ -269,14 +263,6 @@ def connection_is_dead(conn: Any) -> bool:
     return False
 
 
-def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
-    if connection_is_dead(dbapi_conn):
-        # the pool discards this connection and checks out (or opens) another one
-        import sqlalchemy as sa
-
-        raise sa.exc.DisconnectionError("the pooled connection was closed by the server")
-
-
 def app_url(owner_url: str | None = None) -> str:
     """libpq URL the application and the worker log in with (never a superuser).
 
@@ -311,7 +297,7 @@ _json_installed = False
 
 def _install_json_loads() -> None:
     """Every connection psycopg opens from here on decodes json/jsonb with ``_json_loads``
-    (installed on the first engine or read connection, so importing this module stays cheap)."""
+    (installed on the first pool or read connection, so importing this module stays cheap)."""
     global _json_installed
     if not _json_installed:
         import psycopg.types.json
@@ -320,38 +306,34 @@ def _install_json_loads() -> None:
         _json_installed = True
 
 
-def get_engine(url: str | None = None, *, migrate_on_start: bool = True, owner: bool = False) -> Engine:
-    """A pooled engine on the ledger at ``url`` (default: the configured ledger).
+def get_database(url: str | None = None, *, migrate_on_start: bool = True, owner: bool = False) -> Database:
+    """The pooled ledger at ``url`` (default: the configured ledger), one per process and login.
 
-    ``url`` is the owner's URL: the database is migrated with it on first use. The engine logs in
+    ``url`` is the owner's URL: the database is migrated with it on first use. The pool logs in
     as the application role (``app_url``), unless ``owner=True`` (maintenance commands) or
     ``PODLEDGER_USE_APP_ROLE=0``.
     """
     _install_json_loads()
     url = url or server_url()
     as_owner = owner or os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1"
-    login = url if as_owner else app_url(url)
+    login = libpq_url(url) if as_owner else app_url(url)
     key = f"{url}|{'owner' if as_owner else 'app'}"
     with _lock:
-        engine = _engines.get(key)
-    if engine is not None:
-        return engine
+        found = _databases.get(key)
+    if found is not None:
+        return found
     if migrate_on_start and url not in _migrated:
         if not at_schema_head(url):
             ensure_database(url)
             migrate(url)
         _migrated.add(url)
-    # No pool_pre_ping (a round trip on every checkout, the largest share of a single append):
-    # ``_on_checkout`` checks the socket without a round trip instead, so a pooled connection
-    # that died with a server restart is still replaced and the first request after a restart
-    # succeeds instead of failing.
-    import sqlalchemy as sa
+    from ledger.database import Database
 
-    engine = sa.create_engine(sqlalchemy_url(login), pool_size=5, max_overflow=5, pool_recycle=1800)
-    sa.event.listen(engine, "checkout", _on_checkout)
     with _lock:
-        _engines[key] = engine
-    return engine
+        found = _databases.get(key)
+        if found is None:
+            found = _databases[key] = Database(url, login)
+    return found
 
 
 def read_connection(url: str | None = None) -> psycopg.Connection[Any]:
@@ -390,15 +372,16 @@ def read_connection(url: str | None = None) -> psycopg.Connection[Any]:
 
 
 def dispose(url: str) -> None:
-    """Close and forget the engine of ``url`` (e.g. before dropping its database)."""
+    """Close and forget the pools of ``url`` (e.g. before dropping its database)."""
     with _lock:
-        engines = [_engines.pop(k) for k in list(_engines) if k.rsplit("|", 1)[0] == url]
-    for engine in engines:
-        engine.dispose()
+        found = [_databases.pop(k) for k in list(_databases) if k.rsplit("|", 1)[0] == url]
+    for database in found:
+        database.close()
 
 
 def dispose_all() -> None:
     with _lock:
-        for engine in _engines.values():
-            engine.dispose()
-        _engines.clear()
+        found = list(_databases.values())
+        _databases.clear()
+    for database in found:
+        database.close()

@@ -143,6 +143,14 @@ for _kind, _prefix in INPUT_KINDS.items():
     register(f"{_prefix}Deleted", ObjectDeleted)
 
 
+# input event type -> (kind, action): "PdbCreated" -> ("PodDisruptionBudget", "Created")
+INPUT_ROUTES: dict[str, tuple[str, str]] = {
+    f"{prefix}{action}": (kind, action)
+    for kind, prefix in INPUT_KINDS.items()
+    for action in ("Created", "Updated", "Deleted")
+}
+
+
 def input_event_type(kind: str, action: str) -> str:
     """``("PodDisruptionBudget", "Created")`` -> ``"PdbCreated"``."""
     return f"{INPUT_KINDS[kind]}{action}"

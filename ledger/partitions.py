@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from ledger.sql import Conn, scalar
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 DEFAULT_SIZE = 1_000_000
 DEFAULT_AHEAD = 2
@@ -71,82 +73,66 @@ class Detached:
     events: int
 
 
-def _run(target: Engine | Connection, fn: Any) -> Any:
-    if isinstance(target, Engine):
-        with target.begin() as conn:
-            return fn(conn)
-    return fn(target)
-
-
-def ensure(target: Engine | Connection, ahead: int | None = None, size: int | None = None) -> list[str]:
+def ensure(db: Database, ahead: int | None = None, size: int | None = None) -> list[str]:
     """Create partitions so that ``ahead`` empty ones follow the newest position, and fold rows
     of the default partition into a range partition; returns the partitions made. Cheap when
     nothing is to do. The application role may call it (SECURITY DEFINER)."""
     ahead = partitions_ahead() if ahead is None else ahead
     size = partition_size() if size is None else size
 
-    def run(conn: Connection) -> list[str]:
+    with db.transaction() as conn:
         rows = conn.execute(
-            sa.text("SELECT * FROM ledger_ensure_partitions(:a, CAST(:s AS bigint))"), {"a": ahead, "s": size}
-        ).all()
-        return [str(r[0]) for r in rows]
-
-    return list(_run(target, run))
+            "SELECT * FROM ledger_ensure_partitions(%s, %s::bigint)", (ahead, size)
+        ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
-def detach(target: Engine | Connection, before: int, *, archive: bool) -> list[Detached]:
+def detach(db: Database, before: int, *, archive: bool) -> list[Detached]:
     """Detach every partition wholly before ``before`` (and not past the log's head), oldest
     first; ``archive`` moves them to the schema ``event_archive``, else they are dropped. Needs
     the owner role."""
 
-    def run(conn: Connection) -> list[Detached]:
+    with db.transaction() as conn:
         rows = conn.execute(
-            sa.text("SELECT name, lo, hi, events FROM ledger_detach_partitions(:b, :a)"),
-            {"b": before, "a": archive},
-        ).all()
-        return [Detached(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
-
-    return list(_run(target, run))
+            "SELECT name, lo, hi, events FROM ledger_detach_partitions(%s, %s)", (before, archive)
+        ).fetchall()
+    return [Detached(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
 
-def list_partitions(target: Engine | Connection) -> list[Partition]:
+def list_partitions(db: Database) -> list[Partition]:
     """Detached partitions (from ``event_archive.detached``) then the attached ones in position
     order, the default last; first/last positions read through the parent (index probes)."""
-
-    def run(conn: Connection) -> list[Partition]:
+    with db.transaction() as conn:
         out: list[Partition] = []
         for name, lo, hi, events, first, last, archived in conn.execute(
-            sa.text(
-                "SELECT name, lo, hi, events, first_position, last_position, archived "
-                "FROM event_archive.detached ORDER BY lo"
-            )
-        ):
+            "SELECT name, lo, hi, events, first_position, last_position, archived "
+            "FROM event_archive.detached ORDER BY lo"
+        ).fetchall():
             size = 0
             if archived:
                 size = int(
-                    conn.execute(
-                        sa.text("SELECT coalesce(pg_total_relation_size(to_regclass(:n)), 0)"),
-                        {"n": f'event_archive."{name}"'},
-                    ).scalar_one()
+                    scalar(
+                        conn,
+                        "SELECT coalesce(pg_total_relation_size(to_regclass(%s)), 0)",
+                        (f'event_archive."{name}"',),
+                    )
                 )
             state = "archived" if archived else "dropped"
             out.append(Partition(name, lo, hi, first, last, size, state, events))
         attached = conn.execute(
-            sa.text(
-                "SELECT p.name, p.lo, p.hi, p.is_default, pg_total_relation_size(to_regclass(quote_ident(p.name))) "
-                "FROM ledger_event_partitions() p"
-            )
-        ).all()
+            "SELECT p.name, p.lo, p.hi, p.is_default, pg_total_relation_size(to_regclass(quote_ident(p.name))) "
+            "FROM ledger_event_partitions() p"
+        ).fetchall()
         last_hi = max([int(r[2]) for r in attached if not r[3]] + [int(p.hi or 0) for p in out] + [0])
         for name, lo, hi, is_default, size in attached:
-            where = "position >= :lo" + ("" if is_default else " AND position < :hi")
+            where = "position >= %(lo)s" + ("" if is_default else " AND position < %(hi)s")
             params = {"lo": last_hi if is_default else lo, "hi": hi}
-            first = conn.execute(
-                sa.text(f"SELECT position FROM events WHERE {where} ORDER BY position LIMIT 1"), params
-            ).scalar()
-            last = conn.execute(
-                sa.text(f"SELECT position FROM events WHERE {where} ORDER BY position DESC LIMIT 1"), params
-            ).scalar()
+            first = scalar(
+                conn, f"SELECT position FROM events WHERE {where} ORDER BY position LIMIT 1", params
+            )
+            last = scalar(
+                conn, f"SELECT position FROM events WHERE {where} ORDER BY position DESC LIMIT 1", params
+            )
             out.append(
                 Partition(
                     str(name),
@@ -158,17 +144,13 @@ def list_partitions(target: Engine | Connection) -> list[Partition]:
                     "default" if is_default else "attached",
                 )
             )
-        return out
-
-    return list(_run(target, run))
+    return out
 
 
-def retained_start(conn: Connection) -> tuple[int, bytes | None] | None:
+def retained_start(conn: Conn) -> tuple[int, bytes | None] | None:
     """Where the retained log starts after a detach: (first position not detached, hash of the
     last detached event, None if the detached partitions held none); None: nothing detached."""
-    row = conn.execute(
-        sa.text("SELECT hi, last_hash FROM event_archive.detached ORDER BY hi DESC LIMIT 1")
-    ).first()
+    row = conn.execute("SELECT hi, last_hash FROM event_archive.detached ORDER BY hi DESC LIMIT 1").fetchone()
     if row is None:
         return None
     return int(row[0]), (bytes(row[1]) if row[1] is not None else None)

@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from ledger.db import APP_ROLE, REPORTING_ROLE
+from ledger.sql import scalar
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 EVENT_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
 
@@ -36,12 +38,10 @@ class RoleInfo:
     sessions: int = 0  # sessions in this database logged in as the role now
 
 
-def describe(engine: Engine) -> list[RoleInfo]:
+def describe(db: Database) -> list[RoleInfo]:
     """The owner (the table owner of ``events``), the application and the reporting role."""
-    with engine.connect() as conn:
-        owner = conn.execute(
-            sa.text("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'events'::regclass")
-        ).scalar_one()
+    with db.connect() as conn:
+        owner = scalar(conn, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'events'::regclass")
         out = []
         for name, purpose in (
             (owner, "owner: migrations, owns tables and triggers"),
@@ -49,11 +49,9 @@ def describe(engine: Engine) -> list[RoleInfo]:
             (REPORTING_ROLE, "reporting views, read-only"),
         ):
             row = conn.execute(
-                sa.text(
-                    "SELECT rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls, rolreplication "
-                    "FROM pg_roles WHERE rolname = :n"
-                ),
-                {"n": name},
+                "SELECT rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls, rolreplication "
+                "FROM pg_roles WHERE rolname = %s",
+                (name,),
             ).fetchone()
             if row is None:
                 out.append(RoleInfo(name, purpose, False))
@@ -61,16 +59,13 @@ def describe(engine: Engine) -> list[RoleInfo]:
             privs = tuple(
                 p
                 for p in EVENT_PRIVILEGES
-                if conn.execute(
-                    sa.text("SELECT has_table_privilege(:n, 'events', :p)"), {"n": name, "p": p}
-                ).scalar_one()
+                if scalar(conn, "SELECT has_table_privilege(%s, 'events', %s)", (name, p))
             )
-            sessions = conn.execute(
-                sa.text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE usename = :n AND datname = current_database()"
-                ),
-                {"n": name},
-            ).scalar_one()
+            sessions = scalar(
+                conn,
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND datname = current_database()",
+                (name,),
+            )
             login, superuser, createrole, createdb, bypassrls, replication = (bool(v) for v in row)
             out.append(
                 RoleInfo(

@@ -26,19 +26,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
-import sqlalchemy as sa
 from psycopg.types.json import set_json_loads
-from sqlalchemy.engine import Connection, Engine
 
 from ledger import events as registry
 from ledger.batch_append import COPY_THRESHOLD as COPY_THRESHOLD
 from ledger.batch_append import append_batch, no_gc
 from ledger.canonical import MAX_EVENT_BYTES, canonical, iso
 from ledger.errors import ConcurrencyError, EventValidationError
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 LEDGER_LOCK = 7243150001
 NO_STREAM = 0  # expected version of a stream that must not exist yet
@@ -144,14 +145,11 @@ def _prepare(ev: NewEvent, now: datetime, validate: bool, fresh_id: uuid.UUID | 
     )
 
 
-def _raw(conn: Connection) -> psycopg.Connection[Any]:
-    driver = conn.connection.driver_connection
-    assert isinstance(driver, psycopg.Connection)
-    return driver
+Conn = psycopg.Connection[Any]
 
 
 def append(
-    target: Engine | Connection,
+    conn: Conn,
     events: Sequence[NewEvent],
     expected_versions: Mapping[str, int] | None = None,
     *,
@@ -160,17 +158,20 @@ def append(
     """Append ``events`` (any number of streams) atomically; return their positions.
 
     ``expected_versions`` maps a stream to the version it must have now (0 = must not exist);
-    streams not named accept any version. With an ``Engine`` the append is its own
-    transaction; with a ``Connection`` it joins the caller's transaction (the caller commits,
-    and must roll back if this raises).
+    streams not named accept any version. On a connection in autocommit mode (each statement
+    its own transaction) the append is its own transaction: one round trip for one event, BEGIN
+    and COMMIT sent with the first and last statement of a batch. Otherwise it joins the
+    connection's transaction (the caller commits, and must roll back if this raises). This
+    appends events only; the application writes through ``ledger.uow`` (events and their
+    projection in one transaction).
     """
-    if isinstance(target, Engine):
+    if conn.autocommit:
         if len(events) == 1:
-            return [_append_one_autocommit(target, events[0], expected_versions, validate)]
+            return [_append_one_autocommit(conn, events[0], expected_versions, validate)]
         if not events:
             return []
-        return _append_batch_autocommit(target, events, expected_versions, validate)
-    positions, _prepared, _new = _append(target, events, expected_versions, validate)
+        return _append_batch_autocommit(conn, events, expected_versions, validate)
+    positions, _prepared, _new = _append(conn, events, expected_versions, validate)
     return positions
 
 
@@ -229,34 +230,22 @@ def _append_one(raw: psycopg.Connection[Any], p: _Prepared, expected: int | None
 
 
 def _append_one_autocommit(
-    engine: Engine, ev: NewEvent, expected_versions: Mapping[str, int] | None, validate: bool
+    conn: Conn, ev: NewEvent, expected_versions: Mapping[str, int] | None, validate: bool
 ) -> int:
     """A single append as its own transaction: one round trip (the call commits by itself)."""
     p = _prepare(ev, datetime.now(UTC), validate)
     _check_expected({p.stream: 1}, expected_versions)
-    expected = (expected_versions or {}).get(p.stream)
-    fairy = engine.raw_connection()
-    try:
-        raw = fairy.driver_connection
-        assert isinstance(raw, psycopg.Connection)
-        raw.autocommit = True
-        try:
-            return _append_one(raw, p, expected)[0]
-        finally:
-            if not raw.closed:
-                raw.autocommit = False
-    finally:
-        fairy.close()
+    return _append_one(conn, p, (expected_versions or {}).get(p.stream))[0]
 
 
 def append_stored(
-    conn: Connection,
+    conn: Conn,
     events: Sequence[NewEvent],
     expected_versions: Mapping[str, int] | None = None,
     *,
     validate: bool = True,
 ) -> tuple[list[StoredEvent], bool]:
-    """Like ``append`` within the caller's transaction, returning the stored events.
+    """Like ``append`` within the caller's transaction (``ledger.uow``), returning the stored events.
 
     The flag is False when the whole batch had been stored before (idempotent re-send); the
     events returned then carry their original positions.
@@ -294,14 +283,13 @@ def _preparer(events: Sequence[NewEvent], validate: bool) -> Callable[[int, int]
 
 
 def _append(
-    conn: Connection,
+    raw: Conn,
     events: Sequence[NewEvent],
     expected_versions: Mapping[str, int] | None,
     validate: bool,
 ) -> tuple[list[int], list[_Prepared], bool]:
     if not events:
         return [], [], False
-    raw = _raw(conn)
     with no_gc(len(events)):
         if len(events) > 1:
             return append_batch(raw, events, _preparer(events, validate), expected_versions, commit=False)
@@ -313,27 +301,12 @@ def _append(
 
 
 def _append_batch_autocommit(
-    engine: Engine, events: Sequence[NewEvent], expected_versions: Mapping[str, int] | None, validate: bool
+    conn: Conn, events: Sequence[NewEvent], expected_versions: Mapping[str, int] | None, validate: bool
 ) -> list[int]:
     """Two or more events as their own transaction, BEGIN and COMMIT sent with the first and
     the last statement (ledger/batch_append.py counts the round trips)."""
     with no_gc(len(events)):
-        fairy = engine.raw_connection()
-        try:
-            raw = fairy.driver_connection
-            assert isinstance(raw, psycopg.Connection)
-            raw.autocommit = True
-            try:
-                prepare = _preparer(events, validate)
-                return append_batch(raw, events, prepare, expected_versions, commit=True)[0]
-            finally:
-                if not raw.closed:
-                    try:
-                        raw.autocommit = False
-                    except psycopg.Error:  # still in a transaction: never hand it back to the pool
-                        fairy.invalidate()
-        finally:
-            fairy.close()
+        return append_batch(conn, events, _preparer(events, validate), expected_versions, commit=True)[0]
 
 
 _COLUMNS = "position, stream, version, type, schema_version, event_id, data::text, meta::text, recorded_at, effective_at"
@@ -358,7 +331,7 @@ def _row(r: Sequence[Any], upcast: bool) -> StoredEvent:
 
 
 def read_all(
-    target: Engine | Connection,
+    conn: Conn,
     after: int = 0,
     limit: int = 1000,
     types: Sequence[str] | None = None,
@@ -366,10 +339,7 @@ def read_all(
     upcast: bool = True,
 ) -> list[StoredEvent]:
     """Events with ``position > after`` in position order (decoded with orjson, upcast)."""
-    if isinstance(target, Engine):
-        with target.connect() as conn:
-            return read_all(conn, after, limit, types, upcast=upcast)
-    with _raw(target).cursor() as cur:
+    with conn.cursor() as cur:
         if types:
             cur.execute(
                 f"SELECT {_COLUMNS} FROM events WHERE position > %s AND type = ANY(%s) ORDER BY position LIMIT %s",
@@ -383,35 +353,20 @@ def read_all(
         return [_row(r, upcast) for r in cur.fetchall()]
 
 
-def read_tail(engine: Engine, after: int, limit: int = 1000, *, upcast: bool = True) -> list[StoredEvent]:
-    """``read_all`` for a catch-up loop: one statement on a raw pooled psycopg connection in
-    autocommit mode (no SQLAlchemy ``Connection``, no BEGIN/ROLLBACK round trips). The usual
-    tail is empty or a few events; a full page means a long tail (stream the rest through
-    ``iter_all``)."""
-    fairy = engine.raw_connection()
-    try:
-        raw = fairy.driver_connection
-        assert isinstance(raw, psycopg.Connection)
-        raw.autocommit = True
-        try:
-            with raw.cursor() as cur:
-                cur.execute(_TAIL_SQL, (after, limit), prepare=True)
-                return [_row(r, upcast) for r in cur.fetchall()]
-        finally:
-            if not raw.closed:
-                raw.autocommit = False
-    finally:
-        fairy.close()
+def read_tail(conn: Conn, after: int, limit: int = 1000, *, upcast: bool = True) -> list[StoredEvent]:
+    """``read_all`` for a catch-up loop: one prepared statement (on a pooled connection in
+    autocommit mode: no BEGIN/ROLLBACK round trips). The usual tail is empty or a few events; a
+    full page means a long tail (stream the rest through ``iter_all``)."""
+    with conn.cursor() as cur:
+        cur.execute(_TAIL_SQL, (after, limit), prepare=True)
+        return [_row(r, upcast) for r in cur.fetchall()]
 
 
 _TAIL_SQL = f"SELECT {_COLUMNS} FROM events WHERE position > %s ORDER BY position LIMIT %s"
 
 
-def read_stream(target: Engine | Connection, stream: str, from_version: int = 1) -> list[StoredEvent]:
-    if isinstance(target, Engine):
-        with target.connect() as conn:
-            return read_stream(conn, stream, from_version)
-    with _raw(target).cursor() as cur:
+def read_stream(conn: Conn, stream: str, from_version: int = 1) -> list[StoredEvent]:
+    with conn.cursor() as cur:
         cur.execute(
             # events has no index by stream (migration 0018): the positions come from event_keys
             f"SELECT {_COLUMNS} FROM events WHERE position IN (SELECT k.position FROM event_keys k "
@@ -422,7 +377,7 @@ def read_stream(target: Engine | Connection, stream: str, from_version: int = 1)
 
 
 def iter_all(
-    engine: Engine,
+    db: Database,
     after: int = 0,
     upto: int | None = None,
     batch: int = 5000,
@@ -435,8 +390,7 @@ def iter_all(
     ``light`` skips the columns a fold does not need (event_id, meta, recorded_at): the events
     then carry a nil event id, empty meta and ``recorded_at = effective_at``.
     """
-    with engine.connect() as conn:
-        raw = _raw(conn)
+    with db.connect() as raw:
         # COPY ... TO STDOUT in binary: rows stream from the server without FETCH round trips,
         # and jsonb is decoded by orjson straight from the wire (measured ~3x a named cursor).
         if light:
@@ -492,27 +446,14 @@ def iter_all(
                             r[8],
                             r[9],
                         )
-        conn.rollback()
 
 
-def head(target: Engine | Connection) -> int:
+def head(conn: Conn) -> int:
     """The newest committed position (0 for an empty log)."""
-    if isinstance(target, Engine):
-        with target.connect() as conn:
-            return head(conn)
-    value = target.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
-    return int(value)
+    row = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()
+    return int(row[0]) if row else 0
 
 
-def stream_version(target: Engine | Connection, stream: str) -> int:
-    if isinstance(target, Engine):
-        with target.connect() as conn:
-            return stream_version(conn, stream)
-    value = target.execute(sa.text("SELECT version FROM streams WHERE stream = :s"), {"s": stream}).scalar()
-    return int(value or 0)
-
-
-def lock_appends(conn: Connection) -> None:
-    """Take the ledger lock every append takes (transaction-scoped): a conditional write that
-    reads its preconditions after this call knows nothing is appended before it commits."""
-    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": LEDGER_LOCK})
+def stream_version(conn: Conn, stream: str) -> int:
+    row = conn.execute("SELECT version FROM streams WHERE stream = %s", (stream,)).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0

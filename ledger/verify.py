@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 from ledger.canonical import GENESIS, canonical, event_hash
 from ledger.replay_rows import read_chain
-from ledger.store import _raw
 
 PAGE = 20_000
 
@@ -82,7 +82,7 @@ _FIRST_RETAINED = (
 
 
 def verify_chain(
-    engine: Engine, progress: Callable[[int], None] | None = None, *, archive: bool = False
+    db: Database, progress: Callable[[int], None] | None = None, *, archive: bool = False
 ) -> VerifyResult:
     """Recompute every hash from the stored columns, in position order.
 
@@ -98,8 +98,7 @@ def verify_chain(
     """
     walk = _Walk(GENESIS, progress)
     start = 0
-    with engine.connect() as conn:
-        raw = _raw(conn)
+    with db.connect() as raw:
         with raw.transaction():
             # (a database downgraded below migration 0016 has neither table)
             partitioned = raw.execute("SELECT to_regclass('event_archive.detached') IS NOT NULL").fetchone()

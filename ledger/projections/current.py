@@ -17,14 +17,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy.engine import Connection
 
-from ledger.events import INPUT_KINDS
+from ledger.events import INPUT_ROUTES
 from ledger.resources.models import pod_effective_requests
 from ledger.simple_query import json_arg, run
-from ledger.store import StoredEvent, _raw
+from ledger.sql import Conn
+from ledger.store import StoredEvent
 
-PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
 CLUSTER_SCOPED = {"Node", "PriorityClass", "SchedulerConfig"}
 
 _SELECT = """
@@ -107,15 +106,15 @@ def _not_ready(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
 def _touch(ev: StoredEvent) -> Iterable[Key]:
     """The objects an event changes (to prefetch them)."""
     typ, data = ev.type, ev.data
-    for action in ("Created", "Updated", "Deleted"):
-        if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
-            kind = PREFIX_TO_KIND[typ[: -len(action)]]
-            if action == "Deleted":
-                yield (kind, data.get("namespace", ""), data["name"])
-            else:
-                ns, name, _ = _ident(data["object"], kind)
-                yield (kind, ns, name)
-            return
+    route = INPUT_ROUTES.get(typ)
+    if route is not None:
+        kind, action = route
+        if action == "Deleted":
+            yield (kind, data.get("namespace", ""), data["name"])
+        else:
+            ns, name, _ = _ident(data["object"], kind)
+            yield (kind, ns, name)
+        return
     if typ in ("PodBound", "PodNominated", "PodUnschedulable", "PodGated"):
         yield ("Pod", *split_key(data["pod"]))
     elif typ == "PodPreempted":
@@ -130,39 +129,37 @@ def _touch(ev: StoredEvent) -> Iterable[Key]:
 def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
     typ, data, pos, ts = ev.type, ev.data, ev.position, ev.effective_at
     when = ts.isoformat()
-    for action in ("Created", "Updated", "Deleted"):
-        if typ.endswith(action) and typ[: -len(action)] in PREFIX_TO_KIND:
-            kind = PREFIX_TO_KIND[typ[: -len(action)]]
-            if action == "Deleted":
-                key = (kind, data.get("namespace", ""), data["name"])
-                rows[key] = None
-                dirty.add(key)
-                return
-            obj = data["object"]
-            ns, name, uid = _ident(obj, kind)
-            key = (kind, ns, name)
-            status: dict[str, Any] = {}
-            if kind == "Pod":
-                status = _pod_status_from_object(obj)
-                if action == "Created" and not status:
-                    status = {"phase": "Pending"}
-            cur = rows.get(key)
-            if cur is not None and cur["uid"] == uid:
-                cur.update(
-                    object=obj, status={**cur["status"], **status}, updated_position=pos, updated_at=ts
-                )
-            else:
-                rows[key] = {
-                    "uid": uid,
-                    "object": obj,
-                    "status": status,
-                    "created_position": pos,
-                    "updated_position": pos,
-                    "created_at": ts,
-                    "updated_at": ts,
-                }
+    route = INPUT_ROUTES.get(typ)
+    if route is not None:
+        kind, action = route
+        if action == "Deleted":
+            key = (kind, data.get("namespace", ""), data["name"])
+            rows[key] = None
             dirty.add(key)
             return
+        obj = data["object"]
+        ns, name, uid = _ident(obj, kind)
+        key = (kind, ns, name)
+        status: dict[str, Any] = {}
+        if kind == "Pod":
+            status = _pod_status_from_object(obj)
+            if action == "Created" and not status:
+                status = {"phase": "Pending"}
+        cur = rows.get(key)
+        if cur is not None and cur["uid"] == uid:
+            cur.update(object=obj, status={**cur["status"], **status}, updated_position=pos, updated_at=ts)
+        else:
+            rows[key] = {
+                "uid": uid,
+                "object": obj,
+                "status": status,
+                "created_position": pos,
+                "updated_position": pos,
+                "created_at": ts,
+                "updated_at": ts,
+            }
+        dirty.add(key)
+        return
     keys = list(_touch(ev))
     if not keys:
         return
@@ -436,7 +433,7 @@ def _read_scratch(raw: Any, ordered: list[Key]) -> dict[Key, dict[str, Any] | No
 
 
 def project(
-    conn: Connection, events: Sequence[StoredEvent], *, temporal: bool = True, commit: bool = False
+    conn: Conn, events: Sequence[StoredEvent], *, temporal: bool = True, commit: bool = False
 ) -> None:
     """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction.
 
@@ -455,10 +452,12 @@ def project(
     for ev in events:
         keys.update(_touch(ev))
     if not keys:
+        if commit:
+            conn.commit()
         return
     ordered = sorted(keys)
     rows: dict[Key, dict[str, Any] | None] = {}
-    raw = _raw(conn)
+    raw = conn
     namespaces = sorted({k[1] for k in ordered if k[0] == "Pod"}) if temporal else []
     if temporal:
         rows, used_rows = _read(raw, ordered, namespaces)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ledger.replay_rows import read_rows
-from ledger.store import StoredEvent, _raw
+from ledger.sql import Conn, scalar
+from ledger.store import StoredEvent
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 class CheckpointMoved(Exception):
@@ -27,9 +28,9 @@ class CheckpointMoved(Exception):
 class AsyncProjection(Protocol):
     name: str
 
-    def reset(self, conn: Connection) -> None: ...
+    def reset(self, conn: Conn) -> None: ...
 
-    def apply(self, conn: Connection, events: Sequence[StoredEvent]) -> None: ...
+    def apply(self, conn: Conn, events: Sequence[StoredEvent]) -> None: ...
 
 
 class EventTypeCounts:
@@ -37,10 +38,10 @@ class EventTypeCounts:
 
     name = "event_type_counts"
 
-    def reset(self, conn: Connection) -> None:
-        conn.execute(sa.text("DELETE FROM event_type_counts"))
+    def reset(self, conn: Conn) -> None:
+        conn.execute("DELETE FROM event_type_counts")
 
-    def apply(self, conn: Connection, events: Sequence[StoredEvent]) -> None:
+    def apply(self, conn: Conn, events: Sequence[StoredEvent]) -> None:
         agg: dict[str, list[int]] = {}
         for ev in events:
             slot = agg.setdefault(ev.type, [0, 0])
@@ -48,50 +49,44 @@ class EventTypeCounts:
             slot[1] = ev.position
         if not agg:
             return
-        conn.execute(
-            sa.text(
-                "INSERT INTO event_type_counts (type, count, last_position) VALUES (:t, :c, :p) "
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO event_type_counts (type, count, last_position) VALUES (%s, %s, %s) "
                 "ON CONFLICT (type) DO UPDATE SET count = event_type_counts.count + excluded.count, "
-                "last_position = excluded.last_position"
-            ),
-            [{"t": t, "c": c, "p": p} for t, (c, p) in sorted(agg.items())],
-        )
+                "last_position = excluded.last_position",
+                [(t, c, p) for t, (c, p) in sorted(agg.items())],
+            )
 
 
 ASYNC_PROJECTIONS: dict[str, AsyncProjection] = {"event_type_counts": EventTypeCounts()}
 
 
-def _rows(conn: Connection, after: int, limit: int) -> Sequence[StoredEvent]:
+def _rows(conn: Conn, after: int, limit: int) -> Sequence[StoredEvent]:
     """A page of lean rows (ledger/replay_rows.py) in the caller's transaction. The folds read
     ``position``, ``type``, ``data`` and ``effective_at``, which ``ReplayRow`` provides lazily."""
-    return cast(Sequence[StoredEvent], read_rows(_raw(conn), after, limit))
+    return cast(Sequence[StoredEvent], read_rows(conn, after, limit))
 
 
 def _lock_key(name: str) -> int:
     return 7243150100 + zlib.crc32(name.encode())
 
 
-def checkpoint(conn: Connection, name: str) -> int:
+def checkpoint(conn: Conn, name: str) -> int:
     conn.execute(
-        sa.text("INSERT INTO projection_checkpoints (name, position) VALUES (:n, 0) ON CONFLICT DO NOTHING"),
-        {"n": name},
+        "INSERT INTO projection_checkpoints (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING", (name,)
     )
-    return int(
-        conn.execute(
-            sa.text("SELECT position FROM projection_checkpoints WHERE name = :n"), {"n": name}
-        ).scalar_one()
-    )
+    return int(scalar(conn, "SELECT position FROM projection_checkpoints WHERE name = %s", (name,)))
 
 
 @dataclass
 class Runner:
-    engine: Engine
+    db: Database
     projection: AsyncProjection
     batch_size: int = 1000
 
     def run_once(self) -> int:
         """Apply at most one batch; return how many events it folded."""
-        with self.engine.begin() as conn:
+        with self.db.transaction() as conn:
             old = checkpoint(conn, self.projection.name)
             events = _rows(conn, old, self.batch_size)
             if not events:
@@ -99,11 +94,9 @@ class Runner:
             self.projection.apply(conn, events)
             new = events[-1].position
             moved = conn.execute(
-                sa.text(
-                    "UPDATE projection_checkpoints SET position = :new, updated_at = now() "
-                    "WHERE name = :n AND position = :old"
-                ),
-                {"new": new, "n": self.projection.name, "old": old},
+                "UPDATE projection_checkpoints SET position = %s, updated_at = now() "
+                "WHERE name = %s AND position = %s",
+                (new, self.projection.name, old),
             ).rowcount
             if moved != 1:
                 raise CheckpointMoved(
@@ -114,10 +107,8 @@ class Runner:
     def catch_up(self) -> int:
         """Run batches until the projection is at the head. Holds the single-runner lock."""
         total = 0
-        with self.engine.connect() as lock_conn:
-            got = lock_conn.execute(
-                sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _lock_key(self.projection.name)}
-            ).scalar()
+        with self.db.connect() as lock_conn:
+            got = scalar(lock_conn, "SELECT pg_try_advisory_lock(%s)", (_lock_key(self.projection.name),))
             if not got:
                 return 0
             try:
@@ -127,28 +118,23 @@ class Runner:
                     if n == 0:
                         return total
             finally:
-                lock_conn.execute(
-                    sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _lock_key(self.projection.name)}
-                )
-                lock_conn.commit()
+                lock_conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(self.projection.name),))
 
 
-def rebuild_async(engine: Engine, projection: AsyncProjection) -> int:
-    with engine.begin() as conn:
+def rebuild_async(db: Database, projection: AsyncProjection) -> int:
+    with db.transaction() as conn:
         projection.reset(conn)
-        conn.execute(
-            sa.text("UPDATE projection_checkpoints SET position = 0 WHERE name = :n"), {"n": projection.name}
-        )
-    return Runner(engine, projection, batch_size=5000).catch_up()
+        conn.execute("UPDATE projection_checkpoints SET position = 0 WHERE name = %s", (projection.name,))
+    return Runner(db, projection, batch_size=5000).catch_up()
 
 
-def refold_current(conn: Connection, batch: int = 5000) -> int:
+def refold_current(conn: Conn, batch: int = 5000) -> int:
     """Re-fold the inline projections (``objects``, ``object_versions``, ``quota_usage``) from
     position 0 in the caller's transaction; returns the number of events folded."""
     from ledger.projections.current import project
 
     for table in ("objects", "object_versions", "quota_usage"):  # DELETE: the app role may not TRUNCATE
-        conn.execute(sa.text(f"DELETE FROM {table}"))
+        conn.execute(f"DELETE FROM {table}")
     total = 0
     after = 0
     while True:
@@ -161,7 +147,7 @@ def refold_current(conn: Connection, batch: int = 5000) -> int:
     return total
 
 
-def rebuild_current(engine: Engine, batch: int = 5000) -> int:
+def rebuild_current(db: Database, batch: int = 5000) -> int:
     """Re-fold the inline projections from position 0, in one transaction."""
-    with engine.begin() as conn:
+    with db.transaction() as conn:
         return refold_current(conn, batch)

@@ -20,12 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
 from ledger import store
 from ledger.projections.current import OPEN, project, usage_totals
 from ledger.resources.models import pod_effective_requests
+from ledger.sql import Conn, dicts, scalar
 
 __all__ = [
     "OPEN",
@@ -47,18 +45,16 @@ def _alive(position: int) -> str:
     return f"valid_from <= {p} AND valid_to > {p}"
 
 
-def shadow_objects(conn: Connection, position: int) -> None:
+def shadow_objects(conn: Conn, position: int) -> None:
     """Make ``objects`` the projection as of ``position`` for the rest of the caller's transaction
     (a temporary view; roll back to drop it)."""
     conn.execute(
-        sa.text(
-            f"CREATE TEMP VIEW objects AS SELECT {_COLUMNS} FROM public.object_versions WHERE {_alive(position)}"
-        )
+        f"CREATE TEMP VIEW objects AS SELECT {_COLUMNS} FROM public.object_versions WHERE {_alive(position)}"
     )
 
 
 def objects_at_position(
-    conn: Connection,
+    conn: Conn,
     position: int,
     kind: str | None = None,
     namespace: str | None = None,
@@ -69,31 +65,31 @@ def objects_at_position(
     params: dict[str, Any] = {}
     for col, val in (("kind", kind), ("namespace", namespace), ("name", name)):
         if val is not None:
-            q += f" AND {col} = :{col}"
+            q += f" AND {col} = %({col})s"
             params[col] = val
     q += " ORDER BY kind, namespace, name"
-    return [dict(r._mapping) for r in conn.execute(sa.text(q), params)]
+    return dicts(conn, q, params)
 
 
-def quota_used(conn: Connection, namespace: str, position: int | None = None) -> dict[str, int]:
+def quota_used(conn: Conn, namespace: str, position: int | None = None) -> dict[str, int]:
     """Requests of the pods bound in ``namespace`` as of ``position`` (None: now), summed per
     resource; a resource appears while at least one bound pod requests it."""
-    q = "SELECT used FROM quota_usage WHERE namespace = :n"
+    q = "SELECT used FROM quota_usage WHERE namespace = %(n)s"
     params: dict[str, Any] = {"n": namespace}
     if position is not None:
-        q += " AND valid_from <= :p"
+        q += " AND valid_from <= %(p)s"
         params["p"] = int(position)
-    used = conn.execute(sa.text(q + " ORDER BY valid_from DESC LIMIT 1"), params).scalar()
+    used = scalar(conn, q + " ORDER BY valid_from DESC LIMIT 1", params)
     return usage_totals(used)
 
 
 # ----------------------------------------------------------------------------- oracles
 
 
-def fold_objects_at(conn: Connection, position: int) -> None:
+def fold_objects_at(conn: Conn, position: int) -> None:
     """The full fold from position 0 into a temporary ``objects`` table (in the caller's
     transaction, dropped at its end): what ``shadow_objects`` replaces, O(position)."""
-    conn.execute(sa.text("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL) ON COMMIT DROP"))
+    conn.execute("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL) ON COMMIT DROP")
     after = 0
     while after < position:
         batch = [e for e in store.read_all(conn, after=after, limit=5000) if e.position <= position]
@@ -103,15 +99,13 @@ def fold_objects_at(conn: Connection, position: int) -> None:
         after = batch[-1].position
 
 
-def scan_quota_used(conn: Connection, namespace: str) -> dict[str, int]:
+def scan_quota_used(conn: Conn, namespace: str) -> dict[str, int]:
     """Quota use totalled over every bound pod of the namespace in ``objects`` (what
     ``quota_used`` replaces)."""
     used: dict[str, int] = {}
     for r in conn.execute(
-        sa.text(
-            "SELECT object FROM objects WHERE kind = 'Pod' AND namespace = :n AND status->>'phase' = 'Bound'"
-        ),
-        {"n": namespace},
+        "SELECT object FROM objects WHERE kind = 'Pod' AND namespace = %s AND status->>'phase' = 'Bound'",
+        (namespace,),
     ):
         for k, v in pod_effective_requests({"spec": r[0].get("spec") or {}}).items():
             used[k] = used.get(k, 0) + v

@@ -9,5 +9,5 @@ the metrics and the scheduler worker share.
 - ``reports``: the dashboard's and the metrics' figures (reporting views when readable);
 - ``schema``: what readiness checks (the migration revisions the database is at).
 
-Every function takes a Connection (some also an Engine) and only reads.
+Every function takes a psycopg connection (some a ``Database``) and only reads.
 """

@@ -15,10 +15,9 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
 from ledger.projections.current import usage_totals
+from ledger.sql import Conn, scalar
 
 _BRIEF = (
     "json_build_object('position', e.position, 'type', e.type, 'stream', e.stream, 'data', e.data, "
@@ -26,30 +25,30 @@ _BRIEF = (
 )
 _GROUP_OF_POD = "(SELECT object->'spec'->'schedulingGroup'->>'podGroupName' FROM o)"
 _PODS = {
-    "Pod": "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = :n AND name = :m",
+    "Pod": "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = %(n)s AND name = %(m)s",
     "PodGroup": (
-        "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = :n "
-        "AND object->'spec'->'schedulingGroup'->>'podGroupName' = :m"
+        "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = %(n)s "
+        "AND object->'spec'->'schedulingGroup'->>'podGroupName' = %(m)s"
     ),
     "CompositePodGroup": (
         "SELECT p.name, p.object, p.status FROM objects p JOIN objects g ON g.kind = 'PodGroup' "
-        "AND g.namespace = p.namespace AND g.object->'spec'->>'parentCompositePodGroupName' = :m "
+        "AND g.namespace = p.namespace AND g.object->'spec'->>'parentCompositePodGroupName' = %(m)s "
         "AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = g.name "
-        "WHERE p.kind = 'Pod' AND p.namespace = :n"
+        "WHERE p.kind = 'Pod' AND p.namespace = %(n)s"
     ),
 }
 _DECISIONS = {
     # the group whose decisions explain reads: the pod's PodGroup, the PodGroup itself, or the
     # CompositePodGroup's own stream
-    "Pod": f"e.data->>'group' = :n || '/' || {_GROUP_OF_POD} AND e.type = ANY(:t)",
-    "PodGroup": "e.data->>'group' = :n || '/' || :m AND e.type = ANY(:t)",
+    "Pod": f"e.data->>'group' = %(n)s || '/' || {_GROUP_OF_POD} AND e.type = ANY(%(t)s)",
+    "PodGroup": "e.data->>'group' = %(n)s || '/' || %(m)s AND e.type = ANY(%(t)s)",
     "CompositePodGroup": "e.position IN (SELECT k.position FROM event_keys k "
-    "WHERE k.stream = 'sched/compositepodgroup/' || :n || '/' || :m)",
+    "WHERE k.stream = 'sched/compositepodgroup/' || %(n)s || '/' || %(m)s)",
 }
 _PREEMPTORS = {
-    "Pod": f"ARRAY[:n || '/' || :m, :n || '/' || {_GROUP_OF_POD}]",
-    "PodGroup": "ARRAY[:n || '/' || :m]",
-    "CompositePodGroup": "ARRAY[:n || '/' || :m]",
+    "Pod": f"ARRAY[%(n)s || '/' || %(m)s, %(n)s || '/' || {_GROUP_OF_POD}]",
+    "PodGroup": "ARRAY[%(n)s || '/' || %(m)s]",
+    "CompositePodGroup": "ARRAY[%(n)s || '/' || %(m)s]",
 }
 
 
@@ -67,34 +66,34 @@ def _statement(kind: str, at: int | None = None) -> str:
             f"FROM object_versions WHERE valid_from <= {p} AND valid_to > {p}),\n"
         )
     return f"""
-WITH {past}o AS (SELECT object, status FROM objects WHERE kind = :k AND namespace = :n AND name = :m),
+WITH {past}o AS (SELECT object, status FROM objects WHERE kind = %(k)s AND namespace = %(n)s AND name = %(m)s),
 pods AS ({_PODS[kind]})
 SELECT json_build_object(
   'head', {head},
   'object', (SELECT json_build_array(object, status) FROM o),
   'pods', (SELECT coalesce(json_agg(json_build_array(name, object, status) ORDER BY name), '[]') FROM pods),
   'quota', (SELECT json_build_array(name, object) FROM objects
-            WHERE kind = 'ElasticQuota' AND namespace = :n LIMIT 1),
-  'used', (SELECT used FROM quota_usage WHERE namespace = :n{upto.replace("e.position", "valid_from")}
+            WHERE kind = 'ElasticQuota' AND namespace = %(n)s LIMIT 1),
+  'used', (SELECT used FROM quota_usage WHERE namespace = %(n)s{upto.replace("e.position", "valid_from")}
             ORDER BY valid_from DESC LIMIT 1),
   'decisions', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
                 WHERE {_DECISIONS[kind]}{upto}),
   'pod_events', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
                  WHERE e.position IN (SELECT k.position FROM event_keys k
-                   WHERE k.stream = ANY(ARRAY(SELECT 'sched/pod/' || :n || '/' || name FROM pods))){upto}),
+                   WHERE k.stream = ANY(ARRAY(SELECT 'sched/pod/' || %(n)s || '/' || name FROM pods))){upto}),
   'preempted', (SELECT coalesce(json_agg({_BRIEF} ORDER BY e.position), '[]') FROM events e
                 WHERE e.type = 'PodPreempted' AND e.data->>'preemptor' = ANY({_PREEMPTORS[kind]}){upto}),
   'observed', (SELECT coalesce(json_agg(json_build_array(pod, node, scheduler, cluster, position)), '[]')
                FROM (SELECT DISTINCT ON (data->>'pod') data->>'pod' AS pod, data->>'node' AS node,
                        data->>'scheduler' AS scheduler, data->>'cluster' AS cluster, position
                      FROM events e WHERE type = 'PodBindingObserved'{upto}
-                     AND data->>'pod' = ANY(ARRAY(SELECT :n || '/' || name FROM pods))
+                     AND data->>'pod' = ANY(ARRAY(SELECT %(n)s || '/' || name FROM pods))
                      ORDER BY data->>'pod', position DESC) ob)
 )::text
 """
 
 
-_STATEMENTS = {kind: sa.text(_statement(kind)) for kind in _PODS}
+_STATEMENTS = {kind: _statement(kind) for kind in _PODS}
 
 
 def _events(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,7 +103,7 @@ def _events(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def explain_inputs(
-    conn: Connection,
+    conn: Conn,
     kind: str,
     namespace: str,
     name: str,
@@ -119,8 +118,8 @@ def explain_inputs(
     (the pods' scheduler streams) and ``preempted`` (PodPreempted by the object or its group), each
     a list of {position, type, stream, data, meta, at} in position order; ``observed`` the
     cluster's last observed binding per pod on a shadow ledger (``log.observed_bindings``)."""
-    stmt = _STATEMENTS[kind] if at is None else sa.text(_statement(kind, at))
-    raw = conn.execute(stmt, {"k": kind, "n": namespace, "m": name, "t": list(group_types)}).scalar_one()
+    stmt = _STATEMENTS[kind] if at is None else _statement(kind, at)
+    raw = scalar(conn, stmt, {"k": kind, "n": namespace, "m": name, "t": list(group_types)})
     doc = orjson.loads(raw)
     if doc["object"] is None:
         return None

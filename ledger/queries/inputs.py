@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
 from ledger.resources.kinds import resolve_kind
+from ledger.sql import Conn
 
 # stream prefixes of the inputs a group's verdict depends on; "{ns}" is the group's namespace
 INPUT_PREFIXES = (
@@ -40,7 +38,7 @@ def _kind_of(stream: str, fallback: str) -> str:
 
 
 def input_changes(
-    conn: Connection, namespace: str, group_streams: Sequence[str], after: int, upto: int
+    conn: Conn, namespace: str, group_streams: Sequence[str], after: int, upto: int
 ) -> list[dict[str, Any]]:
     """Input events (created/updated/deleted) in positions ``(after, upto]`` of the streams above
     and of ``group_streams`` (the group's own spec), as {position, type, stream, kind, name,
@@ -52,11 +50,9 @@ def input_changes(
     # index and the group's own streams through event_keys' (stream, version), so neither reads
     # the other events of the range (a range since an attempt long ago is most of the log)
     rows = conn.execute(
-        sa.text(
-            "SELECT * FROM ledger_input_changes(CAST(:a AS bigint), CAST(:b AS bigint), CAST(:p AS text[]), CAST(:g AS text[]))"
-        ),
-        {"a": after, "b": upto, "p": prefixes, "g": list(group_streams)},
-    ).all()
+        "SELECT * FROM ledger_input_changes(%s::bigint, %s::bigint, %s::text[], %s::text[])",
+        (after, upto, prefixes, list(group_streams)),
+    ).fetchall()
     out = []
     for position, typ, stream, at in rows:
         change = next(s for s in _SUFFIXES if typ.endswith(s))

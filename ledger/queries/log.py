@@ -7,13 +7,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any, LiteralString
 
 from ledger import events as registry
+from ledger.sql import Conn, rows, scalar
 from ledger.store import StoredEvent
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 _EVENT_COLS = (
     "position, stream, version, type, schema_version, event_id, data, meta, recorded_at, effective_at"
@@ -24,16 +25,14 @@ _BRIEF_COLS = "position, type, stream, data, meta, effective_at"
 _BY_STREAM = "position IN (SELECT k.position FROM event_keys k WHERE k.stream"
 
 
-def head(conn: Connection) -> int:
+def head(conn: Conn) -> int:
     """The newest position of the log (0 when empty)."""
-    return int(conn.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one())
+    return int(scalar(conn, "SELECT coalesce(max(position), 0) FROM events"))
 
 
-def position_at_time(conn: Connection, when: datetime) -> int:
+def position_at_time(conn: Conn, when: datetime) -> int:
     """The last position whose effective time is at or before ``when`` (0 if none)."""
-    pos = conn.execute(
-        sa.text("SELECT max(position) FROM events WHERE effective_at <= :t"), {"t": when}
-    ).scalar()
+    pos = scalar(conn, "SELECT max(position) FROM events WHERE effective_at <= %(t)s", {"t": when})
     return int(pos or 0)
 
 
@@ -42,24 +41,24 @@ def _like_prefix(prefix: str) -> str:
 
 
 def read_events(
-    engine: Engine, after: int, limit: int, types: Sequence[str] | None, stream: str
+    db: Database, after: int, limit: int, types: Sequence[str] | None, stream: str
 ) -> list[StoredEvent]:
     """Events after ``after`` in position order of one stream, or of every stream starting with
     ``stream`` when it ends in ``/``; optionally only ``types``. Payloads are upcast."""
-    where = ["position > :a"]
+    where = ["position > %(a)s"]
     params: dict[str, Any] = {"a": after, "lim": limit}
     if stream.endswith("/"):
-        where.append(f"{_BY_STREAM} LIKE :s)")
+        where.append(f"{_BY_STREAM} LIKE %(s)s)")
         params["s"] = _like_prefix(stream)
     else:
-        where.append(f"{_BY_STREAM} = :s)")
+        where.append(f"{_BY_STREAM} = %(s)s)")
         params["s"] = stream
     if types:
-        where.append("type = ANY(:t)")
+        where.append("type = ANY(%(t)s)")
         params["t"] = list(types)
-    q = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT :lim"
-    with engine.connect() as conn:
-        rows = conn.execute(sa.text(q), params).all()
+    q = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT %(lim)s"
+    with db.connect() as conn:
+        found = rows(conn, q, params)
     return [
         StoredEvent(
             position=r.position,
@@ -73,72 +72,63 @@ def read_events(
             recorded_at=r.recorded_at,
             effective_at=r.effective_at,
         )
-        for r in rows
+        for r in found
     ]
 
 
-def events_by_ids(conn: Connection, ids: Sequence[uuid.UUID]) -> list[Any]:
+def events_by_ids(conn: Conn, ids: Sequence[uuid.UUID]) -> list[Any]:
     """Rows (position, stream, version, type, data, meta) of the events with these ids, by position."""
-    return list(
-        conn.execute(
-            sa.text(
-                # event_keys: the ids' one index (events is partitioned by position, migration 0016)
-                "SELECT position, stream, version, type, data, meta FROM events WHERE position = ANY("
-                "ARRAY(SELECT position FROM event_keys WHERE event_id = ANY(:ids))) ORDER BY position"
-            ),
-            {"ids": list(ids)},
-        ).all()
+    return rows(
+        conn,
+        # event_keys: the ids' one index (events is partitioned by position, migration 0016)
+        "SELECT position, stream, version, type, data, meta FROM events WHERE position = ANY("
+        "ARRAY(SELECT position FROM event_keys WHERE event_id = ANY(%(ids)s))) ORDER BY position",
+        {"ids": list(ids)},
     )
 
 
-def lock_request_key(conn: Connection, key: str) -> None:
-    """Take a transaction-scoped advisory lock on an idempotency key: a concurrent request with
-    the same key waits here until the first one commits (and then finds its events)."""
-    conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 15))"), {"k": key})
-
-
-def _brief(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    rows = conn.execute(sa.text(sql), dict(params))
+def _brief(conn: Conn, sql: LiteralString, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
-        {"position": r[0], "type": r[1], "stream": r[2], "data": r[3], "meta": r[4], "at": r[5]} for r in rows
+        {"position": r[0], "type": r[1], "stream": r[2], "data": r[3], "meta": r[4], "at": r[5]}
+        for r in conn.execute(sql, params)
     ]
 
 
-def stream_events(conn: Connection, streams: Sequence[str], upto: int) -> list[dict[str, Any]]:
+def stream_events(conn: Conn, streams: Sequence[str], upto: int) -> list[dict[str, Any]]:
     """Events of ``streams`` up to position ``upto``, as {position, type, stream, data, meta, at}."""
     if not streams:
         return []
     return _brief(
         conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE {_BY_STREAM} = ANY(:s)) AND position <= :p ORDER BY position",
+        f"SELECT {_BRIEF_COLS} FROM events WHERE {_BY_STREAM} = ANY(%(s)s)) AND position <= %(p)s ORDER BY position",
         {"s": list(streams), "p": upto},
     )
 
 
-def group_decisions(conn: Connection, group: str, types: Sequence[str], upto: int) -> list[dict[str, Any]]:
+def group_decisions(conn: Conn, group: str, types: Sequence[str], upto: int) -> list[dict[str, Any]]:
     """Decisions of ``types`` whose ``data.group`` is ``group`` (namespace/name), up to ``upto``."""
     return _brief(
         conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE data->>'group' = :g AND type = ANY(:t) "
-        "AND position <= :p ORDER BY position",
+        f"SELECT {_BRIEF_COLS} FROM events WHERE data->>'group' = %(g)s AND type = ANY(%(t)s) "
+        "AND position <= %(p)s ORDER BY position",
         {"g": group, "t": list(types), "p": upto},
     )
 
 
-def preemptions_by(conn: Connection, preemptors: Sequence[str], upto: int) -> list[dict[str, Any]]:
+def preemptions_by(conn: Conn, preemptors: Sequence[str], upto: int) -> list[dict[str, Any]]:
     """PodPreempted events whose preemptor is one of ``preemptors``, up to ``upto``."""
     if not preemptors:
         return []
     return _brief(
         conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = ANY(:k) "
-        "AND position <= :p ORDER BY position",
+        f"SELECT {_BRIEF_COLS} FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = ANY(%(k)s) "
+        "AND position <= %(p)s ORDER BY position",
         {"k": list(preemptors), "p": upto},
     )
 
 
 def object_history(
-    conn: Connection, kind: str, key: str, name: str, streams: Sequence[str]
+    conn: Conn, kind: str, key: str, name: str, streams: Sequence[str]
 ) -> list[dict[str, Any]]:
     """Every event about one object: its streams, preemptions it caused, and admission
     refusals naming it (``key`` = namespace/name or name)."""
@@ -148,33 +138,31 @@ def object_history(
         # refusal partial indexes), then the events by primary key: an OR of the three scans
         # the whole log since events has no index by stream (migration 0018)
         f"SELECT {_BRIEF_COLS} FROM events WHERE position IN ("
-        "SELECT k.position FROM event_keys k WHERE k.stream = ANY(:s) "
-        "UNION ALL SELECT position FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = :k "
+        "SELECT k.position FROM event_keys k WHERE k.stream = ANY(%(s)s) "
+        "UNION ALL SELECT position FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = %(k)s "
         "UNION ALL SELECT position FROM events WHERE type = 'AdmissionRejected' AND data->'rejected' @> "
-        "jsonb_build_array(jsonb_build_object('kind', CAST(:kind AS text), 'name', CAST(:n AS text)))) "
+        "jsonb_build_array(jsonb_build_object('kind', CAST(%(kind)s AS text), 'name', CAST(%(n)s AS text)))) "
         "ORDER BY position",
         {"s": list(streams), "k": key, "kind": kind, "n": name},
     )
 
 
-def group_timeline(conn: Connection, kind: str, ns: str, name: str, limit: int = 500) -> list[dict[str, Any]]:
+def group_timeline(conn: Conn, kind: str, ns: str, name: str, limit: int = 500) -> list[dict[str, Any]]:
     """The group's own stream, the scheduler's stream about it, and decisions naming it, as
     {position, time, type, stream, data}."""
     ref = f"{ns}/{name}"
     streams = [f"{kind.lower()}/{ns}/{name}", f"sched/{kind.lower()}/{ns}/{name}"]
     rows = conn.execute(
-        sa.text(
-            "SELECT position, effective_at, type, stream, data FROM events "
-            f"WHERE {_BY_STREAM} = ANY(:s)) OR data->>'group' = :g OR data->>'preemptor' = :g "
-            "ORDER BY position LIMIT :lim"
-        ),
+        "SELECT position, effective_at, type, stream, data FROM events "
+        f"WHERE {_BY_STREAM} = ANY(%(s)s)) OR data->>'group' = %(g)s OR data->>'preemptor' = %(g)s "
+        "ORDER BY position LIMIT %(lim)s",
         {"s": streams, "g": ref, "lim": limit},
-    ).all()
+    ).fetchall()
     return [{"position": p, "time": t, "type": typ, "stream": s, "data": d} for p, t, typ, s, d in rows]
 
 
 def log_page(
-    conn: Connection,
+    conn: Conn,
     *,
     after: int | None,
     limit: int,
@@ -188,62 +176,56 @@ def log_page(
     where = []
     params: dict[str, Any] = {"lim": limit}
     if type_:
-        where.append("type = :t")
+        where.append("type = %(t)s")
         params["t"] = type_
     if stream:
-        where.append(f"{_BY_STREAM} LIKE :s)")
+        where.append(f"{_BY_STREAM} LIKE %(s)s)")
         params["s"] = _like_prefix(stream)
     cols = "position, effective_at, stream, type, data, meta"
     if after is not None:
-        where.append("position > :a")
+        where.append("position > %(a)s")
         params["a"] = after
-        q = f"SELECT {cols} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT :lim"
+        q = f"SELECT {cols} FROM events WHERE {' AND '.join(where)} ORDER BY position LIMIT %(lim)s"
     else:
         if before is not None:
-            where.append("position < :b")
+            where.append("position < %(b)s")
             params["b"] = before
         cond = f"WHERE {' AND '.join(where)}" if where else ""
-        q = f"SELECT * FROM (SELECT {cols} FROM events {cond} ORDER BY position DESC LIMIT :lim) e ORDER BY position"
-    rows = conn.execute(sa.text(q), params).all()
+        q = f"SELECT * FROM (SELECT {cols} FROM events {cond} ORDER BY position DESC LIMIT %(lim)s) e ORDER BY position"
+    found = conn.execute(q, params).fetchall()
     return [
         {"position": p, "time": t, "stream": s, "type": typ, "data": d, "meta": m}
-        for p, t, s, typ, d, m in rows
+        for p, t, s, typ, d, m in found
     ], newest
 
 
-def preemptions(conn: Connection) -> list[dict[str, Any]]:
+def preemptions(conn: Conn) -> list[dict[str, Any]]:
     """Every preemption as {victim, preemptor, position}, by position."""
     rows = conn.execute(
-        sa.text(
-            "SELECT data->>'victim', data->>'preemptor', position FROM events WHERE type = 'PodPreempted' "
-            "ORDER BY position"
-        )
+        "SELECT data->>'victim', data->>'preemptor', position FROM events WHERE type = 'PodPreempted' "
+        "ORDER BY position"
     )
     return [{"victim": r[0], "preemptor": r[1], "position": r[2]} for r in rows]
 
 
-def rejections(conn: Connection) -> list[dict[str, Any]]:
+def rejections(conn: Conn) -> list[dict[str, Any]]:
     """The data of every AdmissionRejected event, by position."""
     return [
         r[0]
-        for r in conn.execute(
-            sa.text("SELECT data FROM events WHERE type = 'AdmissionRejected' ORDER BY position")
-        )
+        for r in conn.execute("SELECT data FROM events WHERE type = 'AdmissionRejected' ORDER BY position")
     ]
 
 
-def count(conn: Connection) -> int:
+def count(conn: Conn) -> int:
     """How many events the log holds."""
-    return int(conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+    return int(scalar(conn, "SELECT count(*) FROM events"))
 
 
-def payloads(conn: Connection) -> list[dict[str, Any]]:
+def payloads(conn: Conn) -> list[dict[str, Any]]:
     """Every event's position, stream, version, type, data, meta and effective time (ISO), by
     position: what a run decided, without the wall-clock recorded_at and the hash chain."""
     rows = conn.execute(
-        sa.text(
-            "SELECT position, stream, version, type, data, meta, effective_at FROM events ORDER BY position"
-        )
+        "SELECT position, stream, version, type, data, meta, effective_at FROM events ORDER BY position"
     )
     return [
         {
@@ -259,24 +241,45 @@ def payloads(conn: Connection) -> list[dict[str, Any]]:
     ]
 
 
-def latest_placements(conn: Connection) -> dict[str, str | None]:
+def latest_placements(conn: Conn) -> dict[str, str | None]:
     """group (namespace/name) -> the placement of its newest PodGroupScheduled event."""
     rows = conn.execute(
-        sa.text(
-            "SELECT DISTINCT ON (data->>'group') data->>'group', data->>'placement' FROM events "
-            "WHERE type = 'PodGroupScheduled' ORDER BY data->>'group', position DESC"
-        )
+        "SELECT DISTINCT ON (data->>'group') data->>'group', data->>'placement' FROM events "
+        "WHERE type = 'PodGroupScheduled' ORDER BY data->>'group', position DESC"
     )
     return {row[0]: row[1] for row in rows}
 
 
+def last_event_of(conn: Conn, stream: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(data, meta) of the newest event of ``stream``, or None."""
+    row = conn.execute(
+        "SELECT data, meta FROM events WHERE position = "
+        "(SELECT k.position FROM event_keys k WHERE k.stream = %s ORDER BY k.version DESC LIMIT 1)",
+        (stream,),
+    ).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def attach_cursor(conn: Conn, cluster: str, kind: str, scope: str) -> int | None:
+    """The highest remote resourceVersion ``attach`` recorded for (cluster, kind, scope)."""
+    value = scalar(
+        conn,
+        "SELECT max((meta->'attach'->>'rv')::bigint) FROM events "
+        "WHERE meta ? 'attach' AND meta->'attach'->>'cluster' = %s "
+        "AND meta->'attach'->>'kind' = %s AND meta->'attach'->>'scope' = %s",
+        (cluster, kind, scope),
+    )
+    return None if value is None else int(value)
+
+
 __all__ = [
+    "attach_cursor",
     "count",
     "events_by_ids",
-    "lock_request_key",
     "group_decisions",
     "group_timeline",
     "head",
+    "last_event_of",
     "latest_placements",
     "log_page",
     "object_history",
@@ -290,12 +293,10 @@ __all__ = [
 ]
 
 
-def events_of_types(conn: Connection, types: Sequence[str], upto: int) -> list[StoredEvent]:
+def events_of_types(conn: Conn, types: Sequence[str], upto: int) -> list[StoredEvent]:
     """Every event of the given types up to ``upto``, upcast, in log order."""
     res = conn.execute(
-        sa.text(
-            f"SELECT {_EVENT_COLS} FROM events WHERE type = ANY(:t) AND position <= :u ORDER BY position"
-        ),
+        f"SELECT {_EVENT_COLS} FROM events WHERE type = ANY(%(t)s) AND position <= %(u)s ORDER BY position",
         {"t": list(types), "u": upto},
     )
     return [
@@ -306,18 +307,16 @@ def events_of_types(conn: Connection, types: Sequence[str], upto: int) -> list[S
     ]
 
 
-def observed_bindings(conn: Connection, pods: Sequence[str], upto: int) -> dict[str, dict[str, Any]]:
+def observed_bindings(conn: Conn, pods: Sequence[str], upto: int) -> dict[str, dict[str, Any]]:
     """Per pod (``ns/name``), the last binding a live cluster's scheduler was seen to make up to
     ``upto`` (``PodBindingObserved``, written by ``attach --mode shadow``): node, scheduler,
     cluster, position. Pods without one are absent."""
     if not pods:
         return {}
     res = conn.execute(
-        sa.text(
-            "SELECT DISTINCT ON (data->>'pod') data->>'pod', data->>'node', data->>'scheduler', "
-            "data->>'cluster', position FROM events WHERE type = 'PodBindingObserved' "
-            "AND data->>'pod' = ANY(:p) AND position <= :u ORDER BY data->>'pod', position DESC"
-        ),
+        "SELECT DISTINCT ON (data->>'pod') data->>'pod', data->>'node', data->>'scheduler', "
+        "data->>'cluster', position FROM events WHERE type = 'PodBindingObserved' "
+        "AND data->>'pod' = ANY(%(p)s) AND position <= %(u)s ORDER BY data->>'pod', position DESC",
         {"p": list(pods), "u": upto},
     )
     return {r[0]: {"node": r[1], "scheduler": r[2], "cluster": r[3], "position": r[4]} for r in res}

@@ -34,28 +34,24 @@ class ObjectRow:
         return obj
 
 
-def select_sql(cols: str, namespace: str | None, name: str | None, style: str = "named") -> str:
+def select_sql(cols: str, namespace: str | None, name: str | None) -> str:
     """The SELECT of ``cols`` of the current objects of one kind (optionally one namespace and/or
-    name), in (namespace, name) order; parameters ``k``, ``n``, ``m`` (``:k`` or ``%(k)s``)."""
-
-    def p(key: str) -> str:
-        return f":{key}" if style == "named" else f"%({key})s"
-
-    q = f"SELECT {cols} FROM objects WHERE kind = {p('k')}"
+    name), in (namespace, name) order; parameters ``%(k)s``, ``%(n)s``, ``%(m)s``."""
+    q = f"SELECT {cols} FROM objects WHERE kind = %(k)s"
     if namespace is not None:
-        q += f" AND namespace = {p('n')}"
+        q += " AND namespace = %(n)s"
     if name is not None:
-        q += f" AND name = {p('m')}"
+        q += " AND name = %(m)s"
     return q + " ORDER BY namespace, name"
 
 
-def list_objects_pg(
+def list_objects(
     conn: Any, kind: str, namespace: str | None = None, name: str | None = None
 ) -> list[ObjectRow]:
-    """``ledger.queries.objects.list_objects`` on a psycopg connection."""
-    q = select_sql(ROW_COLS, namespace, name, style="pyformat")
+    """Objects of ``kind`` (optionally one namespace and/or name) in (namespace, name) order."""
+    q = select_sql(ROW_COLS, namespace, name)
     rows = conn.execute(q, {"k": kind, "n": namespace, "m": name}).fetchall()
     return [ObjectRow(*r) for r in rows]
 
 
-__all__ = ["ROW_COLS", "ObjectRow", "list_objects_pg", "select_sql"]
+__all__ = ["ROW_COLS", "ObjectRow", "list_objects", "select_sql"]

@@ -8,68 +8,50 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
 
-from ledger.queries.object_rows import ROW_COLS, ObjectRow, select_sql
+from ledger.queries.object_rows import ROW_COLS, ObjectRow, list_objects, select_sql
 from ledger.simple_query import json_arg, run, text_arg
-from ledger.store import _raw
+from ledger.sql import Conn
 
 _ROW_COLS = ROW_COLS
 
 
-def list_objects(
-    target: Engine | Connection, kind: str, namespace: str | None = None, name: str | None = None
-) -> list[ObjectRow]:
-    """Objects of ``kind`` (optionally one namespace and/or name) in (namespace, name) order."""
-    if isinstance(target, Engine):
-        with target.connect() as conn:
-            return list_objects(conn, kind, namespace, name)
-    return [ObjectRow(*r) for r in _select(target, _ROW_COLS, kind, namespace, name)]
-
-
-def _select(
-    conn: Connection, cols: str, kind: str, namespace: str | None, name: str | None
-) -> list[Sequence[Any]]:
+def _select(conn: Conn, cols: str, kind: str, namespace: str | None, name: str | None) -> list[Sequence[Any]]:
     """``cols`` of the current objects of ``kind`` (optionally one namespace and/or name), in
     (namespace, name) order."""
     q = select_sql(cols, namespace, name)
     params: dict[str, Any] = {"k": kind, "n": namespace, "m": name}
-    return list(conn.execute(sa.text(q), params))
+    return conn.execute(q, params).fetchall()
 
 
 def get_object(
-    conn: Connection, kind: str, namespace: str, name: str
+    conn: Conn, kind: str, namespace: str, name: str
 ) -> tuple[dict[str, Any], dict[str, Any], datetime] | None:
     """(manifest, projected status, created_at) of one object, or None."""
     row = conn.execute(
-        sa.text(
-            "SELECT object, status, created_at FROM objects WHERE kind = :k AND namespace = :n AND name = :m"
-        ),
+        "SELECT object, status, created_at FROM objects WHERE kind = %(k)s AND namespace = %(n)s AND name = %(m)s",
         {"k": kind, "n": namespace, "m": name},
-    ).first()
+    ).fetchone()
     return (row[0], row[1], row[2]) if row else None
 
 
-def manifest(conn: Connection, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+def manifest(conn: Conn, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
     """The stored manifest of one object, or None."""
     row = conn.execute(
-        sa.text("SELECT object FROM objects WHERE kind = :k AND namespace = :n AND name = :m"),
+        "SELECT object FROM objects WHERE kind = %(k)s AND namespace = %(n)s AND name = %(m)s",
         {"k": kind, "n": namespace, "m": name},
-    ).first()
+    ).fetchone()
     return row[0] if row else None
 
 
-def manifests(conn: Connection, kind: str) -> list[dict[str, Any]]:
+def manifests(conn: Conn, kind: str) -> list[dict[str, Any]]:
     """Every stored manifest of ``kind`` in (namespace, name) order."""
-    rows = conn.execute(
-        sa.text("SELECT object FROM objects WHERE kind = :k ORDER BY namespace, name"), {"k": kind}
-    )
+    rows = conn.execute("SELECT object FROM objects WHERE kind = %(k)s ORDER BY namespace, name", {"k": kind})
     return [r[0] for r in rows]
 
 
 def manifests_with_versions(
-    conn: Connection, keys: Sequence[tuple[str, str, str]], streams: Sequence[str], preloaded_kind: str
+    conn: Conn, keys: Sequence[tuple[str, str, str]], streams: Sequence[str], preloaded_kind: str
 ) -> list[tuple[str, str, str, dict[str, Any] | None, str | None, int | None]]:
     """In ONE statement: for each key ``(kind, namespace, name)`` its manifest (or None) and
     the version of its stream (0 = none), plus every object of ``preloaded_kind`` (with stream
@@ -82,7 +64,7 @@ def manifests_with_versions(
     made once per session and pinned to primary-key probes."""
     doc = [{"k": k, "n": n, "m": m, "s": s} for (k, n, m), s in zip(keys, streams, strict=True)]
     sql = b"SELECT * FROM ledger_admission_read(%b, %b)" % (json_arg(doc), text_arg(preloaded_kind))
-    res = run(_raw(conn), sql)[-1]
+    res = run(conn, sql)[-1]
     get, loads = res.get_value, orjson.loads
     out: list[tuple[str, str, str, dict[str, Any] | None, str | None, int | None]] = []
     for i in range(res.ntuples):
@@ -100,19 +82,17 @@ def manifests_with_versions(
     return out
 
 
-def stream_versions(conn: Connection, streams: Sequence[str]) -> dict[str, int]:
+def stream_versions(conn: Conn, streams: Sequence[str]) -> dict[str, int]:
     """Version of each existing stream of ``streams`` (missing streams are left out)."""
-    rows = conn.execute(
-        sa.text("SELECT stream, version FROM streams WHERE stream = ANY(:s)"), {"s": list(streams)}
-    )
+    rows = conn.execute("SELECT stream, version FROM streams WHERE stream = ANY(%(s)s)", {"s": list(streams)})
     return {s: int(v) for s, v in rows}
 
 
-def lock_stream_version(conn: Connection, stream: str) -> int:
+def lock_stream_version(conn: Conn, stream: str) -> int:
     """The stream's version (0 = none), its row locked until the transaction ends."""
     row = conn.execute(
-        sa.text("SELECT version FROM streams WHERE stream = :s FOR UPDATE"), {"s": stream}
-    ).first()
+        "SELECT version FROM streams WHERE stream = %(s)s FOR UPDATE", {"s": stream}
+    ).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -122,13 +102,13 @@ STATUS_SQL = {
     "pod": "coalesce(status->>'phase', 'Pending')",
     "group": (
         "coalesce((SELECT c->>'reason' FROM jsonb_array_elements(coalesce(status->'conditions', '[]')) c "
-        "WHERE c->>'type' LIKE '%InitiallyScheduled' LIMIT 1), 'Pending')"
+        "WHERE c->>'type' LIKE '%%InitiallyScheduled' LIMIT 1), 'Pending')"
     ),
 }
 
 
 def list_page(
-    conn: Connection,
+    conn: Conn,
     kind: str,
     *,
     namespace: str | None,
@@ -142,32 +122,32 @@ def list_page(
     continue from (None on the last page). ``status_of`` picks the STATUS_SQL expression that
     ``status`` is compared with (case-insensitive); ``selector`` holds (label, op, value) with op
     one of ``=``, ``!=``, ``exists``, ``!exists``."""
-    where = ["kind = :k"]
+    where = ["kind = %(k)s"]
     params: dict[str, Any] = {"k": kind, "lim": limit + 1}
     if namespace is not None:
-        where.append("namespace = :ns")
+        where.append("namespace = %(ns)s")
         params["ns"] = namespace
     if status and status_of:
-        where.append(f"lower({STATUS_SQL[status_of]}) = lower(:st)")
+        where.append(f"lower({STATUS_SQL[status_of]}) = lower(%(st)s)")
         params["st"] = status
     labels = "coalesce(object->'metadata'->'labels', '{}')"
     for i, (k, op, v) in enumerate(selector):
         params[f"lk{i}"] = k
         if op == "=":
-            where.append(f"{labels}->>:lk{i} = :lv{i}")
+            where.append(f"{labels}->>%(lk{i})s = %(lv{i})s")
             params[f"lv{i}"] = v
         elif op == "!=":
-            where.append(f"{labels}->>:lk{i} IS DISTINCT FROM :lv{i}")
+            where.append(f"{labels}->>%(lk{i})s IS DISTINCT FROM %(lv{i})s")
             params[f"lv{i}"] = v
         elif op == "exists":
-            where.append(f"{labels} ? :lk{i}")
+            where.append(f"{labels} ? %(lk{i})s")
         else:
-            where.append(f"NOT ({labels} ? :lk{i})")
+            where.append(f"NOT ({labels} ? %(lk{i})s)")
     if after is not None:
-        where.append("(namespace, name) > (:an, :am)")
+        where.append("(namespace, name) > (%(an)s, %(am)s)")
         params["an"], params["am"] = after
-    q = f"SELECT {_ROW_COLS} FROM objects WHERE {' AND '.join(where)} ORDER BY namespace, name LIMIT :lim"
-    rows = [ObjectRow(*r) for r in conn.execute(sa.text(q), params)]
+    q = f"SELECT {_ROW_COLS} FROM objects WHERE {' AND '.join(where)} ORDER BY namespace, name LIMIT %(lim)s"
+    rows = [ObjectRow(*r) for r in conn.execute(q, params)]
     nxt = None
     if len(rows) > limit:
         rows = rows[:limit]
@@ -175,59 +155,51 @@ def list_page(
     return rows, nxt
 
 
-def group_pods(
-    conn: Connection, namespace: str, group: str
-) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+def group_pods(conn: Conn, namespace: str, group: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(name, manifest, status) of the pods of PodGroup ``namespace/group``, by name."""
     rows = conn.execute(
-        sa.text(
-            "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = :n "
-            "AND object->'spec'->'schedulingGroup'->>'podGroupName' = :g ORDER BY name"
-        ),
+        "SELECT name, object, status FROM objects WHERE kind = 'Pod' AND namespace = %(n)s "
+        "AND object->'spec'->'schedulingGroup'->>'podGroupName' = %(g)s ORDER BY name",
         {"n": namespace, "g": group},
     )
     return [(r[0], r[1], r[2]) for r in rows]
 
 
 def composite_pods(
-    conn: Connection, namespace: str, composite: str
+    conn: Conn, namespace: str, composite: str
 ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(name, manifest, status) of the pods of every PodGroup under CompositePodGroup
     ``namespace/composite``, by name."""
     rows = conn.execute(
-        sa.text(
-            "SELECT p.name, p.object, p.status FROM objects p JOIN objects g ON g.kind = 'PodGroup' "
-            "AND g.namespace = p.namespace AND g.object->'spec'->>'parentCompositePodGroupName' = :c "
-            "AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = g.name "
-            "WHERE p.kind = 'Pod' AND p.namespace = :n ORDER BY p.name"
-        ),
+        "SELECT p.name, p.object, p.status FROM objects p JOIN objects g ON g.kind = 'PodGroup' "
+        "AND g.namespace = p.namespace AND g.object->'spec'->>'parentCompositePodGroupName' = %(c)s "
+        "AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = g.name "
+        "WHERE p.kind = 'Pod' AND p.namespace = %(n)s ORDER BY p.name",
         {"n": namespace, "c": composite},
     )
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def child_groups(conn: Connection, namespace: str, composite: str) -> list[str]:
+def child_groups(conn: Conn, namespace: str, composite: str) -> list[str]:
     """Names of the PodGroups whose parent is CompositePodGroup ``namespace/composite``."""
     rows = conn.execute(
-        sa.text(
-            "SELECT name FROM objects WHERE kind = 'PodGroup' AND namespace = :n "
-            "AND object->'spec'->>'parentCompositePodGroupName' = :c ORDER BY name"
-        ),
+        "SELECT name FROM objects WHERE kind = 'PodGroup' AND namespace = %(n)s "
+        "AND object->'spec'->>'parentCompositePodGroupName' = %(c)s ORDER BY name",
         {"n": namespace, "c": composite},
     )
     return [r[0] for r in rows]
 
 
-def namespace_quota(conn: Connection, namespace: str) -> tuple[str, dict[str, Any]] | None:
+def namespace_quota(conn: Conn, namespace: str) -> tuple[str, dict[str, Any]] | None:
     """(name, manifest) of the namespace's ElasticQuota, or None."""
     row = conn.execute(
-        sa.text("SELECT name, object FROM objects WHERE kind = 'ElasticQuota' AND namespace = :n"),
+        "SELECT name, object FROM objects WHERE kind = 'ElasticQuota' AND namespace = %(n)s",
         {"n": namespace},
-    ).first()
+    ).fetchone()
     return (row[0], row[1]) if row else None
 
 
-def bound_pod_specs(conn: Connection, namespace: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+def bound_pod_specs(conn: Conn, namespace: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
     """(namespace, node, spec) of every bound pod (of one namespace if given)."""
     q = (
         "SELECT namespace, status->>'nodeName', object->'spec' FROM objects "
@@ -235,30 +207,26 @@ def bound_pod_specs(conn: Connection, namespace: str | None = None) -> list[tupl
     )
     params: dict[str, Any] = {}
     if namespace is not None:
-        q += " AND namespace = :n"
+        q += " AND namespace = %(n)s"
         params["n"] = namespace
-    return [(ns, node or "", spec or {}) for ns, node, spec in conn.execute(sa.text(q), params)]
+    return [(ns, node or "", spec or {}) for ns, node, spec in conn.execute(q, params)]
 
 
-def all_objects(conn: Connection) -> list[dict[str, Any]]:
+def all_objects(conn: Conn) -> list[dict[str, Any]]:
     """Every object as {kind, namespace, name, object, status}, by (kind, namespace, name)."""
     rows = conn.execute(
-        sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY kind, namespace, name")
+        "SELECT kind, namespace, name, object, status FROM objects ORDER BY kind, namespace, name"
     )
     return [{"kind": r[0], "namespace": r[1], "name": r[2], "object": r[3], "status": r[4]} for r in rows]
 
 
-def controlled_by(
-    conn: Connection, namespace: str, owner_kind: str, owner_name: str
-) -> list[tuple[str, str]]:
+def controlled_by(conn: Conn, namespace: str, owner_kind: str, owner_name: str) -> list[tuple[str, str]]:
     """``(kind, name)`` of the objects of ``namespace`` whose controller ownerReference is
     ``owner_kind``/``owner_name`` (what a garbage collector deletes with the owner), by kind and name."""
     ref = [{"kind": owner_kind, "name": owner_name, "controller": True}]
     rows = conn.execute(
-        sa.text(
-            "SELECT kind, name FROM objects WHERE namespace = :n "
-            "AND object->'metadata'->'ownerReferences' @> CAST(:ref AS jsonb) ORDER BY kind, name"
-        ),
+        "SELECT kind, name FROM objects WHERE namespace = %(n)s "
+        "AND object->'metadata'->'ownerReferences' @> CAST(%(ref)s AS jsonb) ORDER BY kind, name",
         {"n": namespace, "ref": json.dumps(ref)},
     )
     return [(r[0], r[1]) for r in rows]
@@ -301,7 +269,7 @@ PROJECTION_COLS = (
 
 
 def projection_rows(
-    conn: Connection, kind: str, namespace: str | None = None, name: str | None = None
+    conn: Conn, kind: str, namespace: str | None = None, name: str | None = None
 ) -> list[dict[str, Any]]:
     """Current objects of a kind with uid and created/updated positions and times, in
     (namespace, name) order (the Kubernetes API's resourceVersion and uid come from them)."""
@@ -309,21 +277,19 @@ def projection_rows(
     return [dict(zip(PROJECTION_COLS, r, strict=True)) for r in rows]
 
 
-def namespaces_in_use(conn: Connection) -> list[tuple[str, Any]]:
+def namespaces_in_use(conn: Conn) -> list[tuple[str, Any]]:
     """Namespaces that hold objects (podledger has no Namespace objects): (name, first seen)."""
     res = conn.execute(
-        sa.text("SELECT namespace, min(created_at) FROM objects WHERE namespace <> '' GROUP BY 1 ORDER BY 1")
+        "SELECT namespace, min(created_at) FROM objects WHERE namespace <> '' GROUP BY 1 ORDER BY 1"
     )
     return [(r[0], r[1]) for r in res]
 
 
-def group_pod_counts(conn: Connection) -> dict[tuple[str, str], tuple[int, int]]:
+def group_pod_counts(conn: Conn) -> dict[tuple[str, str], tuple[int, int]]:
     """(namespace, podGroupName) -> (pods, bound pods) over the current pods."""
     res = conn.execute(
-        sa.text(
-            "SELECT namespace, object->'spec'->'schedulingGroup'->>'podGroupName' AS g, count(*), "
-            "count(*) FILTER (WHERE status->>'phase' = 'Bound') FROM objects WHERE kind = 'Pod' "
-            "AND object->'spec'->'schedulingGroup'->>'podGroupName' IS NOT NULL GROUP BY 1, 2"
-        )
+        "SELECT namespace, object->'spec'->'schedulingGroup'->>'podGroupName' AS g, count(*), "
+        "count(*) FILTER (WHERE status->>'phase' = 'Bound') FROM objects WHERE kind = 'Pod' "
+        "AND object->'spec'->'schedulingGroup'->>'podGroupName' IS NOT NULL GROUP BY 1, 2"
     )
     return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in res}

@@ -8,19 +8,16 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
 from ledger.queries.schema import view_readable
+from ledger.sql import Conn, scalar
 
 
-def group_rows(conn: Connection) -> list[tuple[Any, ...]]:
+def group_rows(conn: Conn) -> list[tuple[Any, ...]]:
     """(kind, namespace, name, manifest, status, created_at, members, members done) of every
     PodGroup (members = pods, done = bound) and CompositePodGroup (members = child groups,
     done = scheduled), by (namespace, name, kind)."""
     rows = conn.execute(
-        sa.text(
-            """
+        """
             WITH pods AS (
               SELECT namespace, object->'spec'->'schedulingGroup'->>'podGroupName' AS grp,
                      count(*) AS n, count(*) FILTER (WHERE status->>'phase' = 'Bound') AS bound
@@ -42,19 +39,18 @@ def group_rows(conn: Connection) -> list[tuple[Any, ...]]:
             WHERE o.kind IN ('PodGroup', 'CompositePodGroup')
             ORDER BY o.namespace, o.name, o.kind
             """
-        )
-    ).all()
+    ).fetchall()
     return [tuple(r) for r in rows]
 
 
-def view_wait_times(conn: Connection) -> list[tuple[float, bool]] | None:
+def view_wait_times(conn: Conn) -> list[tuple[float, bool]] | None:
     """(wait seconds, scheduled) of every PodGroup from ``v_group_wait_times``; None when the
     view is not readable."""
     if not view_readable(conn, "v_group_wait_times"):
         return None
     return [
         (float(w), bool(done))
-        for w, done in conn.execute(sa.text("SELECT wait_seconds, scheduled FROM v_group_wait_times"))
+        for w, done in conn.execute("SELECT wait_seconds, scheduled FROM v_group_wait_times")
     ]
 
 
@@ -71,107 +67,90 @@ _EVENT_KEYS = {
 }
 
 
-def event_times(
-    conn: Connection, types: Sequence[str], key: str, limit: int = 20000
-) -> list[tuple[datetime, str]]:
+def event_times(conn: Conn, types: Sequence[str], key: str, limit: int = 20000) -> list[tuple[datetime, str]]:
     """(effective time, data[key]) of the newest ``limit`` events of ``types``, oldest first;
     ``key`` is reason, result or rule."""
     rows = conn.execute(
-        sa.text(
-            f"SELECT effective_at, {_EVENT_KEYS[key]} FROM ("
-            f"SELECT position, effective_at, type, data FROM events WHERE type = ANY(:t) AND {WHOLE_CYCLE} "
-            "ORDER BY position DESC LIMIT :lim) e ORDER BY position"
-        ),
+        f"SELECT effective_at, {_EVENT_KEYS[key]} FROM ("
+        f"SELECT position, effective_at, type, data FROM events WHERE type = ANY(%(t)s) AND {WHOLE_CYCLE} "
+        "ORDER BY position DESC LIMIT %(lim)s) e ORDER BY position",
         {"t": list(types), "lim": limit},
-    ).all()
+    ).fetchall()
     return [(t, str(k or "unknown")) for t, k in rows]
 
 
-def view_unschedulable_by_day(conn: Connection) -> list[tuple[date, str, float]] | None:
+def view_unschedulable_by_day(conn: Conn) -> list[tuple[date, str, float]] | None:
     """(day, plugin or reason, attempts) from ``v_unschedulable_reasons``, newest days first
     (attempts rejected before any node was filtered appear by reason); None when unreadable."""
     if not view_readable(conn, "v_unschedulable_reasons"):
         return None
     rows = conn.execute(
-        sa.text(
-            "SELECT day, CASE WHEN plugin = '(none)' THEN reason ELSE plugin END, sum(attempts) "
-            "FROM v_unschedulable_reasons GROUP BY 1, 2 ORDER BY 1 DESC LIMIT 500"
-        )
-    ).all()
+        "SELECT day, CASE WHEN plugin = '(none)' THEN reason ELSE plugin END, sum(attempts) "
+        "FROM v_unschedulable_reasons GROUP BY 1, 2 ORDER BY 1 DESC LIMIT 500"
+    ).fetchall()
     return [(d, str(k or "unknown"), float(n)) for d, k, n in rows]
 
 
-def view_preemption_times(conn: Connection) -> list[tuple[datetime, str]] | None:
+def view_preemption_times(conn: Conn) -> list[tuple[datetime, str]] | None:
     """(time, rule) of the newest 20000 preemptions from ``v_preemptions``, oldest first; None
     when unreadable."""
     if not view_readable(conn, "v_preemptions"):
         return None
     rows = conn.execute(
-        sa.text(
-            "SELECT at, coalesce(rule, 'preempted') FROM "
-            "(SELECT position, at, rule FROM v_preemptions ORDER BY position DESC LIMIT 20000) p ORDER BY position"
-        )
-    ).all()
+        "SELECT at, coalesce(rule, 'preempted') FROM "
+        "(SELECT position, at, rule FROM v_preemptions ORDER BY position DESC LIMIT 20000) p ORDER BY position"
+    ).fetchall()
     return [(t, str(k)) for t, k in rows]
 
 
-def node_allocatable(conn: Connection) -> list[tuple[str, dict[str, Any]]]:
+def node_allocatable(conn: Conn) -> list[tuple[str, dict[str, Any]]]:
     """(name, status.allocatable) of every node, by name."""
     rows = conn.execute(
-        sa.text("SELECT name, object->'status'->'allocatable' FROM objects WHERE kind = 'Node' ORDER BY name")
-    ).all()
+        "SELECT name, object->'status'->'allocatable' FROM objects WHERE kind = 'Node' ORDER BY name"
+    ).fetchall()
     return [(name, alloc or {}) for name, alloc in rows]
 
 
-def quota_specs(conn: Connection) -> list[tuple[str, str, dict[str, Any]]]:
+def quota_specs(conn: Conn) -> list[tuple[str, str, dict[str, Any]]]:
     """(namespace, name, spec) of every ElasticQuota, by (namespace, name)."""
     rows = conn.execute(
-        sa.text(
-            "SELECT namespace, name, object->'spec' FROM objects WHERE kind = 'ElasticQuota' ORDER BY namespace, name"
-        )
-    ).all()
+        "SELECT namespace, name, object->'spec' FROM objects WHERE kind = 'ElasticQuota' ORDER BY namespace, name"
+    ).fetchall()
     return [(ns, name, spec or {}) for ns, name, spec in rows]
 
 
 COUNTED_TYPES = ("SchedulingCycleCompleted", "PodPreempted", *RETRY_TYPES)
 
 
-def counted_events_after(
-    conn: Connection, position: int, limit: int = 50000
-) -> list[tuple[int, str, str | None]]:
+def counted_events_after(conn: Conn, position: int, limit: int = 50000) -> list[tuple[int, str, str | None]]:
     """(position, type, data.result) of cycle and preemption events after ``position``; a retry
     that changed nothing (a whole cycle in one event) reads as a SchedulingCycleCompleted whose
     result is unschedulable."""
     rows = conn.execute(
-        sa.text(
-            f"SELECT position, type, {_EVENT_KEYS['result']} FROM events "
-            f"WHERE type = ANY(:t) AND position > :p AND {WHOLE_CYCLE} ORDER BY position LIMIT :lim"
-        ),
+        f"SELECT position, type, {_EVENT_KEYS['result']} FROM events "
+        f"WHERE type = ANY(%(t)s) AND position > %(p)s AND {WHOLE_CYCLE} ORDER BY position LIMIT %(lim)s",
         {"t": list(COUNTED_TYPES), "p": position, "lim": limit},
-    ).all()
+    ).fetchall()
     return [(int(p), "SchedulingCycleCompleted" if t in RETRY_TYPES else t, r) for p, t, r in rows]
 
 
-def pending_pods(conn: Connection) -> int:
+def pending_pods(conn: Conn) -> int:
     """How many pods are pending (no phase or phase Pending)."""
     return int(
-        conn.execute(
-            sa.text(
-                "SELECT count(*) FROM objects WHERE kind = 'Pod' AND coalesce(status->>'phase', 'Pending') = 'Pending'"
-            )
-        ).scalar_one()
+        scalar(
+            conn,
+            "SELECT count(*) FROM objects WHERE kind = 'Pod' AND coalesce(status->>'phase', 'Pending') = 'Pending'",
+        )
     )
 
 
-def unscheduled_groups(conn: Connection) -> dict[str, int]:
+def unscheduled_groups(conn: Conn) -> dict[str, int]:
     """kind -> how many PodGroups / CompositePodGroups have no InitiallyScheduled=True condition."""
     rows = conn.execute(
-        sa.text(
-            "SELECT kind, count(*) FROM objects o WHERE kind IN ('PodGroup', 'CompositePodGroup') "
-            "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(o.status->'conditions', '[]')) c "
-            "WHERE c->>'type' LIKE '%InitiallyScheduled' AND c->>'status' = 'True') GROUP BY kind"
-        )
-    ).all()
+        "SELECT kind, count(*) FROM objects o WHERE kind IN ('PodGroup', 'CompositePodGroup') "
+        "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(o.status->'conditions', '[]')) c "
+        "WHERE c->>'type' LIKE '%InitiallyScheduled' AND c->>'status' = 'True') GROUP BY kind"
+    ).fetchall()
     return {k: int(n) for k, n in rows}
 
 

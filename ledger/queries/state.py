@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any
 
 from ledger.projections.temporal import shadow_objects
 from ledger.queries.object_rows import ObjectRow
-from ledger.store import _raw
+from ledger.sql import Conn
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 @contextmanager
-def objects_at(engine: Engine, position: int) -> Iterator[Connection]:
+def objects_at(db: Database, position: int) -> Iterator[Conn]:
     """A connection on which ``objects`` is the projection as of ``position`` (rolled back after).
 
     A temporary view named ``objects`` over the temporal projection (``object_versions``)
@@ -22,19 +23,20 @@ def objects_at(engine: Engine, position: int) -> Iterator[Connection]:
     the position, and every query of ``ledger.queries.objects`` answers as of that position on
     this connection.
     """
-    with engine.connect() as conn:
-        trans = conn.begin()
+    with db.connect() as conn:
+        conn.autocommit = False
         try:
             shadow_objects(conn, position)
             yield conn
         finally:
-            trans.rollback()
+            conn.rollback()
+            conn.autocommit = True
 
 
 @contextmanager
-def objects_now(engine: Engine) -> Iterator[Connection]:
+def objects_now(db: Database) -> Iterator[Conn]:
     """A plain connection on the live projection (the counterpart of ``objects_at``)."""
-    with engine.connect() as conn:
+    with db.connect() as conn:
         yield conn
 
 
@@ -78,7 +80,7 @@ def _lean_row(r: Any) -> ObjectRow:
 
 
 def list_objects_at(
-    conn: Connection,
+    conn: Conn,
     position: int,
     kind: str,
     namespace: str | None = None,
@@ -100,8 +102,7 @@ def list_objects_at(
     if name is not None:
         q += " AND name = %(m)s"
     q += " ORDER BY namespace, name"
-    # on the raw psycopg connection: SQLAlchemy's row processing was ~1/4 of the client's CPU
-    rows = _raw(conn).execute(q, {"k": kind, "n": namespace, "m": name}).fetchall()
+    rows = conn.execute(q, {"k": kind, "n": namespace, "m": name}).fetchall()
     return [_lean_row(r) for r in rows] if lean else [ObjectRow(*r) for r in rows]
 
 

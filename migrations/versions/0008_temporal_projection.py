@@ -83,7 +83,7 @@ def upgrade() -> None:
 
     from ledger.projections.runner import refold_current
 
-    refold_current(op.get_bind())
+    refold_current(op.get_bind().connection.driver_connection)
 
 
 def downgrade() -> None:
