@@ -33,11 +33,12 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy.engine import Connection, Engine
 
-from ledger import store, writer
-from ledger.events import INPUT_KINDS
+from ledger import store, streams
+from ledger.database import Database
+from ledger.events import INPUT_ROUTES
 from ledger.store import NewEvent, StoredEvent
+from ledger.uow import UnitOfWork
 from scheduler import decisions as d
 from scheduler import model as m
 from scheduler.edge import controllers
@@ -83,14 +84,7 @@ __all__ = [
 ]
 
 SCHEDULER_VERSION = "podledger-scheduler/0.1"
-CYCLES_STREAM = "sched/cycles"
-PREFIX_TO_KIND = {prefix: kind for kind, prefix in INPUT_KINDS.items()}
-# input event type -> (kind, action): "PodCreated" -> ("Pod", "Created")
-INPUT_ROUTES = {
-    prefix + action: (kind, action)
-    for prefix, kind in PREFIX_TO_KIND.items()
-    for action in ("Created", "Updated", "Deleted")
-}
+CYCLES_STREAM = streams.CYCLES
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
 
@@ -104,7 +98,7 @@ _VERDICT_TYPES = frozenset({"PodUnschedulable", "PodGroupUnschedulable", *_POD_F
 class Bridge:
     """Feeds a ``Scheduler`` from the log and appends its decisions."""
 
-    engine: Engine
+    db: Database
     config: m.SchedulerConfig = field(default_factory=m.SchedulerConfig)
     actor: str = "scheduler"
     position: int = 0
@@ -129,9 +123,9 @@ class Bridge:
     # pod key -> manifest of pods with a controller ownerReference (re-created when preempted)
     _owned: dict[str, dict[str, Any]] = field(default_factory=dict)
     _preempted_at: dict[str, int] = field(default_factory=dict)  # victim -> PodPreempted position (last run)
-    # group commit (``joined``): the caller's transaction, and whether ``position`` is the log's
-    # head under the ledger lock that transaction holds (nobody else can append before it ends)
-    _conn: Connection | None = None
+    # group commit (``joined``): the caller's unit of work, and whether ``position`` is the log's
+    # head under the ledger lock its transaction holds (nobody else can append before it ends)
+    _uow: UnitOfWork | None = None
     _at_head: bool = False
 
     def __post_init__(self) -> None:
@@ -145,42 +139,43 @@ class Bridge:
     def catch_up(self, upto: int | None = None) -> int:
         """Fold every event after ``self.position`` (up to ``upto``); returns how many."""
         n = 0
-        if self._conn is not None and upto is None:
+        if self._uow is not None and upto is None:
             if self._at_head:
                 return 0  # our transaction appended last and holds the ledger lock
             while True:  # read inside the caller's transaction (it may hold uncommitted events)
-                page = store.read_all(self._conn, after=self.position, limit=TAIL_PAGE)
+                page = store.read_all(self._uow.conn, after=self.position, limit=TAIL_PAGE)
                 for ev in page:
                     self.fold(ev)
                     n += 1
                 if len(page) < TAIL_PAGE:
                     return n
         if upto is None:
-            # The usual tail is a few events: one read on a raw autocommit connection (no
-            # SQLAlchemy Connection, no BEGIN and ROLLBACK round trips). A full page means a
-            # long tail (a bootstrap): the rest streams through iter_all's binary COPY.
-            page = store.read_tail(self.engine, self.position, TAIL_PAGE)
+            # The usual tail is a few events: one read on a pooled autocommit connection (no
+            # BEGIN and ROLLBACK round trips). A full page means a long tail (a bootstrap): the
+            # rest streams through iter_all's binary COPY.
+            with self.db.connect() as conn:
+                page = store.read_tail(conn, self.position, TAIL_PAGE)
             for ev in page:
                 self.fold(ev)
                 n += 1
             if len(page) < TAIL_PAGE:
                 return n
-        for ev in store.iter_all(self.engine, after=self.position, upto=upto, light=True):
+        for ev in store.iter_all(self.db, after=self.position, upto=upto, light=True):
             self.fold(ev)
             n += 1
         return n
 
     @contextmanager
-    def joined(self, conn: Connection) -> Iterator[Bridge]:
-        """Group commit: runs inside the block read and append on ``conn`` (the caller's
-        transaction, usually inside ``ledger.writer.grouped``) instead of transactions of their
-        own. The caller commits after the block; if the transaction fails, this bridge's
-        in-memory state is ahead of the log and must be dropped (as the worker does)."""
-        self._conn, self._at_head = conn, False
+    def joined(self, uow: UnitOfWork) -> Iterator[Bridge]:
+        """Group commit: runs inside the block read and append through ``uow`` (the caller's
+        unit of work, usually a grouped one) instead of units of their own. The caller commits
+        after the block; if the transaction fails, this bridge's in-memory state is ahead of the
+        log and must be dropped (as the worker does)."""
+        self._uow, self._at_head = uow, False
         try:
             yield self
         finally:
-            self._conn, self._at_head = None, False
+            self._uow, self._at_head = None, False
 
     def fold_stored(self, stored: Sequence[StoredEvent]) -> None:
         """Fold events the caller just appended in the joined transaction without reading them
@@ -188,7 +183,7 @@ class Bridge:
         if not stored:
             return
         first, last = stored[0].position, stored[-1].position
-        if self._conn is not None and first == self.position + 1 and last - first == len(stored) - 1:
+        if self._uow is not None and first == self.position + 1 and last - first == len(stored) - 1:
             for ev in stored:
                 self.fold(ev)
             self._at_head = True  # the append took the ledger lock of the joined transaction
@@ -386,6 +381,15 @@ class Bridge:
             EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
         )
 
+    def _write(self, batch: Sequence[NewEvent]) -> list[StoredEvent]:
+        """``batch`` appended (and projected) in the joined unit of work, or in one of its own."""
+        if self._uow is not None:
+            return self._uow.append(batch)
+        with self.db.unit_of_work() as uow:
+            stored = uow.append(batch)
+            uow.commit()
+        return stored
+
     def take_pending(self) -> list[NewEvent]:
         """The decision events recorded since the last flush, removed without being written."""
         batch, self._pending = self._pending, []
@@ -395,7 +399,7 @@ class Bridge:
         if not self._pending:
             return []
         batch, self._pending = self._pending, []
-        stored = writer.write(self._conn if self._conn is not None else self.engine, batch)
+        stored = self._write(batch)
         self._own.update(e.position for e in stored)
         self.note_stored(stored)
         return stored
@@ -477,8 +481,8 @@ class Bridge:
         if not victims:
             return []
         batch = controllers.recreations(victims, self._owned, self._preempted_at, from_ts(now), EVENT_NS)
-        stored = writer.write(self._conn if self._conn is not None else self.engine, batch)
-        if self._conn is not None:
+        stored = self._write(batch)
+        if self._uow is not None:
             self.fold_stored(stored)
         else:
             self.catch_up()
@@ -494,7 +498,7 @@ class Bridge:
             self._started = True
             self._pending.append(
                 NewEvent(
-                    "sched/starts",
+                    streams.STARTS,
                     "SchedulerStarted",
                     {
                         "snapshot_position": self.position,
@@ -519,7 +523,7 @@ class Bridge:
             # `fold` skips: move past them without the round trip.
             self.position = last
             self._own.difference_update(e.position for e in stored)
-            self._at_head = self._conn is not None
+            self._at_head = self._uow is not None
         elif stored:
             self.catch_up()
         # Nothing appended: the catch-up at the start of the next run folds whatever other

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ledger import streams
 from ledger.store import NewEvent
 from scheduler import decisions as d
 
@@ -57,7 +58,7 @@ def recreations(
         ns, name = key.split("/", 1)
         batch.append(
             NewEvent(
-                f"pod/{ns}/{name}",
+                streams.object_stream("Pod", ns, name),
                 "PodCreated",
                 {"object": obj},
                 {"actor": RECREATE_ACTOR, "reason": RECREATE_REASON, "preempted_position": pos},

@@ -5,10 +5,11 @@ stream (``DECISION_EVENTS``), each decision's payload, and the event types the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ledger import streams
 from scheduler import decisions as d
 
 __all__ = [
@@ -20,13 +21,12 @@ __all__ = [
     "EventRule",
     "decision_event",
     "decision_payload",
+    "pod_bound_payload",
     "stream",
 ]
 
 
-def stream(kind: str, key: str) -> str:
-    """The stream of a scheduler event about one object: ``sched/<pod|podgroup|compositepodgroup>/ns/name``."""
-    return f"sched/{kind}/{key}"
+stream = streams.scheduler  # sched/<pod|podgroup|compositepodgroup>/ns/name
 
 
 def _entity_route(dec: d.EntityRequeued) -> tuple[str, str]:
@@ -90,14 +90,29 @@ def decision_event(dec: d.Decision) -> tuple[str, str, dict[str, Any]]:
     return stream_name, typ, decision_payload(dec)
 
 
+def pod_bound_payload(
+    pod: str,
+    node: str,
+    group: str | None,
+    gpus: Sequence[int] | None = None,
+    requests: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The one ``PodBound`` payload, whoever bound the pod (podledger's scheduler; a Binding
+    through the Kubernetes API; a binding attach saw in a cluster): the pod, its node and
+    group, its GPU devices (only for pods that have them), and its effective requests (the
+    scheduler's bridge fills them in; None when the binder does not know them)."""
+    data: dict[str, Any] = {"pod": pod, "node": node, "group": group}
+    if gpus is not None:  # payloads of pods without GPU devices stay as they were
+        data["gpus"] = list(gpus)
+    data["requests"] = None if requests is None else dict(requests)
+    return data
+
+
 def decision_payload(dec: d.Decision) -> dict[str, Any]:
     """The payload of a decision's event: the decision's fields (``GroupConditionChanged`` drops
     ``kind``, which the event type carries), tuples as lists."""
     if isinstance(dec, d.PodBound):  # nearly every decision of a busy log: built without as_dict
-        data: dict[str, Any] = {"pod": dec.pod, "node": dec.node, "group": dec.group}
-        if dec.gpus is not None:  # payloads of pods without GPU devices stay as they were
-            data["gpus"] = list(dec.gpus)
-        return data
+        return pod_bound_payload(dec.pod, dec.node, dec.group, dec.gpus)
     data = d.as_dict(dec)
     if isinstance(dec, d.GroupConditionChanged):
         data.pop("kind")

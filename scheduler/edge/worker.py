@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
+from psycopg_pool import PoolTimeout
 
 from ledger import db
-from ledger.leader import AdvisoryLeader
+from ledger.database import Database
+from ledger.leader import LeaderLoop
 from ledger.listen import Listener
 from ledger.projections.runner import ASYNC_PROJECTIONS, Runner
 from scheduler.decisions import CycleResult
@@ -47,7 +47,7 @@ def _json_line(**fields: Any) -> None:
 
 @dataclass
 class Worker:
-    engine: Engine
+    db: Database
     url: str
     interval: float = 1.0
     name: str = "worker"
@@ -55,21 +55,16 @@ class Worker:
     stop_event: threading.Event = field(default_factory=threading.Event)
     cycles: int = 0
     _sched: Any = None
-    _leader: AdvisoryLeader | None = None
     _bridge: Bridge | None = None
 
-    # -- leadership ---------------------------------------------------------------------------
-    def _try_lead(self) -> bool:
-        if self._leader is None:
-            self._leader = AdvisoryLeader(self.url, LEADER_LOCK)
-        return self._leader.try_lead()
-
-    def _still_leader(self) -> bool:
-        return self._leader is not None and self._leader.still_leader()
-
-    def _release(self) -> None:
-        if self._leader is not None:
-            self._leader.release()
+    def __post_init__(self) -> None:
+        self._loop = LeaderLoop(
+            self.url,
+            LEADER_LOCK,
+            stop=self.stop_event,
+            standby_poll=self.standby_poll,
+            on_standby=lambda: _json_line(event="standby", worker=self.name),
+        )
 
     # -- work -----------------------------------------------------------------------------------
     def _on_cycle(self, res: CycleResult) -> None:
@@ -91,7 +86,7 @@ class Worker:
             if self._sched is not None:
                 self._sched.shutdown(wait=False)
             return
-        if not self._still_leader():
+        if not self._loop.still_leader():
             # Our session (and with it the advisory lock) is gone: another worker may lead now.
             # Stop scheduling at once, then stand by and try to win the lock again.
             _json_line(event="leadership-lost", worker=self.name)
@@ -103,15 +98,14 @@ class Worker:
             if self._bridge is None:
                 self._bridge = self._new_bridge()
             results = self._bridge.run_until_idle(time.time())
-            Runner(self.engine, ASYNC_PROJECTIONS["event_type_counts"]).catch_up()
+            Runner(self.db, ASYNC_PROJECTIONS["event_type_counts"]).catch_up()
         except Exception as exc:
             # The database went away (restart, network, a killed session), or the append failed.
             # The core may already have applied this tick's decisions in memory without them
-            # being committed: drop it and rebuild from the log on the next tick. The ledger
-            # reads and appends run on raw psycopg cursors, so their errors are psycopg's, not
-            # SQLAlchemy's; any other error gets the same treatment (memory must equal the log).
+            # being committed: drop it and rebuild from the log on the next tick. Any other
+            # error gets the same treatment (memory must equal the log).
             self._bridge = None
-            db_error = isinstance(exc, (DBAPIError, psycopg.Error))
+            db_error = isinstance(exc, (psycopg.Error, PoolTimeout))
             _json_line(
                 event="db-error" if db_error else "tick-error",
                 worker=self.name,
@@ -148,7 +142,7 @@ class Worker:
 
     def _new_bridge(self) -> Bridge:
         t0 = time.perf_counter()
-        bridge = Bridge(self.engine, config_from(None), actor=self.name)
+        bridge = Bridge(self.db, config_from(None), actor=self.name)
         bridge.on_cycle = self._on_cycle
         n = bridge.catch_up()  # folds SchedulerConfig events too
         _json_line(
@@ -173,7 +167,7 @@ class Worker:
 
         def job() -> None:
             try:
-                signed = anchor.make_checkpoint(self.engine, anchor.load_signer())
+                signed = anchor.make_checkpoint(self.db, anchor.load_signer())
                 if signed.new:
                     _json_line(event="checkpoint", worker=self.name, size=signed.checkpoint.size)
             except Exception as exc:  # the next run tries again; scheduling is unaffected
@@ -189,7 +183,7 @@ class Worker:
         from ledger import partitions
 
         try:
-            made = partitions.ensure(self.engine)
+            made = partitions.ensure(self.db)
             if made:
                 _json_line(event="partitions", worker=self.name, created=made)
         except Exception as exc:
@@ -219,8 +213,9 @@ class Worker:
         t0 = time.perf_counter()
         from ledger.queries.objects import list_objects
 
-        rows = list_objects(self.engine, "SchedulerConfig")
-        self._bridge = Bridge(self.engine, config_from(rows[0].object if rows else None), actor=self.name)
+        with self.db.connect() as conn:
+            rows = list_objects(conn, "SchedulerConfig")
+        self._bridge = Bridge(self.db, config_from(rows[0].object if rows else None), actor=self.name)
         self._bridge.on_cycle = self._on_cycle
         n = self._bridge.catch_up()
         _json_line(
@@ -261,28 +256,24 @@ class Worker:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         _json_line(event="started", worker=self.name)
+
+        def on_error(exc: BaseException) -> None:
+            # The database went away while taking over (reading the log): stand by and try
+            # again rather than exiting.
+            self._bridge = None
+            _json_line(
+                event="db-error",
+                worker=self.name,
+                error=f"{type(exc).__name__}: {' | '.join(str(exc).splitlines())}",
+            )
+
+        def after() -> None:
+            self._sched = None
+
         try:
-            while not self.stop_event.is_set():
-                if self._try_lead():
-                    try:
-                        self.lead()  # returns on SIGTERM or when the lock connection is lost
-                    except (DBAPIError, psycopg.Error) as exc:
-                        # The database went away while taking over (reading the log): stand by
-                        # and try again rather than exiting.
-                        self._bridge = None
-                        _json_line(
-                            event="db-error",
-                            worker=self.name,
-                            error=f"{type(exc).__name__}: {' | '.join(str(exc).splitlines())}",
-                        )
-                    self._sched = None
-                    if not self.stop_event.is_set():
-                        self._release()
-                        _json_line(event="standby", worker=self.name)
-                    continue
-                self.stop_event.wait(self.standby_poll)
+            # a term returns on SIGTERM or when the lock connection is lost
+            self._loop.run(self.lead, errors=(psycopg.Error, PoolTimeout), on_error=on_error, after=after)
         finally:
-            self._release()
             _json_line(event="stopped", worker=self.name, cycles=self.cycles)
         return 0
 
@@ -291,7 +282,7 @@ def main(interval: float = 1.0, name: str | None = None) -> int:
     import os
     import socket
 
-    engine = db.get_engine()  # migrates as the owner; logs in as the application role
+    ledger = db.get_database()  # migrates as the owner; logs in as the application role
     url = db.app_url()  # the leader lock and LISTEN sessions log in as the application role too
-    worker = Worker(engine, url, interval=interval, name=name or f"{socket.gethostname()}:{os.getpid()}")
+    worker = Worker(ledger, url, interval=interval, name=name or f"{socket.gethostname()}:{os.getpid()}")
     return worker.run()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.model import Pod, PodDisruptionBudget, Requirement
 from scheduler.preemption.units import Unit
@@ -37,26 +37,44 @@ def _scaled(v: int | str, expected: int) -> int:
     return int(v)
 
 
+def allowed_disruptions(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> tuple[int, int]:
+    """(disruptions ``pdb`` allows now, its healthy pods) among ``pods``: a bound pod is healthy."""
+    healthy = expected = 0
+    for p in pods:
+        if pdb_matches(pdb, p):
+            expected += 1
+            if p.node_name is not None:
+                healthy += 1
+    if pdb.min_available is not None:
+        allowed = healthy - _scaled(pdb.min_available, expected)
+    elif pdb.max_unavailable is not None:
+        allowed = _scaled(pdb.max_unavailable, expected) - (expected - healthy)
+    else:
+        allowed = healthy
+    return max(0, allowed), healthy
+
+
+def budget_blocks(
+    pdbs: Iterable[PodDisruptionBudget], pods: Sequence[Pod], target: Pod
+) -> tuple[str, int, int] | None:
+    """The first PDB (by key) whose budget evicting ``target`` alone would violate, as (name,
+    healthy pods it needs, healthy pods it has), or None (the Eviction API's check)."""
+    for pdb in sorted(pdbs, key=lambda b: b.key):
+        if pdb_matches(pdb, target):
+            allowed, healthy = allowed_disruptions(pdb, pods)
+            if allowed < 1:
+                return pdb.name, healthy - allowed, healthy
+    return None
+
+
 class Budgets:
     """Allowed disruptions of every PDB, from the current state."""
 
     def __init__(self, state: State) -> None:
-        self.pdbs: list[tuple[PodDisruptionBudget, int]] = []
-        for key in sorted(state.pdbs):
-            pdb = state.pdbs[key]
-            healthy = expected = 0
-            for p in state.pods.values():
-                if pdb_matches(pdb, p):
-                    expected += 1
-                    if p.node_name is not None:
-                        healthy += 1
-            if pdb.min_available is not None:
-                allowed = healthy - _scaled(pdb.min_available, expected)
-            elif pdb.max_unavailable is not None:
-                allowed = _scaled(pdb.max_unavailable, expected) - (expected - healthy)
-            else:
-                allowed = healthy
-            self.pdbs.append((pdb, max(0, allowed)))
+        self.pdbs: list[tuple[PodDisruptionBudget, int]] = [
+            (state.pdbs[key], allowed_disruptions(state.pdbs[key], state.pods.values())[0])
+            for key in sorted(state.pdbs)
+        ]
 
     def _hits(self, state: State, unit: Unit) -> list[int]:
         out = [0] * len(self.pdbs)
