@@ -23,13 +23,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
 from api.attach.remote import Remote, RemoteError
 from api.attach.retries import Retries
-from ledger import writer
-from ledger.store import NewEvent
+from api.services.commands.bindings import binding_sent
+from api.services.commands.evictions import eviction_sent
+from ledger.database import Database
 
 PENDING_SQL = """
 SELECT e.position, e.data->>'pod', e.data->>'node'
@@ -38,7 +36,7 @@ JOIN objects o ON o.kind = 'Pod' AND o.namespace = split_part(e.data->>'pod', '/
                AND o.name = split_part(e.data->>'pod', '/', 2)
 WHERE e.type = 'PodBound' AND e.meta ? 'cycle'
   AND o.status->>'nodeName' = e.data->>'node'
-  AND coalesce(o.object->'spec'->>'schedulerName', :default) = :profile
+  AND coalesce(o.object->'spec'->>'schedulerName', %(default)s) = %(profile)s
   -- a preemptor waits until the cluster has evicted its victims (as a nominated pod waits)
   AND NOT EXISTS (
       SELECT 1 FROM events p
@@ -71,7 +69,7 @@ LIMIT 200
 
 @dataclass
 class Binder:
-    engine: Engine
+    db: Database
     remote: Remote
     cluster: str
     profile: str = "podledger"
@@ -83,10 +81,10 @@ class Binder:
     failed: int = 0
 
     def pending(self) -> list[tuple[int, str, str]]:
-        with self.engine.connect() as conn:
+        with self.db.connect() as conn:
             rows = conn.execute(
-                sa.text(PENDING_SQL), {"default": "default-scheduler", "profile": self.profile}
-            ).all()
+                PENDING_SQL, {"default": "default-scheduler", "profile": self.profile}
+            ).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     def run_once(self) -> int:
@@ -112,8 +110,8 @@ class Binder:
     def run_evictions(self) -> int:
         """Evict every victim of podledger's preemption not evicted yet (backoff as for binds;
         a 429 from a disruption budget is retried like any refusal)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(EVICTIONS_SQL)).all()
+        with self.db.connect() as conn:
+            rows = conn.execute(EVICTIONS_SQL).fetchall()
         calls = 0
         now = time.monotonic()
         for position, victim, preemptor in rows:
@@ -132,11 +130,9 @@ class Binder:
                 "code": code,
                 "message": message,
             }
-            ns, _, name = str(victim).partition("/")
-            writer.write(
-                self.engine,
-                [NewEvent(f"attach/eviction/{ns}/{name}", "PodEvictionSent", data, self._meta())],
-            )
+            with self.db.unit_of_work() as uow:
+                eviction_sent(uow, data, self._meta())
+                uow.commit()
             if outcome in ("evicted", "gone"):
                 self.evicted += 1
                 self.evictions.done(int(position))
@@ -197,7 +193,6 @@ class Binder:
             "code": code,
             "message": message,
         }
-        ns, _, name = pod.partition("/")
-        writer.write(
-            self.engine, [NewEvent(f"attach/binding/{ns}/{name}", "PodBindingSent", data, self._meta())]
-        )
+        with self.db.unit_of_work() as uow:
+            binding_sent(uow, data, self._meta())
+            uow.commit()

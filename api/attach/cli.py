@@ -71,9 +71,8 @@ def attach(
         cluster = cluster_name or kube_cluster(str(kubeconfig), context)
     except (RemoteError, Exception) as exc:  # the client raises ConfigException, ValueError ...
         raise UserError(f"--kubeconfig {kubeconfig}: {exc}") from None
-    engine = db.get_engine()
     runner = Attach(
-        engine,
+        db.get_database(),
         db.app_url(),
         Remote(api_client),
         cluster,

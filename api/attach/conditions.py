@@ -27,14 +27,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
 from api.attach.kinds import BY_KIND
 from api.attach.remote import Remote, RemoteError
 from api.attach.retries import Retries
-from ledger import writer
-from ledger.store import NewEvent
+from api.services.commands.conditions import condition_sent
+from ledger.database import Database
 
 DONE = ("patched", "unchanged", "kept", "gone")
 
@@ -67,7 +64,7 @@ WHERE e.type IN ('PodGroupConditionChanged', 'CompositePodGroupConditionChanged'
       SELECT 1 FROM tree t JOIN objects p ON t.kind = 'PodGroup'
       WHERE p.kind = 'Pod' AND p.namespace = split_part(e.data->>'group', '/', 1)
         AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = t.name
-        AND coalesce(p.object->'spec'->>'schedulerName', 'default-scheduler') = :profile)
+        AND coalesce(p.object->'spec'->>'schedulerName', 'default-scheduler') = %(profile)s)
 ORDER BY e.position
 LIMIT 200
 """
@@ -91,7 +88,7 @@ def rfc3339(t: datetime) -> str:
 
 @dataclass
 class ConditionWriter:
-    engine: Engine
+    db: Database
     remote: Remote
     cluster: str
     profile: str = "podledger"
@@ -100,8 +97,8 @@ class ConditionWriter:
     failed: int = 0
 
     def pending(self) -> list[Decision]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(PENDING_SQL), {"profile": self.profile}).all()
+        with self.db.connect() as conn:
+            rows = conn.execute(PENDING_SQL, {"profile": self.profile}).fetchall()
         return [
             Decision(
                 int(r[0]),
@@ -189,9 +186,7 @@ class ConditionWriter:
             "code": code,
             "message": message,
         }
-        ns, _, name = d.group.partition("/")
         meta = {"actor": f"attach/{self.cluster}", "via": "attach", "attach": {"cluster": self.cluster}}
-        writer.write(
-            self.engine,
-            [NewEvent(f"attach/{d.kind.lower()}/{ns}/{name}", f"{d.kind}ConditionSent", data, meta)],
-        )
+        with self.db.unit_of_work() as uow:
+            condition_sent(uow, d.kind, data, meta)
+            uow.commit()

@@ -1,6 +1,7 @@
-"""One remote change -> the input events podledger already has, in one transaction.
+"""One remote change -> the input events podledger already has, in one unit of work
+(``api/services/commands/mirror.py`` appends them).
 
-- ADDED/MODIFIED: the object goes through ``api.services.objects.apply_objects`` (validation,
+- ADDED/MODIFIED: the object goes through ``api.services.commands.objects.apply_objects`` (validation,
   admission, the ``<Kind>Created``/``Updated`` event): an object whose manifest did not change
   appends nothing, which is what makes a re-list idempotent.
 - DELETED (or missing from a re-list): ``delete_objects`` (``<Kind>Deleted``).
@@ -21,41 +22,45 @@ the same remote change is never appended twice even by two racing processes.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
-
 from api.attach.kinds import Watched, key_of, node_name, resource_version, rv_number, to_manifest
-from api.services import objects as services
-from ledger import writer
+from api.services.commands import mirror as commands
+from api.services.commands.mirror import (
+    ABSENT,
+    BOUND,
+    CREATED,
+    DEFERRED,
+    DELETED,
+    INVALID,
+    REJECTED,
+    UNCHANGED,
+    UPDATED,
+)
+from ledger.database import Database
+from ledger.queries.log import attach_cursor
 from ledger.queries.objects import projection_rows
 from ledger.resources.parse import Document, validate
-from ledger.store import NewEvent
 
 ATTACH_NS = uuid.UUID("0b9d7e0e-18a7-4c55-9d51-3f6b0f0f1a18")
 
-# outcomes of one change
-CREATED, UPDATED, UNCHANGED, DELETED, BOUND = "created", "updated", "unchanged", "deleted", "bound"
-DEFERRED, REJECTED, INVALID, ABSENT = "deferred", "rejected", "invalid", "absent"
+__all__ = [
+    "ABSENT",
+    "BOUND",
+    "CREATED",
+    "DEFERRED",
+    "DELETED",
+    "INVALID",
+    "REJECTED",
+    "UNCHANGED",
+    "UPDATED",
+    "Change",
+    "Mirror",
+]
 
 SchedulerOf = Callable[[str, str], str | None]  # (namespace, pod) -> who bound it, from Events
-
-
-class _InTransaction:
-    """An Engine stand-in whose ``begin()`` yields our connection (a service call joins it)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    @contextmanager
-    def begin(self) -> Iterator[Connection]:
-        yield self._conn
-
-    connect = begin
 
 
 @dataclass
@@ -75,9 +80,9 @@ def _bound_by_managed_fields(obj: dict[str, Any]) -> str | None:
 
 class Mirror:
     def __init__(
-        self, engine: Engine, cluster: str, scheduler_of: SchedulerOf | None = None, shadow: bool = False
+        self, db: Database, cluster: str, scheduler_of: SchedulerOf | None = None, shadow: bool = False
     ) -> None:
-        self.engine = engine
+        self.db = db
         self.cluster = cluster
         self.scheduler_of = scheduler_of
         self.shadow = shadow
@@ -86,15 +91,8 @@ class Mirror:
     # -- the resume point -------------------------------------------------------------------
     def cursor(self, w: Watched, scope: str | None) -> str | None:
         """The highest remote resourceVersion recorded for (kind, scope), or None."""
-        with self.engine.connect() as conn:
-            value = conn.execute(
-                sa.text(
-                    "SELECT max((meta->'attach'->>'rv')::bigint) FROM events "
-                    "WHERE meta ? 'attach' AND meta->'attach'->>'cluster' = :c "
-                    "AND meta->'attach'->>'kind' = :k AND meta->'attach'->>'scope' = :s"
-                ),
-                {"c": self.cluster, "k": w.kind, "s": scope or ""},
-            ).scalar_one()
+        with self.db.connect() as conn:
+            value = attach_cursor(conn, self.cluster, w.kind, scope or "")
         return None if value is None else str(value)
 
     def _meta(self, w: Watched, scope: str | None, obj: dict[str, Any], rv: str) -> dict[str, Any]:
@@ -118,137 +116,74 @@ class Mirror:
     def apply(
         self, w: Watched, scope: str | None, typ: str, obj: dict[str, Any], *, defer: bool = True
     ) -> Change:
-        """Record one watch event (``typ`` ADDED, MODIFIED or DELETED) in one transaction.
+        """Record one watch event (``typ`` ADDED, MODIFIED or DELETED) in one unit of work.
 
         An object admission refuses (a reference to an object not mirrored yet) is DEFERRED with
         nothing written when ``defer``; without it the refusal is recorded (AdmissionRejected)."""
         rv = resource_version(obj)
+        uid = (obj.get("metadata") or {}).get("uid") or None
+        meta = self._meta(w, scope, obj, rv)
         if typ == "DELETED":
-            with self.engine.begin() as conn:
-                return Change([self._delete(conn, w, scope, obj, rv)], rv)
+            with self.db.unit_of_work() as uow:
+                outcome = commands.record_deletion(
+                    uow,
+                    key_of(w, obj),
+                    uid,
+                    actor=self.actor,
+                    meta=meta,
+                    idempotency_key=self._event_key(obj, rv, "delete"),
+                )
+                uow.commit()
+            return Change([outcome], rv)
         manifest = to_manifest(w, obj)
         parsed, errors = validate(Document(1, f"{self.cluster}:{w.plural}", manifest))
         if parsed is None or errors:
             return Change([INVALID], rv, "; ".join(str(e) for e in errors))
-        outcomes: list[str] = []
-        with self.engine.begin() as conn:
-            kind, ns, name = key_of(w, obj)
-            local = projection_rows(conn, kind, ns or None, name)
-            uid = (obj.get("metadata") or {}).get("uid")
-            if local and uid and local[0]["uid"] and local[0]["uid"] != uid:
-                # the object was deleted and re-created under the same name while we were away
-                outcomes.append(
-                    self._delete(
-                        conn, w, scope, {"metadata": {"uid": local[0]["uid"]}}, rv, key=(kind, ns, name)
-                    )
-                )
-                local = []
-            meta = self._meta(w, scope, obj, rv)
-            savepoint = conn.begin_nested()
-            result = services.apply_objects(
-                _InTransaction(conn),  # type: ignore[arg-type]
-                [parsed],
+        keys = {"apply": self._event_key(obj, rv, "apply"), "delete": self._event_key(obj, rv, "delete")}
+        with self.db.unit_of_work() as uow:
+            outcomes, before, refused = commands.record_object(
+                uow,
+                key_of(w, obj),
+                uid,
+                parsed,
                 actor=self.actor,
                 source=f"attach:{self.cluster}",
                 meta=meta,
-                idempotency_key=self._event_key(obj, rv, "apply"),
+                keys=keys,
+                defer=defer,
             )
-            if result.rejected:
-                if defer:
-                    savepoint.rollback()
-                    return Change([DEFERRED], rv, "; ".join(result.errors))
-                savepoint.commit()
-                return Change([REJECTED], rv, "; ".join(result.errors))
-            savepoint.commit()
-            line = result.lines[0] if result.lines else ""
-            action = line.rpartition(" ")[2]
-            outcomes.append(action if action in (CREATED, UPDATED) else UNCHANGED)
-            if w.kind == "Pod":
-                bound = self._observe_binding(conn, w, scope, obj, rv, local[0] if local else None)
+            if refused:
+                uow.commit()
+                return Change(outcomes, rv, refused)
+            node = node_name(obj)
+            if w.kind == "Pod" and node:
+                _kind, ns, name = key_of(w, obj)
+                scheduler = (
+                    (self.scheduler_of(ns, name) if self.scheduler_of is not None else None)
+                    or _bound_by_managed_fields(obj)
+                    or (obj.get("spec") or {}).get("schedulerName")
+                    or "default-scheduler"
+                )
+                bound = commands.record_binding(
+                    uow,
+                    manifest,
+                    node,
+                    uid or "",
+                    cluster=self.cluster,
+                    scheduler=scheduler,
+                    shadow=self.shadow,
+                    meta=meta,
+                    event_id=uuid.uuid5(ATTACH_NS, self._event_key(obj, rv, "bound")),
+                )
                 if bound:
                     outcomes.append(bound)
+            uow.commit()
         return Change(outcomes, rv)
-
-    def _delete(
-        self,
-        conn: Connection,
-        w: Watched,
-        scope: str | None,
-        obj: dict[str, Any],
-        rv: str,
-        key: tuple[str, str, str] | None = None,
-    ) -> str:
-        kind, ns, name = key or key_of(w, obj)
-        local = projection_rows(conn, kind, ns or None, name)
-        uid = (obj.get("metadata") or {}).get("uid")
-        if not local or (uid and local[0]["uid"] and local[0]["uid"] != uid):
-            return ABSENT  # already gone, or a newer incarnation under the same name
-        services.delete_objects(
-            _InTransaction(conn),  # type: ignore[arg-type]
-            [(kind, ns or None, name)],
-            actor=self.actor,
-            meta=self._meta(w, scope, obj, rv),
-            idempotency_key=self._event_key(obj, rv, "delete"),
-        )
-        return DELETED
-
-    def _observe_binding(
-        self,
-        conn: Connection,
-        w: Watched,
-        scope: str | None,
-        obj: dict[str, Any],
-        rv: str,
-        before: dict[str, Any] | None,
-    ) -> str | None:
-        node = node_name(obj)
-        if not node:
-            return None
-        _kind, ns, name = key_of(w, obj)
-        uid = (obj.get("metadata") or {}).get("uid") or ""
-        if self.shadow:
-            # the ledger's state is podledger's own placement: the cluster's is recorded beside it
-            last = conn.execute(
-                sa.text(
-                    "SELECT data->>'node', meta->'attach'->>'uid' FROM events WHERE position = "
-                    "(SELECT k.position FROM event_keys k WHERE k.stream = :s ORDER BY k.version DESC LIMIT 1)"
-                ),
-                {"s": f"attach/pod/{ns}/{name}"},
-            ).first()
-            if last is not None and tuple(last) == (node, uid):
-                return None
-        else:
-            current = projection_rows(conn, "Pod", ns, name)
-            if current and (current[0]["status"] or {}).get("nodeName") == node:
-                return None
-        actor = (
-            (self.scheduler_of(ns, name) if self.scheduler_of is not None else None)
-            or _bound_by_managed_fields(obj)
-            or (obj.get("spec") or {}).get("schedulerName")
-            or "default-scheduler"
-        )
-        group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-        data = {
-            "pod": f"{ns}/{name}",
-            "node": node,
-            "group": f"{ns}/{group}" if group else None,
-            "requests": None,
-        }
-        meta = {"actor": actor, "observed": True, **self._meta(w, scope, obj, rv)}
-        eid = uuid.uuid5(ATTACH_NS, self._event_key(obj, rv, "bound"))
-        if self.shadow:
-            observed = {"pod": data["pod"], "node": node, "group": data["group"], "scheduler": actor}
-            observed["cluster"] = self.cluster
-            ev = NewEvent(f"attach/pod/{ns}/{name}", "PodBindingObserved", observed, meta, eid)
-        else:
-            ev = NewEvent(f"sched/pod/{ns}/{name}", "PodBound", data, meta, eid)
-        writer.write(conn, [ev])
-        return BOUND
 
     # -- a whole list -------------------------------------------------------------------------
     def local_keys(self, w: Watched, scope: str | None) -> dict[tuple[str, str, str], str]:
         """(kind, namespace, name) -> uid of the ledger's current objects of ``w`` in ``scope``."""
-        with self.engine.connect() as conn:
+        with self.db.connect() as conn:
             rows = projection_rows(conn, w.kind, scope if w.namespaced else None)
         return {(w.kind, r["namespace"], r["name"]): r["uid"] for r in rows}
 

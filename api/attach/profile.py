@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
-from api.services import objects as services
+from api.services.commands.objects import apply_objects
+from ledger.database import Database
 from ledger.queries.objects import list_objects
 from ledger.resources.parse import Document, validate
 
 
-def configure(engine: Engine, cluster: str, profile: str) -> str:
+def configure(db: Database, cluster: str, profile: str) -> str:
     """Apply the SchedulerConfig; returns the apply line (``... created|configured|unchanged``)."""
-    rows = list_objects(engine, "SchedulerConfig")
+    with db.connect() as conn:
+        rows = list_objects(conn, "SchedulerConfig")
     current: dict[str, Any] = dict(rows[0].object) if rows else {}
     manifest = {
         "apiVersion": "podledger.io/v1alpha1",
@@ -33,9 +33,11 @@ def configure(engine: Engine, cluster: str, profile: str) -> str:
     parsed, errors = validate(Document(1, f"attach:{cluster}", manifest))
     if parsed is None or errors:
         raise ValueError("; ".join(str(e) for e in errors) or "invalid SchedulerConfig")
-    result = services.apply_objects(
-        engine, [parsed], actor=f"attach/{cluster}", source=f"attach:{cluster}", meta={"via": "attach"}
-    )
+    with db.unit_of_work() as uow:
+        result = apply_objects(
+            uow, [parsed], actor=f"attach/{cluster}", source=f"attach:{cluster}", meta={"via": "attach"}
+        )
+        uow.commit()
     if not result.ok:
         raise ValueError("; ".join(result.errors))
     return result.lines[0] if result.lines else "unchanged"

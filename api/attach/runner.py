@@ -32,8 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
+from psycopg_pool import PoolTimeout
 
 from api.attach import mirror as M
 from api.attach import profile as P
@@ -42,7 +41,8 @@ from api.attach.conditions import ConditionWriter
 from api.attach.kinds import WATCHED, Watched, resource_version, rv_number
 from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
-from ledger.leader import AdvisoryLeader
+from ledger.database import Database
+from ledger.leader import LeaderLoop
 
 ATTACH_LOCK = 7243150018
 log = logging.getLogger("podledger.attach")
@@ -80,7 +80,7 @@ class Stream:
 
 @dataclass
 class Attach:
-    engine: Engine
+    db: Database
     url: str  # libpq URL for the leader lock session
     remote: Remote
     cluster: str
@@ -95,18 +95,22 @@ class Attach:
     profile: str = "podledger"  # schedule mode: the schedulerName of the pods podledger schedules
     metrics: Metrics = field(default_factory=Metrics)
     stop_event: threading.Event = field(default_factory=threading.Event)
-    _leader: AdvisoryLeader | None = None
 
     def __post_init__(self) -> None:
+        self._loop = LeaderLoop(
+            self.url,
+            ATTACH_LOCK,
+            stop=self.stop_event,
+            standby_poll=self.standby_poll,
+            on_standby=lambda: json_line(event="standby", attach=self.name),
+        )
         self.binder: Binder | None = None
         self.conditions: ConditionWriter | None = None
         if self.mode == "schedule":
-            self.binder = Binder(self.engine, self.remote, self.cluster, profile=self.profile)
-            self.conditions = ConditionWriter(self.engine, self.remote, self.cluster, profile=self.profile)
+            self.binder = Binder(self.db, self.remote, self.cluster, profile=self.profile)
+            self.conditions = ConditionWriter(self.db, self.remote, self.cluster, profile=self.profile)
         self._last_bind = 0.0
-        self.mirror = M.Mirror(
-            self.engine, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow"
-        )
+        self.mirror = M.Mirror(self.db, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow")
         self.q: queue.Queue[Item] = queue.Queue(maxsize=self.queue_size)
         self.streams: list[Stream] = []
         self.counts: dict[str, int] = {}
@@ -115,17 +119,6 @@ class Attach:
         self._lag_seconds = 0.0  # how long the last change written had waited in the queue
 
     # -- leadership (ledger/leader.py, as the worker) --------------------------------------------------
-    def _try_lead(self) -> bool:
-        if self._leader is None:
-            self._leader = AdvisoryLeader(self.url, ATTACH_LOCK)
-        return self._leader.try_lead()
-
-    def _still_leader(self) -> bool:
-        return self._leader is not None and self._leader.still_leader()
-
-    def _release(self) -> None:
-        if self._leader is not None:
-            self._leader.release()
 
     # -- writing ----------------------------------------------------------------------------------
     def _count(self, w: Watched, outcomes: list[str]) -> None:
@@ -253,7 +246,7 @@ class Attach:
         schedule mode, first make the ledger's SchedulerConfig serve the profile (profile.py)."""
         self.streams = []
         if self.mode == "schedule":
-            line = P.configure(self.engine, self.cluster, self.profile)
+            line = P.configure(self.db, self.cluster, self.profile)
             json_line(event="config", attach=self.name, schedulerName=self.profile, result=line)
         for w in WATCHED:
             for scope in self.scopes(w):
@@ -321,7 +314,7 @@ class Attach:
             t.start()
         try:
             while not self.stop_event.is_set():
-                if not self._still_leader():
+                if not self._loop.still_leader():
                     json_line(event="leadership-lost", attach=self.name)
                     return
                 if self.binder is not None and time.monotonic() - self._last_bind >= 0.2:
@@ -352,28 +345,26 @@ class Attach:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         json_line(event="started", attach=self.name, cluster=self.cluster, mode=self.mode)
+
+        def term() -> None:
+            json_line(event="leader", attach=self.name)
+            self.lead()
+
+        def on_error(exc: BaseException) -> None:
+            # the cluster or the database went away while starting or writing, or a change
+            # could not be recorded: the next term starts again from the ledger's cursor (what
+            # was written is all that counts)
+            json_line(event="error", attach=self.name, error=f"{type(exc).__name__}: {exc}"[:300])
+            if not isinstance(exc, (RemoteError, psycopg.Error, PoolTimeout)):
+                log.exception("attach term failed; starting again from the ledger")
+            self.stop_event.wait(1.0)
+
+        def after() -> None:
+            self.q = queue.Queue(maxsize=self.queue_size)  # a new term starts from the ledger
+            self.deferred = []
+
         try:
-            while not self.stop_event.is_set():
-                if self._try_lead():
-                    json_line(event="leader", attach=self.name)
-                    try:
-                        self.lead()
-                    except Exception as exc:
-                        # the cluster or the database went away while starting or writing, or a
-                        # change could not be recorded: the next term starts again from the
-                        # ledger's cursor (what was written is all that counts)
-                        json_line(event="error", attach=self.name, error=f"{type(exc).__name__}: {exc}"[:300])
-                        if not isinstance(exc, (RemoteError, psycopg.Error, DBAPIError)):
-                            log.exception("attach term failed; starting again from the ledger")
-                        self.stop_event.wait(1.0)
-                    self.q = queue.Queue(maxsize=self.queue_size)  # a new term starts from the ledger
-                    self.deferred = []
-                    if not self.stop_event.is_set():
-                        self._release()
-                        json_line(event="standby", attach=self.name)
-                    continue
-                self.stop_event.wait(self.standby_poll)
+            self._loop.run(term, errors=(Exception,), on_error=on_error, after=after)
         finally:
-            self._release()
             json_line(event="stopped", attach=self.name, **self.counts)
         return 0

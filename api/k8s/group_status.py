@@ -25,8 +25,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from api.k8s import backend
 from api.k8s.handlers import (
     Target,
@@ -39,6 +37,8 @@ from api.k8s.handlers import (
 )
 from api.k8s.objects import merge_patch, view
 from api.k8s.status import K8sError, conflict, invalid, not_found
+from ledger.database import Database
+from ledger.uow import UnitOfWork
 
 KINDS = ("PodGroup", "CompositePodGroup")
 STATUSES = ("False", "True", "Unknown")
@@ -213,7 +213,7 @@ def _changes(t: Target, name: str, old: list[dict[str, Any]], new: Any) -> list[
 
 
 def _run(
-    eng: Engine,
+    db: Database,
     t: Target,
     q: dict[str, str],
     actor: str,
@@ -225,8 +225,8 @@ def _run(
     res, name = t.res, t.name or ""
     ns = (t.namespace or "default") if res.namespaced else ""
 
-    def run(conn: Any) -> dict[str, Any]:
-        cur = backend.row(conn, res.kind, ns, name)
+    def run(uow: UnitOfWork) -> dict[str, Any]:
+        cur = backend.row(uow.conn, res.kind, ns, name)
         if cur is None:
             raise not_found(res, name)
         if rv is not None and rv != cur["updated_position"]:
@@ -235,22 +235,22 @@ def _run(
         changes = _changes(t, name, list(status.get("conditions") or []), new_status(status))
         if changes:
             meta = {**_meta(actor, operation, q, rid), "subresource": "status"}
-            backend.record_conditions(conn, res.kind, ns, name, changes, actor=actor, meta=meta)
-        return _read_back(conn, res, ns, name)
+            backend.record_conditions(uow, res.kind, ns, name, changes, actor=actor, meta=meta)
+        return _read_back(uow, res, ns, name)
 
-    return 200, _write(eng, run)
+    return 200, _write(db, run)
 
 
 def update(
-    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+    db: Database, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     """PUT .../NAME/status: the body's status replaces the status."""
     obj = _check_identity(t, body)
-    return _run(eng, t, q, actor, rid, "Update", _precondition_rv(obj), lambda _cur: obj.get("status") or {})
+    return _run(db, t, q, actor, rid, "Update", _precondition_rv(obj), lambda _cur: obj.get("status") or {})
 
 
 def patch(
-    eng: Engine, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
+    db: Database, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     """PATCH .../NAME/status: merge patch (lists replaced), strategic merge or apply (conditions
     merged by ``type``)."""
@@ -260,6 +260,6 @@ def patch(
     rv = _precondition_rv(value)
     patch_status = value.get("status") or {}
     if ctype == "application/merge-patch+json":
-        return _run(eng, t, q, actor, rid, "Update", rv, lambda cur: merge_patch(cur, patch_status))
+        return _run(db, t, q, actor, rid, "Update", rv, lambda cur: merge_patch(cur, patch_status))
     operation = "Apply" if ctype == "application/apply-patch+yaml" else "Update"
-    return _run(eng, t, q, actor, rid, operation, rv, lambda cur: strategic_status(cur, patch_status))
+    return _run(db, t, q, actor, rid, operation, rv, lambda cur: strategic_status(cur, patch_status))

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import yaml
-from sqlalchemy.engine import Engine
 
 from api.k8s import backend
 from api.k8s import events as E
@@ -24,8 +24,13 @@ from api.k8s import table as T
 from api.k8s.objects import Selector, as_quantities, manifest_from, merge_patch, timestamp, view
 from api.k8s.resources import Resource
 from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found, success
+from ledger.database import Database
+from ledger.uow import UnitOfWork
 
 MAX_BODY = 16 * 2**20
+
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -99,7 +104,7 @@ def _sort_key(o: dict[str, Any]) -> tuple[str, str]:
     return (o["metadata"].get("namespace", ""), o["metadata"]["name"])
 
 
-def list_objects(eng: Engine, t: Target, q: dict[str, str], accept: str | None) -> dict[str, Any]:
+def list_objects(db: Database, t: Target, q: dict[str, str], accept: str | None) -> dict[str, Any]:
     res = t.res
     sel = Selector(q.get("labelSelector"), q.get("fieldSelector"))
     limit = _int(q.get("limit"), "limit") or 0
@@ -110,11 +115,11 @@ def list_objects(eng: Engine, t: Target, q: dict[str, str], accept: str | None) 
     exact = q.get("resourceVersionMatch") == "Exact"
     want_rv = _int(q.get("resourceVersion"), "resourceVersion")
     ctx: dict[str, Any] = {}
-    with backend.snapshot(eng) as conn:
+    with backend.snapshot(db) as conn:
         head = backend.head(conn)
         if exact and want_rv is not None and want_rv < head and res.stored:
             head = want_rv
-            folded = backend.state_at(eng, res.kind, want_rv)
+            folded = backend.state_at(db, res.kind, want_rv)
             items = [
                 view(res, r)
                 for k, r in sorted(folded.items())
@@ -151,11 +156,11 @@ def list_objects(eng: Engine, t: Target, q: dict[str, str], accept: str | None) 
     return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items}
 
 
-def get_object(eng: Engine, t: Target, q: dict[str, str], accept: str | None) -> dict[str, Any]:
+def get_object(db: Database, t: Target, q: dict[str, str], accept: str | None) -> dict[str, Any]:
     res = t.res
     assert t.name is not None
     ctx: dict[str, Any] = {}
-    with backend.snapshot(eng) as conn:
+    with backend.snapshot(db) as conn:
         if res.stored:
             r = backend.row(conn, res.kind, t.namespace or "", t.name)
             obj = view(res, r) if r is not None else None
@@ -253,7 +258,7 @@ def _precondition_rv(obj: dict[str, Any]) -> int | None:
 
 
 def _admit(
-    conn: Any, res: Resource, name: str, manifest: dict[str, Any], actor: str, meta: dict[str, Any]
+    uow: UnitOfWork, res: Resource, name: str, manifest: dict[str, Any], actor: str, meta: dict[str, Any]
 ) -> None:
     obj, errors = backend.validate_manifest(manifest_from(manifest), "request body")
     if errors or obj is None:
@@ -264,7 +269,7 @@ def _admit(
             or [{"field": "", "message": "invalid"}],
         )
     try:
-        result = backend.apply(conn, [obj], actor=actor, meta=meta)
+        result = backend.apply(uow, [obj], actor=actor, meta=meta)
     except backend.ConflictErrors:
         raise conflict(res, name) from None
     if result.rejected:
@@ -283,14 +288,18 @@ class _Rejected(Exception):
         self.error = error
 
 
-def _write(eng: Engine, fn: Any) -> Any:
+def _write(db: Database, fn: Callable[[UnitOfWork], R]) -> R:
+    """``fn`` as one request: one unit of work holding the append lock, committed when ``fn``
+    returns (or raises _Rejected: the AdmissionRejected record stays, then the error)."""
     rejected: _Rejected | None = None
-    with backend.write_transaction(eng) as conn:
+    with backend.write_unit(db) as uow:
         try:
-            return fn(conn)
+            out = fn(uow)
         except _Rejected as exc:
             rejected = exc
-    assert rejected is not None
+        uow.commit()
+        if rejected is None:
+            return out
     raise rejected.error
 
 
@@ -301,8 +310,8 @@ def _meta(actor: str, operation: str, q: dict[str, str], request_id: str) -> dic
     return out
 
 
-def _read_back(conn: Any, res: Resource, ns: str, name: str) -> dict[str, Any]:
-    r = backend.row(conn, res.kind, ns, name)
+def _read_back(uow: UnitOfWork, res: Resource, ns: str, name: str) -> dict[str, Any]:
+    r = backend.row(uow.conn, res.kind, ns, name)
     assert r is not None
     return view(res, r)
 
@@ -315,7 +324,7 @@ def _require_writable(res: Resource) -> None:
 
 
 def create(
-    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+    db: Database, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     res = t.res
     _require_writable(res)
@@ -324,16 +333,16 @@ def create(
     name = obj["metadata"]["name"]
     rv = _precondition_rv(obj)
 
-    def run(conn: Any) -> dict[str, Any]:
-        cur = backend.row(conn, res.kind, ns, name)
+    def run(uow: UnitOfWork) -> dict[str, Any]:
+        cur = backend.row(uow.conn, res.kind, ns, name)
         if cur is not None:
             raise already_exists(res, name)
         if rv is not None:
             raise conflict(res, name, f"resourceVersion {rv} is stale: the object does not exist")
-        _admit(conn, res, name, obj, actor, _meta(actor, "Create", q, rid))
-        return _read_back(conn, res, ns, name)
+        _admit(uow, res, name, obj, actor, _meta(actor, "Create", q, rid))
+        return _read_back(uow, res, ns, name)
 
-    return 201, _write(eng, run)
+    return 201, _write(db, run)
 
 
 def stored(row: dict[str, Any]) -> dict[str, Any]:
@@ -361,7 +370,7 @@ def _status_only(stored: dict[str, Any], status: Any, projected: dict[str, Any])
 
 
 def update(
-    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+    db: Database, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     res = t.res
     _require_writable(res)
@@ -370,8 +379,8 @@ def update(
     assert t.name is not None
     rv = _precondition_rv(obj)
 
-    def run(conn: Any) -> dict[str, Any]:
-        cur = backend.row(conn, res.kind, ns, t.name or "")
+    def run(uow: UnitOfWork) -> dict[str, Any]:
+        cur = backend.row(uow.conn, res.kind, ns, t.name or "")
         if cur is None:
             raise not_found(res, t.name or "")
         if rv is not None and rv != cur["updated_position"]:
@@ -380,10 +389,10 @@ def update(
             manifest = _status_only(stored(cur), obj.get("status"), cur["status"] or {})
         else:
             manifest = _keep_status(obj, stored(cur))
-        _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
-        return _read_back(conn, res, ns, t.name or "")
+        _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
+        return _read_back(uow, res, ns, t.name or "")
 
-    return 200, _write(eng, run)
+    return 200, _write(db, run)
 
 
 PATCH_TYPES = (
@@ -415,7 +424,7 @@ def read_patch(t: Target, body: bytes, content_type: str, q: dict[str, str]) -> 
 
 
 def patch(
-    eng: Engine, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
+    db: Database, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     res = t.res
     _require_writable(res)
@@ -426,8 +435,8 @@ def patch(
         obj = value
         rv = _precondition_rv(obj)
 
-        def run_apply(conn: Any) -> tuple[int, dict[str, Any]]:
-            cur = backend.row(conn, res.kind, ns, t.name or "")
+        def run_apply(uow: UnitOfWork) -> tuple[int, dict[str, Any]]:
+            cur = backend.row(uow.conn, res.kind, ns, t.name or "")
             if rv is not None and (cur is None or rv != cur["updated_position"]):
                 raise conflict(res, t.name or "")
             if t.sub == "status":
@@ -442,16 +451,16 @@ def patch(
                 manifest = (
                     obj if cur is None else _keep_status(obj, stored(cur)) if "status" not in obj else obj
                 )
-            _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
-            return (201 if cur is None else 200), _read_back(conn, res, ns, t.name or "")
+            _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
+            return (201 if cur is None else 200), _read_back(uow, res, ns, t.name or "")
 
-        return _write(eng, run_apply)  # type: ignore[no-any-return]
+        return _write(db, run_apply)
     if not isinstance(value, dict):
         raise K8sError(400, "a merge patch must be a JSON object")
     rv = _precondition_rv(value)
 
-    def run_merge(conn: Any) -> tuple[int, dict[str, Any]]:
-        cur = backend.row(conn, res.kind, ns, t.name or "")
+    def run_merge(uow: UnitOfWork) -> tuple[int, dict[str, Any]]:
+        cur = backend.row(uow.conn, res.kind, ns, t.name or "")
         if cur is None:
             raise not_found(res, t.name or "")
         if rv is not None and rv != cur["updated_position"]:
@@ -469,14 +478,14 @@ def patch(
             patch_value.pop("status", None)
             manifest = merge_patch(stored(cur), patch_value)
         manifest = _check_identity(t, manifest)
-        _admit(conn, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
-        return 200, _read_back(conn, res, ns, t.name or "")
+        _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
+        return 200, _read_back(uow, res, ns, t.name or "")
 
-    return _write(eng, run_merge)  # type: ignore[no-any-return]
+    return _write(db, run_merge)
 
 
 def delete(
-    eng: Engine, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
+    db: Database, t: Target, body: Any, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     res = t.res
     _require_writable(res)
@@ -490,8 +499,8 @@ def delete(
     )
     want_uid = pre.get("uid")
 
-    def run(conn: Any) -> dict[str, Any]:
-        cur = backend.row(conn, res.kind, ns, t.name or "")
+    def run(uow: UnitOfWork) -> dict[str, Any]:
+        cur = backend.row(uow.conn, res.kind, ns, t.name or "")
         if cur is None:
             raise not_found(res, t.name or "")
         if want_rv is not None and want_rv != cur["updated_position"]:
@@ -507,17 +516,17 @@ def delete(
                 f"Precondition failed: UID in precondition: {want_uid}, UID in object meta: {cur['uid']}",
             )
         try:
-            ev = backend.delete(conn, res.kind, ns, t.name or "", actor=actor)
+            ev = backend.delete(uow, res.kind, ns, t.name or "", actor=actor)
         except LookupError:
             raise not_found(res, t.name or "") from None
         except backend.ConflictErrors:
             raise conflict(res, t.name or "") from None
         return view(res, cur, rv=ev.position)
 
-    return 200, _write(eng, run)
+    return 200, _write(db, run)
 
 
-def bind(eng: Engine, t: Target, body: Any, actor: str, rid: str) -> tuple[int, dict[str, Any]]:
+def bind(db: Database, t: Target, body: Any, actor: str, rid: str) -> tuple[int, dict[str, Any]]:
     """POST pods/{name}/binding: an outside scheduler's decision, appended as PodBound."""
     res = t.res
     if not isinstance(body, dict):
@@ -531,22 +540,22 @@ def bind(eng: Engine, t: Target, body: Any, actor: str, rid: str) -> tuple[int, 
         raise K8sError(422, f'Binding "{name}" is invalid: target: a Node name is required', reason="Invalid")
     ns = t.namespace or "default"
 
-    def run(conn: Any) -> dict[str, Any]:
-        pod = backend.row(conn, "Pod", ns, name)
+    def run(uow: UnitOfWork) -> dict[str, Any]:
+        pod = backend.row(uow.conn, "Pod", ns, name)
         if pod is None:
             raise not_found(res, name)
         bound = (pod["status"] or {}).get("nodeName") or (pod["object"].get("spec") or {}).get("nodeName")
         if bound:
             raise conflict(res, name, f'pod {name} is already assigned to node "{bound}"')
-        if backend.row(conn, "Node", "", node) is None:
+        if backend.row(uow.conn, "Node", "", node) is None:
             from api.k8s.resources import lookup
 
             nodes = lookup("", "v1", "nodes")
             assert nodes is not None
             raise not_found(nodes, node)
         backend.bind(
-            conn, pod, node, actor=actor, meta={"via": "k8s", "operation": "Binding", "request_id": rid}
+            uow, pod, node, actor=actor, meta={"via": "k8s", "operation": "Binding", "request_id": rid}
         )
         return success(res, name)
 
-    return 201, _write(eng, run)
+    return 201, _write(db, run)

@@ -182,35 +182,35 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
         raise forbidden(t.res, VERBS.get(method, method.lower()), principal.actor, t.namespace, t.sub)
     q = dict(request.query_params)
     accept = request.headers.get("accept")
-    eng = backend.engine(request)
+    db = backend.database(request)
     rid = getattr(request.state, "request_id", "")
     actor = principal.actor
     if method == "GET":
         if t.name is None:
             if q.get("watch") in ("1", "true", "True"):
-                return await _watch(request, eng, t, q, accept)
-            return _json(await run_in_threadpool(handlers.list_objects, eng, t, q, accept))
+                return await _watch(request, db, t, q, accept)
+            return _json(await run_in_threadpool(handlers.list_objects, db, t, q, accept))
         if q.get("watch") in ("1", "true", "True"):
-            return await _watch(request, eng, t, q, accept)
-        return _json(await run_in_threadpool(handlers.get_object, eng, t, q, accept))
+            return await _watch(request, db, t, q, accept)
+        return _json(await run_in_threadpool(handlers.get_object, db, t, q, accept))
     body = await request.body()
     ctype = request.headers.get("content-type", "application/json")
     if method == "PATCH":
         if t.name is None:
             raise K8sError(405, "PATCH needs an object name", reason="MethodNotAllowed")
         patch = group_status.patch if group_status.handles(t) else handlers.patch
-        code, obj = await run_in_threadpool(patch, eng, t, body, ctype, q, actor, rid)
+        code, obj = await run_in_threadpool(patch, db, t, body, ctype, q, actor, rid)
         return _json(obj, code)
     value = handlers.parse_body(body, ctype) if body.strip() else None
     if method == "POST":
         if t.sub == "binding":
-            code, obj = await run_in_threadpool(handlers.bind, eng, t, value, actor, rid)
+            code, obj = await run_in_threadpool(handlers.bind, db, t, value, actor, rid)
         elif t.sub == "eviction":
-            code, obj = await run_in_threadpool(eviction.evict, eng, t, value, actor, rid)
+            code, obj = await run_in_threadpool(eviction.evict, db, t, value, actor, rid)
         elif t.name is not None:
             raise K8sError(405, "POST goes to a collection", reason="MethodNotAllowed")
         else:
-            code, obj = await run_in_threadpool(handlers.create, eng, t, value, q, actor, rid)
+            code, obj = await run_in_threadpool(handlers.create, db, t, value, q, actor, rid)
         return _json(obj, code)
     if t.name is None:
         raise K8sError(
@@ -220,16 +220,16 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
         )
     if method == "PUT":
         update = group_status.update if group_status.handles(t) else handlers.update
-        code, obj = await run_in_threadpool(update, eng, t, value, q, actor, rid)
+        code, obj = await run_in_threadpool(update, db, t, value, q, actor, rid)
         return _json(obj, code)
     if method == "DELETE":
-        code, obj = await run_in_threadpool(handlers.delete, eng, t, value, q, actor, rid)
+        code, obj = await run_in_threadpool(handlers.delete, db, t, value, q, actor, rid)
         return _json(obj, code)
     raise K8sError(405, "method not allowed", reason="MethodNotAllowed")
 
 
 async def _watch(
-    request: Request, eng: Any, t: handlers.Target, q: dict[str, str], accept: str | None
+    request: Request, db: Any, t: handlers.Target, q: dict[str, str], accept: str | None
 ) -> Response:
     if not t.res.stored:
         raise K8sError(405, f"watching {t.res.plural} is not served", reason="MethodNotAllowed")
@@ -247,7 +247,7 @@ async def _watch(
     if t.name is not None:
         params.selector.fields.append(("metadata.name", "=", t.name))
     return StreamingResponse(
-        watch.stream(eng, t.res, params, request),
+        watch.stream(db, t.res, params, request),
         media_type="application/json",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

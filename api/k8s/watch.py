@@ -24,12 +24,12 @@ from typing import Any
 
 import orjson
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.engine import Engine
 
 from api.k8s import backend
 from api.k8s import table as T
 from api.k8s.objects import Selector, view
 from api.k8s.resources import Resource
+from ledger.database import Database
 
 PAGE = 500
 WAIT_SECONDS = 1.0
@@ -51,15 +51,15 @@ def _with_key(key: backend.Key, row: backend.Row) -> backend.Row:
     return {**row, "kind": key[0], "namespace": key[1], "name": key[2]}
 
 
-def initial_state(eng: Engine, res: Resource, p: WatchParams) -> tuple[int, dict[backend.Key, Any], bool]:
+def initial_state(db: Database, res: Resource, p: WatchParams) -> tuple[int, dict[backend.Key, Any], bool]:
     """(position, rows as of it, send ADDED for them first)."""
-    with backend.snapshot(eng) as conn:
+    with backend.snapshot(db) as conn:
         head = backend.head(conn)
         current = backend.rows(conn, res.kind, p.namespace if res.namespaced else None)
     if p.start is None or p.start >= head:
         state: dict[backend.Key, Any] = {(r["kind"], r["namespace"], r["name"]): r for r in current}
         return head, state, p.start is None
-    folded = backend.state_at(eng, res.kind, p.start)
+    folded = backend.state_at(db, res.kind, p.start)
     state = {
         k: v for k, v in folded.items() if p.namespace is None or not res.namespaced or k[1] == p.namespace
     }
@@ -93,13 +93,13 @@ def _encode(kind: str, obj: dict[str, Any]) -> bytes:
 
 
 class _Emitter:
-    def __init__(self, eng: Engine, res: Resource, p: WatchParams) -> None:
-        self.eng, self.res, self.p = eng, res, p
+    def __init__(self, db: Database, res: Resource, p: WatchParams) -> None:
+        self.db, self.res, self.p = db, res, p
         self.columns_sent = False
 
     def ctx(self) -> dict[str, Any]:
         if self.p.as_table and self.res.kind == "PodGroup":
-            with self.eng.connect() as conn:
+            with self.db.connect() as conn:
                 return {"group_pods": backend.group_pod_counts(conn)}
         return {}
 
@@ -148,15 +148,15 @@ def changes(
     return []
 
 
-async def stream(eng: Engine, res: Resource, p: WatchParams, request: Any) -> AsyncIterator[bytes]:
-    em = _Emitter(eng, res, p)
-    lst = await run_in_threadpool(backend.listener, eng)  # LISTEN before the first catch-up read
+async def stream(db: Database, res: Resource, p: WatchParams, request: Any) -> AsyncIterator[bytes]:
+    em = _Emitter(db, res, p)
+    lst = await run_in_threadpool(backend.listener, db)  # LISTEN before the first catch-up read
     try:
-        gone = expired(p.start, await run_in_threadpool(_head, eng))
+        gone = expired(p.start, await run_in_threadpool(_head, db))
         if gone is not None:
             yield _encode("ERROR", gone)
             return
-        pos, state, send_initial = await run_in_threadpool(initial_state, eng, res, p)
+        pos, state, send_initial = await run_in_threadpool(initial_state, db, res, p)
         t0 = last = time.monotonic()
         if send_initial:
             ctx = await run_in_threadpool(em.ctx)
@@ -165,7 +165,7 @@ async def stream(eng: Engine, res: Resource, p: WatchParams, request: Any) -> As
                 if p.selector.matches(obj):
                     yield em.encode("ADDED", obj, ctx)
         while True:
-            batch = await run_in_threadpool(_read, eng, pos)
+            batch = await run_in_threadpool(_read, db, pos)
             out: list[tuple[str, dict[str, Any]]] = []
             for ev in batch:
                 out.extend(changes(res, p, state, ev))
@@ -200,11 +200,11 @@ def _bookmark(res: Resource, pos: int) -> dict[str, Any]:
     return {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(pos)}}
 
 
-def _head(eng: Engine) -> int:
-    with eng.connect() as conn:
+def _head(db: Database) -> int:
+    with db.connect() as conn:
         return backend.head(conn)
 
 
-def _read(eng: Engine, after: int) -> list[Any]:
-    with eng.connect() as conn:
+def _read(db: Database, after: int) -> list[Any]:
+    with db.connect() as conn:
         return backend.read_events(conn, after, PAGE)

@@ -1,0 +1,121 @@
+"""Changes seen in a live cluster (``attach``), as the input events podledger already has.
+
+- An object added or modified goes through ``apply_objects`` (validation, admission, the
+  ``<Kind>Created``/``Updated`` event): an object whose manifest did not change appends
+  nothing, which makes a re-list idempotent. One that was deleted and re-created under the same
+  name while nobody watched is deleted first.
+- An object deleted (or missing from a re-list): ``delete_objects`` (``<Kind>Deleted``).
+- A pod whose ``spec.nodeName`` the cluster set: ``bindings.binding_observed``.
+
+Event ids derive from the caller's keys (cluster, uid, resourceVersion), so the same remote
+change is never appended twice, even by two racing processes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from api.services.commands.bindings import binding_observed
+from api.services.commands.objects import apply_objects, delete_objects
+from ledger import streams
+from ledger.queries.log import last_event_of
+from ledger.queries.objects import projection_rows
+from ledger.resources.models import Resource
+from ledger.uow import UnitOfWork
+
+# outcomes of one change
+CREATED, UPDATED, UNCHANGED, DELETED, BOUND = "created", "updated", "unchanged", "deleted", "bound"
+DEFERRED, REJECTED, INVALID, ABSENT = "deferred", "rejected", "invalid", "absent"
+
+Key = tuple[str, str, str]  # (kind, namespace, name)
+
+__all__ = ["record_binding", "record_deletion", "record_object"]
+
+
+def record_deletion(
+    uow: UnitOfWork, key: Key, uid: str | None, *, actor: str, meta: Mapping[str, Any], idempotency_key: str
+) -> str:
+    """The remote object ``key`` (remote uid ``uid``) is gone: DELETED, or ABSENT when the ledger
+    no longer holds it (or holds a newer incarnation under the same name)."""
+    kind, ns, name = key
+    local = projection_rows(uow.conn, kind, ns or None, name)
+    if not local or (uid and local[0]["uid"] and local[0]["uid"] != uid):
+        return ABSENT
+    delete_objects(uow, [(kind, ns or None, name)], actor=actor, meta=meta, idempotency_key=idempotency_key)
+    return DELETED
+
+
+def record_object(
+    uow: UnitOfWork,
+    key: Key,
+    uid: str | None,
+    parsed: Resource,
+    *,
+    actor: str,
+    source: str,
+    meta: Mapping[str, Any],
+    keys: Mapping[str, str],
+    defer: bool,
+) -> tuple[list[str], dict[str, Any] | None, str]:
+    """The remote object ``key`` as it is now (``parsed``, validated): the outcomes, the ledger's
+    row of it before this change (None: new), and admission's refusal if any. ``keys`` are the
+    idempotency keys of the ``apply`` and of a ``delete`` of an older incarnation. Refused by
+    admission (a reference to an object not mirrored yet): DEFERRED with nothing written when
+    ``defer``, else REJECTED (the refusal recorded)."""
+    kind, ns, name = key
+    outcomes: list[str] = []
+    local = projection_rows(uow.conn, kind, ns or None, name)
+    before: dict[str, Any] | None = local[0] if local else None
+    if before is not None and uid and before["uid"] and before["uid"] != uid:
+        # the object was deleted and re-created under the same name while we were away
+        outcomes.append(
+            record_deletion(uow, key, before["uid"], actor=actor, meta=meta, idempotency_key=keys["delete"])
+        )
+        before = None
+    with uow.savepoint() as sp:
+        result = apply_objects(
+            uow, [parsed], actor=actor, source=source, meta=meta, idempotency_key=keys["apply"]
+        )
+        if result.rejected and defer:
+            sp.rollback()
+    if result.rejected:
+        return [DEFERRED if defer else REJECTED], before, "; ".join(result.errors)
+    line = result.lines[0] if result.lines else ""
+    action = line.rpartition(" ")[2]
+    outcomes.append(action if action in (CREATED, UPDATED) else UNCHANGED)
+    return outcomes, before, ""
+
+
+def record_binding(
+    uow: UnitOfWork,
+    manifest: Mapping[str, Any],
+    node: str,
+    uid: str,
+    *,
+    cluster: str,
+    scheduler: str,
+    shadow: bool,
+    meta: Mapping[str, Any],
+    event_id: uuid.UUID,
+) -> str | None:
+    """The cluster placed pod ``manifest`` on ``node``: BOUND, or None when the ledger already
+    shows that placement (mirror: the pod's node; shadow: the last observed binding)."""
+    md = manifest.get("metadata") or {}
+    ns, name = md.get("namespace") or "default", md["name"]
+    if shadow:
+        last = last_event_of(uow.conn, streams.attach("pod", ns, name))
+        if last is not None and (last[0].get("node"), (last[1].get("attach") or {}).get("uid")) == (
+            node,
+            uid,
+        ):
+            return None
+    else:
+        current = projection_rows(uow.conn, "Pod", ns, name)
+        if current and (current[0]["status"] or {}).get("nodeName") == node:
+            return None
+    binding_observed(
+        uow, manifest, node, cluster=cluster, scheduler=scheduler, shadow=shadow, meta=meta, event_id=event_id
+    )
+    return BOUND
