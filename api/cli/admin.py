@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.console import UserError, app, db_app, engine, err, out, proj_app
+from api.cli.console import UserError, app, database, db_app, err, out, proj_app
 from api.cli.plain import Table
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 @db_app.command("upgrade")
@@ -35,7 +38,7 @@ def role_url(role: str) -> str:
     if role not in ROLES:
         raise UserError(f"--role: unknown role {role!r} (use {', '.join(ROLES)})")
     url = db.libpq_url(db.server_url())
-    db.get_engine(url, owner=True)  # create and migrate the database: the login roles exist
+    db.get_database(url, owner=True)  # create and migrate the database: the login roles exist
     if role == "app":
         return db.app_url(url)
     if role == "reporting":
@@ -125,7 +128,7 @@ def verify(
 
         return verify_checkpoint(Path(checkpoint), public_key, key)
 
-    res = verify_chain(engine(), progress=lambda n: err.print(f"  checked {n} events…"), archive=archive)
+    res = verify_chain(database(), progress=lambda n: err.print(f"  checked {n} events…"), archive=archive)
     if res.ok:
         since = f" from position {res.start} (earlier partitions detached)" if res.start else ""
         out.print(f"ok: {res.checked} events{since}, hash chain intact")
@@ -141,7 +144,7 @@ def projections_rebuild() -> None:
     """Re-fold every projection from position 0."""
     from ledger.projections.runner import ASYNC_PROJECTIONS, rebuild_async, rebuild_current
 
-    target = engine()
+    target = database()
     n = rebuild_current(target)
     out.print(f"objects: re-folded {n} events")
     for name, proj in ASYNC_PROJECTIONS.items():
@@ -149,24 +152,24 @@ def projections_rebuild() -> None:
         out.print(f"{name}: re-folded {m} events")
 
 
-def follow(target: Any, on_change: Callable[[int], None], *, poll: float = 5.0) -> None:
+def follow(target: Database, on_change: Callable[[int], None], *, poll: float = 5.0) -> None:
     """Call ``on_change(head)`` whenever the log grows, until Ctrl-C or SIGTERM.
 
     LISTEN/NOTIFY (``ledger.listen``) wakes us; a notification is only a hint, so the head is
     read after every wake-up and every ``poll`` seconds.
     """
-    from ledger import db, store
+    from api.services.log import head as log_head
     from ledger.listen import Listener
 
-    listener = Listener(db.libpq_url(target.url.render_as_string(hide_password=False)))
+    listener = Listener(target.login_url)
     listener.start()  # LISTEN, then catch up: nothing appended before the LISTEN is missed
-    last = store.head(target)
+    last = log_head(target)
     try:
         on_change(last)
         sys.stdout.flush()
         while True:
             listener.wait(poll)
-            head = store.head(target)
+            head = log_head(target)
             if head != last:
                 last = head
                 on_change(head)
@@ -216,7 +219,7 @@ def log_cmd(
     """Print events of the log by position."""
     from api.services.log import read_events
 
-    target = engine()
+    target = database()
     events = read_events(target, after, limit)
     _print_events(events, output)
     if not watch:

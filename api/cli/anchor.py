@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from api.cli.console import UserError, app, db_app, engine, err, out
+from api.cli.console import UserError, app, database, db_app, err, out
 from api.cli.plain import Table
 
 KeyOpt = Annotated[
@@ -59,7 +59,7 @@ def checkpoint(
         if verifier_key:
             out.print(signer.verifier.text())
             return
-        signed = anchor.make_checkpoint(engine(), signer, origin)
+        signed = anchor.make_checkpoint(database(), signer, origin)
     except anchor.AnchorError as exc:
         raise UserError(str(exc)) from exc
     if output is not None:
@@ -85,7 +85,7 @@ def prove(
 
     note = _read(checkpoint_file, "checkpoint") if checkpoint_file else None
     try:
-        proof = anchor.prove(engine(), position, note)
+        proof = anchor.prove(database(), position, note)
     except anchor.AnchorError as exc:
         raise UserError(str(exc)) from exc
     sys.stdout.write(orjson.dumps(proof, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -100,7 +100,7 @@ def verify_checkpoint(checkpoint_file: Path, public_key: str | None, key: str | 
         verifier = anchor.load_verifier(public_key) if public_key else anchor.load_signer(key).verifier
     except anchor.AnchorError as exc:
         raise UserError(str(exc)) from exc
-    res = anchor.verify_against_checkpoint(engine(), note, verifier)
+    res = anchor.verify_against_checkpoint(database(), note, verifier)
     if res.ok:
         out.print(
             f"ok: the log ({res.log_size} events) extends the checkpoint of {res.checkpoint_size} events "
@@ -121,7 +121,7 @@ def db_roles(
 
     from ledger import db, roles
 
-    infos = roles.describe(db.get_engine(owner=True))
+    infos = roles.describe(db.get_database(owner=True))
     issues = roles.problems(infos)
     if output == "json":
         sys.stdout.write(

@@ -15,7 +15,8 @@ from api.cli import light_params
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from sqlalchemy.engine import Engine
+
+    from ledger.database import Database
 
 light_params.install()  # str parameters without pydantic (Typer's own path if its internals moved)
 
@@ -114,17 +115,17 @@ def one_line_error(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "the input is nested too deeply"
     if database_down(exc):
-        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+        first = (str(exc).strip().splitlines() or [""])[0]
         return f"cannot reach the database: {first or type(exc).__name__}"
     first = (str(exc).strip().splitlines() or [""])[0]
     return f"{type(exc).__name__}: {first} (set PODLEDGER_DEBUG=1 for a traceback)"
 
 
-def engine() -> Engine:
+def database() -> Database:
     """The configured ledger (PODLEDGER_DATABASE_URL or the embedded server)."""
     from ledger import db
 
-    return db.get_engine()
+    return db.get_database()
 
 
 def split_ref(ref: str | None) -> tuple[str | None, str | None]:
@@ -137,4 +138,4 @@ def split_ref(ref: str | None) -> tuple[str | None, str | None]:
     return None, ref
 
 
-__all__ = ["UserError", "one_line_error", "app", "db_app", "engine", "err", "out", "proj_app", "split_ref"]
+__all__ = ["UserError", "app", "database", "db_app", "err", "one_line_error", "out", "proj_app", "split_ref"]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.console import UserError, app, engine, err, out, split_ref
+from api.cli.console import UserError, app, database, err, out, split_ref
 from api.cli.plain import Table
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 def _age(ts: datetime) -> str:
@@ -41,7 +44,8 @@ def apply(
     ],
 ) -> None:
     """Create or update objects from YAML/JSON manifests (one transaction for everything)."""
-    from api.services.objects import apply_objects, load_documents
+    from api.services.commands.objects import apply_objects
+    from api.services.objects import load_documents
 
     objects, errors = load_documents(_iter_sources(filename))
     if errors:
@@ -52,7 +56,9 @@ def apply(
     if not objects:
         err.print("error: no objects passed to apply")
         raise typer.Exit(1)
-    result = apply_objects(engine(), objects, actor="cli", source=",".join(filename))
+    with database().unit_of_work() as uow:
+        result = apply_objects(uow, objects, actor="cli", source=",".join(filename))
+        uow.commit()  # a refusal too: its AdmissionRejected is recorded
     if result.rejected:
         for e in result.errors:
             err.print(e)
@@ -65,13 +71,16 @@ def apply(
 @app.command()
 def delete(kind: str, ref: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME")]) -> None:
     """Delete one object."""
-    from api.services.objects import delete_object, kind_info
+    from api.services.commands.objects import delete_object
+    from api.services.objects import kind_info
 
     info = kind_info(kind)
     ns, name = split_ref(ref)
     assert name is not None
     try:
-        delete_object(engine(), info.kind, ns, name)
+        with database().unit_of_work() as uow:
+            delete_object(uow, info.kind, ns, name)
+            uow.commit()
     except LookupError as exc:
         raise UserError(str(exc).strip("'\"")) from None
     out.print(f"{info.display(name)} deleted")
@@ -169,8 +178,8 @@ def get(
     ] = False,
 ) -> None:
     """List objects (kubectl-like table) or print them as JSON/YAML."""
-    # not api.services.objects (the write path: admission, the writer), and for a plain listing
-    # not even SQLAlchemy or pydantic: one psycopg connection (start-up stays short)
+    # not api.services (the commands: admission, the unit of work), and for a plain listing not
+    # even the connection pool or pydantic: one psycopg connection (start-up stays short)
     from ledger.resources.kinds import UnknownKindError, resolve_kind
 
     try:
@@ -204,23 +213,23 @@ def get(
         if path not in FIELD_SELECTORS:
             raise UserError(f'field label not supported: "{path}" (use {", ".join(FIELD_SELECTORS)})')
 
+    from ledger.queries.object_rows import list_objects
+
     if at is None and not watch:
         from ledger import db
-        from ledger.queries.object_rows import list_objects_pg
 
         with db.read_connection() as conn:
-            rows = list_objects_pg(conn, info.kind, ns, name)
+            rows = list_objects(conn, info.kind, ns, name)
         if labels or fields:
             rows = [r for r in rows if _selected(r, labels, fields)]
         _print_rows(info, name, ns, rows, output)
         return
-    from ledger.queries.objects import list_objects
-
-    target = engine()
+    target = database()
 
     def fetch() -> list[Any]:
         if at is None:
-            rows = list_objects(target, info.kind, ns, name)
+            with target.connect() as conn:
+                rows = list_objects(conn, info.kind, ns, name)
         else:
             from api.services.state import position_at
             from ledger.queries.state import list_objects_at
@@ -272,7 +281,9 @@ def _print_rows(info: Any, name: str | None, ns: str | None, rows: list[Any], ou
     return namespaces
 
 
-def _watch(target: Any, info: Any, fetch: Any, rows: list[Any], output: str, *, namespaces: bool) -> None:
+def _watch(
+    target: Database, info: Any, fetch: Any, rows: list[Any], output: str, *, namespaces: bool
+) -> None:
     """Print each object again when it changes (LISTEN/NOTIFY wakes us; positions decide)."""
     from api.cli.admin import follow
 

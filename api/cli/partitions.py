@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from api.cli.console import UserError, db_app, out
 from api.cli.plain import Table
 
+if TYPE_CHECKING:
+    from ledger.database import Database
+
 partitions_app = typer.Typer(no_args_is_help=True, help="Partitions of the events table (by position range).")
 db_app.add_typer(partitions_app, name="partitions")
 
 
-def _owner_engine():  # type: ignore[no-untyped-def]
+def _owner_db() -> Database:
     from ledger import db
 
-    return db.get_engine(owner=True)
+    return db.get_database(owner=True)
 
 
 def _size(n: int) -> str:
@@ -42,7 +45,7 @@ def partitions_list(
 
     from ledger import partitions
 
-    parts = partitions.list_partitions(_owner_engine())
+    parts = partitions.list_partitions(_owner_db())
     if output == "json":
         sys.stdout.write(orjson.dumps([asdict(p) for p in parts]).decode() + "\n")
         return
@@ -79,7 +82,7 @@ def partitions_ensure(
         raise UserError("--size must be at least 1")
     if ahead is not None and ahead < 0:
         raise UserError("--ahead must not be negative")
-    made = partitions.ensure(_owner_engine(), ahead, size)
+    made = partitions.ensure(_owner_db(), ahead, size)
     out.print(
         f"created {len(made)} partitions: {', '.join(made)}" if made else "ok: partitions already in place"
     )
@@ -105,14 +108,14 @@ def partitions_detach(
         raise UserError(
             "say --archive (keep the partitions in the schema event_archive) or --drop (discard their events)"
         )
-    import sqlalchemy as sa
+    import psycopg
 
     try:
-        done = partitions.detach(_owner_engine(), before, archive=archive)
-    except sa.exc.DBAPIError as exc:
+        done = partitions.detach(_owner_db(), before, archive=archive)
+    except psycopg.Error as exc:
         # 55000: the Merkle tree does not cover the events yet; 55P03: the table lock timed out
-        if getattr(exc.orig, "sqlstate", None) in ("55000", "55P03"):
-            raise UserError(str(exc.orig).strip().splitlines()[0]) from None
+        if exc.sqlstate in ("55000", "55P03"):
+            raise UserError(str(exc).strip().splitlines()[0]) from None
         raise
     if not done:
         out.print(f"nothing to detach: no partition lies wholly before position {before} and the log's head")

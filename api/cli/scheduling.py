@@ -5,14 +5,17 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.console import UserError, app, engine, err, out
+from api.cli.console import UserError, app, database, err, out
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
-def schedule_until_idle(target: Any, *, progress: bool = True) -> list[Any]:
+def schedule_until_idle(target: Database, *, progress: bool = True) -> list[Any]:
     """Run cycles until idle (``api.services.schedule``), with a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -48,7 +51,7 @@ def schedule(
     from api.services.schedule import bound_count
 
     t0 = time.perf_counter()
-    results = schedule_until_idle(engine(), progress=sys.stderr.isatty())
+    results = schedule_until_idle(database(), progress=sys.stderr.isatty())
     counts: dict[str, int] = {}
     for r in results:
         counts[r.result] = counts.get(r.result, 0) + 1
@@ -91,9 +94,11 @@ def simulate(
         raise typer.Exit(1)
 
 
-def _apply_dir(target: Any, path: Path, actor: str) -> tuple[int, int]:
-    """Apply every manifest under ``path``: (objects, created or updated); exit 1 on errors."""
-    from api.services.objects import apply_objects, load_documents
+def _apply_dir(target: Database, path: Path, actor: str) -> tuple[int, int]:
+    """Apply every manifest under ``path`` as one unit of work: (objects, created or updated);
+    exit 1 on errors (a refusal by admission is recorded as AdmissionRejected)."""
+    from api.services.commands.objects import apply_objects
+    from api.services.objects import load_documents
     from ledger.resources.parse import iter_path
 
     objects, errors = load_documents(iter_path(path))
@@ -101,7 +106,9 @@ def _apply_dir(target: Any, path: Path, actor: str) -> tuple[int, int]:
         for e in errors:
             err.print(e)
         raise typer.Exit(1)
-    res = apply_objects(target, objects, actor=actor, source=str(path))
+    with target.unit_of_work() as uow:
+        res = apply_objects(uow, objects, actor=actor, source=str(path))
+        uow.commit()
     if res.rejected:
         for e in res.errors:
             err.print(e)
@@ -123,22 +130,23 @@ def demo(
     from api.cli.audit import history, replay
     from api.services.demo import BLOCKED_GROUP, demo_report, first_position
     from api.services.explain import explain, render_explain
+    from api.services.log import head as log_head
     from api.services.schedule import bound_count
-    from ledger import db, store
+    from ledger import db
 
     for path in (examples, capacity):
         if not path.exists():
             raise UserError(f"{path}: not found (run from the repository root)")
-    target = engine()
+    target = database()
     out.print(
-        f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {store.head(target)})"
+        f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {log_head(target)})"
     )
     n, changed = _apply_dir(target, examples, "demo")
     out.print(f"applied {n} objects from {examples} ({changed} created or updated, {n - changed} unchanged)")
     results = schedule_until_idle(target, progress=False)
     bound = sum(bound_count(r) for r in results)
     out.print(
-        f"ran {len(results)} scheduling cycles, {bound} pods bound; log head is now {store.head(target)}\n"
+        f"ran {len(results)} scheduling cycles, {bound} pods bound; log head is now {log_head(target)}\n"
     )
 
     report = demo_report(target)
@@ -170,7 +178,7 @@ def demo(
     out.print(f"\n── 1. Why is {ref} pending?  (podledger explain podgroup {ref})")
     out.print(render_explain(explain(target, "podgroup", ns, name, at=at)))
 
-    blocked_at = at if at is not None else store.head(target)
+    blocked_at = at if at is not None else log_head(target)
     out.print(f"\n── 2. Capacity joins: apply -f {capacity}, then schedule")
     n, changed = _apply_dir(target, capacity, "demo")
     results = schedule_until_idle(target, progress=False)

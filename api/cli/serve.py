@@ -68,9 +68,9 @@ def serve(
             raise UserError(f"--insecure-local binds to 127.0.0.1 only; refusing --host {host}")
         host = "127.0.0.1"
         err.print("[yellow]warning:[/yellow] --insecure-local: no authentication, every caller is admin")
-    engine = db.get_engine()  # migrates on start; fails here, not on the first request
+    database = db.get_database()  # migrates on start; fails here, not on the first request
     application = create_app(
-        engine, tokens, insecure_local=insecure_local and not tokens, metrics_public=metrics_public
+        database, tokens, insecure_local=insecure_local and not tokens, metrics_public=metrics_public
     )
     if (tls_cert_file is None) != (tls_private_key_file is None):
         raise UserError("--tls-cert-file and --tls-private-key-file go together")

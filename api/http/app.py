@@ -1,7 +1,7 @@
 """The FastAPI application: podledger's JSON API under ``/podledger/v1``, health, metrics and
 the dashboard.
 
-``create_app(engine, tokens)`` builds one app. ``engine=None`` uses the configured ledger
+``create_app(db, tokens)`` builds one app. ``db=None`` uses the configured ledger
 (``PODLEDGER_DATABASE_URL`` or the embedded server), opened on first use; ``tokens=None`` reads
 ``PODLEDGER_TOKENS``. With no tokens at all the app refuses every request unless
 ``insecure_local=True`` (``podledger serve --insecure-local``, bound to 127.0.0.1), where every
@@ -14,11 +14,10 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.engine import Engine
 
 from api.http.auth import AuthThrottle, TokenTable, parse_tokens, tokens_from_env
 from api.http.context import AppContext
@@ -28,6 +27,9 @@ from api.http.routes import admin, audit, checkpoint, dashboard, events, health,
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
 from api.k8s import routes as k8s_routes
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -98,7 +100,7 @@ class RequestContext:
 
 
 def create_app(
-    engine: Engine | None = None,
+    db: Database | None = None,
     tokens: TokenTable | str | Mapping[str, Any] | None = None,
     *,
     insecure_local: bool = False,
@@ -118,9 +120,7 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.ctx = AppContext(
-        engine, table, insecure_local, metrics_public=metrics_public, throttle=throttle
-    )
+    app.state.ctx = AppContext(db, table, insecure_local, metrics_public=metrics_public, throttle=throttle)
 
     install_handlers(app)
     app.include_router(health.router)

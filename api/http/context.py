@@ -1,30 +1,33 @@
-"""What the routes share: the engine (opened lazily), tokens, metrics and jobs."""
+"""What the routes share: the ledger's database (opened lazily), tokens, metrics and jobs."""
 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from fastapi import Request
-from sqlalchemy.engine import Engine
 
 from api.http.auth import AuthThrottle, TokenTable
 from api.http.jobs import JobStore
 from api.http.metrics import Metrics
 
+if TYPE_CHECKING:
+    from ledger.database import Database
+
 
 class AppContext:
-    """What the routes share: the engine (opened lazily), tokens, metrics, jobs."""
+    """What the routes share: the database (opened lazily), tokens, metrics, jobs."""
 
     def __init__(
         self,
-        engine: Engine | None,
+        db: Database | None,
         tokens: TokenTable,
         insecure_local: bool,
         *,
         metrics_public: bool = False,
         throttle: AuthThrottle | None = None,
     ) -> None:
-        self._engine = engine
+        self._db = db
         self.metrics_public = metrics_public
         self.throttle = throttle or AuthThrottle()
         self._lock = threading.Lock()
@@ -34,21 +37,21 @@ class AppContext:
         self.jobs = JobStore()
 
     @property
-    def engine(self) -> Engine:
-        if self._engine is None:
+    def db(self) -> Database:
+        if self._db is None:
             with self._lock:
-                if self._engine is None:
+                if self._db is None:
                     from ledger import db
 
-                    self._engine = db.get_engine()
-        return self._engine
+                    self._db = db.get_database()
+        return self._db
 
     @property
     def metrics(self) -> Metrics:
         if self._metrics is None:
             with self._lock:
                 if self._metrics is None:
-                    self._metrics = Metrics(lambda: self.engine)
+                    self._metrics = Metrics(lambda: self.db)
         return self._metrics
 
 

@@ -72,28 +72,26 @@ RETRY_AFTER = 5  # seconds a client should wait before retrying while the databa
 
 
 def database_down(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what it wraps) means the database cannot be reached right now."""
+    """Whether ``exc`` (or what it wraps) means the database cannot be reached right now: a
+    broken or refused connection (``psycopg.OperationalError``, ``InterfaceError``), or no
+    pooled connection free in time (``psycopg_pool.PoolTimeout``)."""
     import psycopg
-    from sqlalchemy import exc as sa_exc
+    from psycopg_pool import PoolTimeout
 
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        if isinstance(cur, sa_exc.DBAPIError) and cur.connection_invalidated:
-            return True
-        if isinstance(cur, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)):
-            return True
-        if isinstance(cur, (psycopg.OperationalError, psycopg.InterfaceError, ConnectionError)):
+        if isinstance(cur, (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError, ConnectionError)):
             return True
         cur = cur.__cause__ or cur.__context__
     return False
 
 
 def _unstorable(exc: BaseException) -> bool:
-    from sqlalchemy import exc as sa_exc
+    import psycopg
 
-    return isinstance(exc, sa_exc.DataError) and "NUL" in str(exc.orig)
+    return isinstance(exc, psycopg.DataError) and "NUL" in str(exc)
 
 
 def install_handlers(app: FastAPI) -> None:

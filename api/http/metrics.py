@@ -11,28 +11,32 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy.engine import Connection, Engine
 
 from ledger.queries import log as log_q
 from ledger.queries import reports as reports_q
+from ledger.sql import Conn
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 class LogCollector(Collector):
     """Scheduling metrics folded from the log, cached by position between scrapes."""
 
-    def __init__(self, engine: Callable[[], Engine]) -> None:
-        self._engine = engine  # a getter: the app opens its database on first use
+    def __init__(self, db: Callable[[], Database]) -> None:
+        self._db = db  # a getter: the app opens its database on first use
         self._lock = threading.Lock()
         self._position = 0
         self._cycles = 0
         self._attempts: dict[str, int] = {}
         self._preemptions = 0
 
-    def _advance(self, conn: Connection) -> None:
+    def _advance(self, conn: Conn) -> None:
         while True:
             rows = reports_q.counted_events_after(conn, self._position, limit=50000)
             for pos, typ, result in rows:
@@ -49,7 +53,7 @@ class LogCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("podledger_database_up", "1 when the last scrape could read the ledger")
         try:
-            with self._lock, self._engine().connect() as conn:
+            with self._lock, self._db().connect() as conn:
                 self._advance(conn)
                 head = log_q.head(conn)
                 pods = reports_q.pending_pods(conn)
@@ -91,7 +95,7 @@ class LogCollector(Collector):
 class Metrics:
     """One registry per app (tests create many apps in one process)."""
 
-    def __init__(self, engine: Callable[[], Engine]) -> None:
+    def __init__(self, db: Callable[[], Database]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.append_seconds = Histogram(
             "podledger_append_duration_seconds",
@@ -112,7 +116,7 @@ class Metrics:
             ["route"],
             registry=self.registry,
         )
-        self.registry.register(LogCollector(engine))
+        self.registry.register(LogCollector(db))
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()

@@ -3,9 +3,7 @@ HTTP layer renders it into templates and SVG charts)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from api.services import reports
 from api.services.explain import explain, render_explain
@@ -13,11 +11,14 @@ from api.services.history import history
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 
+if TYPE_CHECKING:
+    from ledger.database import Database
 
-def groups_page(engine: Engine, q: str = "", state: str = "") -> dict[str, Any]:
+
+def groups_page(db: Database, q: str = "", state: str = "") -> dict[str, Any]:
     """Groups (filtered by text ``q`` and ``state``), counts per state, the wait distribution
     and attempts over time."""
-    with engine.connect() as conn:
+    with db.snapshot() as conn:
         rows = reports.groups(conn)
         wait = reports.wait_distribution(rows)
         attempts = reports.attempts_over_time(conn)
@@ -70,11 +71,11 @@ def plain_explanation(
 
 
 def _timeline(
-    engine: Engine, kind: str, namespace: str, name: str, events: list[dict[str, Any]]
+    db: Database, kind: str, namespace: str, name: str, events: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """The object's history (or, when the log names it nowhere else, its group events)."""
     try:
-        items = history(engine, kind.lower(), namespace, name)
+        items = history(db, kind.lower(), namespace, name)
     except LookupError:
         items = []
     if items:
@@ -100,10 +101,10 @@ def _timeline(
     ]
 
 
-def group_page(engine: Engine, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+def group_page(db: Database, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
     """One group: manifest, status, condition, pods (or child groups), timeline, explanation
     and pods per node; None if it does not exist."""
-    with engine.connect() as conn:
+    with db.snapshot() as conn:
         found = objects_q.get_object(conn, kind, namespace, name)
         if found is None:
             return None
@@ -115,10 +116,10 @@ def group_page(engine: Engine, kind: str, namespace: str, name: str) -> dict[str
     explanation = None
     if kind == "PodGroup":
         try:
-            explanation = render_explain(explain(engine, "podgroup", namespace, name))
+            explanation = render_explain(explain(db, "podgroup", namespace, name))
         except LookupError:
             explanation = None
-    timeline = _timeline(engine, kind, namespace, name, events)
+    timeline = _timeline(db, kind, namespace, name, events)
     if not explanation:
         explanation = plain_explanation(kind, namespace, name, status, pods, events)
     per_node: dict[str, int] = {}
@@ -141,10 +142,10 @@ def group_page(engine: Engine, kind: str, namespace: str, name: str) -> dict[str
     }
 
 
-def charts_page(engine: Engine) -> dict[str, Any]:
+def charts_page(db: Database) -> dict[str, Any]:
     """Every figure of the charts page: wait distribution, unschedulable reasons, attempts and
     preemptions over time, node and quota utilization."""
-    with engine.connect() as conn:
+    with db.snapshot() as conn:
         rows = reports.groups(conn)
         return {
             "wait": reports.wait_distribution(rows, conn),
@@ -157,10 +158,10 @@ def charts_page(engine: Engine) -> dict[str, Any]:
 
 
 def log_page(
-    engine: Engine, *, after: int | None, before: int | None, limit: int, type_: str, stream: str
+    db: Database, *, after: int | None, before: int | None, limit: int, type_: str, stream: str
 ) -> tuple[list[dict[str, Any]], int]:
     """A page of the log (see ``ledger.queries.log.log_page``) and the head."""
-    with engine.connect() as conn:
+    with db.snapshot() as conn:
         return log_q.log_page(conn, after=after, before=before, limit=limit, type_=type_, stream=stream)
 
 

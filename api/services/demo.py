@@ -4,14 +4,17 @@ why each pending pod waits (read after the example cluster was applied and sched
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
-
+from ledger import streams
 from ledger.queries.log import latest_placements
 from ledger.queries.objects import list_objects
 from ledger.resources.job import owning_job
+from ledger.sql import Conn, scalar
 from scheduler.edge.bridge import pod_requests
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 GROUP_CONDITIONS = (
     ("CompositePodGroup", "CompositePodGroupInitiallyScheduled"),
@@ -49,31 +52,30 @@ def _where_or_why(cond: dict[str, Any] | None, spec: dict[str, Any], placement: 
 BLOCKED_GROUP = ("team-a", "vision-pretrain")
 
 
-def first_position(engine: Engine, kind: str, namespace: str | None, name: str) -> int | None:
+def first_position(db: Database, kind: str, namespace: str | None, name: str) -> int | None:
     """The log position of the first event of an object's stream (None: never written)."""
-    import sqlalchemy as sa
-
-    from api.services.objects import stream_for
-
-    stream = stream_for(kind, namespace, name)
-    with engine.connect() as conn:
-        pos = conn.execute(
-            sa.text(
-                "SELECT min(position) FROM events WHERE position IN "
-                "(SELECT k.position FROM event_keys k WHERE k.stream = :s)"
-            ),
+    stream = streams.object_stream(kind, namespace, name)
+    with db.connect() as conn:
+        pos = scalar(
+            conn,
+            "SELECT min(position) FROM events WHERE position IN "
+            "(SELECT k.position FROM event_keys k WHERE k.stream = %(s)s)",
             {"s": stream},
-        ).scalar_one()
+        )
     return int(pos) if pos is not None else None
 
 
-def demo_report(engine: Engine) -> DemoReport:
+def demo_report(db: Database) -> DemoReport:
     """What the demo prints after scheduling: groups, nodes and pending pods."""
+    with db.snapshot() as conn:  # one pooled connection and one snapshot for every read
+        return _report(conn)
+
+
+def _report(conn: Conn) -> DemoReport:
     report = DemoReport()
-    with engine.connect() as conn:
-        placements = latest_placements(conn)
+    placements = latest_placements(conn)
     for kind, ctype in GROUP_CONDITIONS:
-        rows = list_objects(engine, kind)
+        rows = list_objects(conn, kind)
         if not rows:
             continue
         table = report.groups.setdefault(kind, [])
@@ -87,7 +89,7 @@ def demo_report(engine: Engine) -> DemoReport:
                 continue
             why = _where_or_why(cond, r.object.get("spec") or {}, placements.get(f"{r.namespace}/{r.name}"))
             table.append((r.namespace, r.name, f"{ctype}={cond['status']}", cond.get("reason", ""), why))
-    pods = list_objects(engine, "Pod")
+    pods = list_objects(conn, "Pod")
     placed: dict[str, list[str]] = {}
     used_by_node: dict[str, dict[str, int]] = {}
     for p in pods:
@@ -97,7 +99,7 @@ def demo_report(engine: Engine) -> DemoReport:
             used = used_by_node.setdefault(node, {})
             for k, v in pod_requests(p.object.get("spec") or {}).items():
                 used[k] = used.get(k, 0) + v
-    for n in list_objects(engine, "Node"):
+    for n in list_objects(conn, "Node"):
         labels = (n.object.get("metadata") or {}).get("labels") or {}
         alloc = (n.object.get("status") or {}).get("allocatable") or {}
         used = used_by_node.get(n.name, {})

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from datetime import datetime
-from typing import Any
-
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any
 
 from api.services import explain_reads as reads
 from api.services.errors import NotFound
@@ -18,7 +16,11 @@ from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at
 from ledger.resources.job import owning_job
+from ledger.sql import Conn
 from scheduler.edge.bridge import Bridge, config_from
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 # live explain reads everything in one statement (ledger.queries.explain); False: one query at a
 # time, as --at does (tests compare the two)
@@ -33,7 +35,7 @@ GROUP_DECISIONS = (
 )
 
 
-def resolve_at(conn: Connection, at: int | str | None) -> int:
+def resolve_at(conn: Conn, at: int | str | None) -> int:
     """A position (capped at the head), an ISO time (the last event at or before it), or None
     (the head). Raises ValueError for anything else."""
     head = log_q.head(conn)
@@ -49,7 +51,7 @@ def resolve_at(conn: Connection, at: int | str | None) -> int:
 
 
 def explain(
-    engine: Engine, kind: str, namespace: str, name: str, *, at: int | str | None = None, nodes: bool = False
+    db: Database, kind: str, namespace: str, name: str, *, at: int | str | None = None, nodes: bool = False
 ) -> dict[str, Any]:
     """Why a PodGroup, CompositePodGroup or Pod is where it is, as of position ``at`` (a
     position, an ISO time, or None for the head).
@@ -67,17 +69,19 @@ def explain(
     namespace = namespace or "default"
     job = None
     if kind == "Job":  # a Job is explained through the PodGroup its controller compiled
-        with engine.connect() as conn:
+        with db.connect() as conn:
             job_pos = resolve_at(conn, at)
-        job, kind, name = f"{namespace}/{name}", "PodGroup", job_pod_group(engine, namespace, name, job_pos)
+        job, kind, name = f"{namespace}/{name}", "PodGroup", job_pod_group(db, namespace, name, job_pos)
     if kind not in ("PodGroup", "Pod", "CompositePodGroup"):
         raise ValueError(f"explain supports job, podgroup, compositepodgroup and pod, not {kind}")
-    with engine.connect() as conn:  # one pooled connection for every read (checkouts cost)
-        return _explain(engine, conn, kind, namespace, name, at, nodes, job)
+    # one pooled connection for every read (checkouts cost), and one snapshot: the head and
+    # the objects read with it agree
+    with db.snapshot() as conn:
+        return _explain(db, conn, kind, namespace, name, at, nodes, job)
 
 
 def _explain(
-    engine: Engine, conn: Connection, kind: str, namespace: str, name: str, at: Any, nodes: bool, job: Any
+    db: Database, conn: Conn, kind: str, namespace: str, name: str, at: Any, nodes: bool, job: Any
 ) -> dict[str, Any]:
     live = None
     # a composite root's decisions also come from its group stream (see _gather): one query at a time
@@ -101,7 +105,7 @@ def _explain(
         decisions, pod_events, preempted = live["decisions"], live["pod_events"], live["preempted"]
     else:
         pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted = _gather(
-            engine, conn, kind, namespace, name, at
+            db, conn, kind, namespace, name, at
         )
 
     ctype = {
@@ -268,7 +272,7 @@ def _explain(
     if nodes:
         snap = (last or {}).get("meta", {}).get("snapshot_position") if last else None
         table = node_table(
-            engine,
+            db,
             int(snap) if snap is not None else pos,
             [f"{namespace}/{p[0]}" for p in pods if (p[2] or {}).get("phase") != "Bound"]
             or [f"{namespace}/{p[0]}" for p in pods],
@@ -279,7 +283,7 @@ def _explain(
 
 
 def _gather(
-    engine: Engine, conn0: Connection, kind: str, namespace: str, name: str, at: int | str | None
+    db: Database, conn0: Conn, kind: str, namespace: str, name: str, at: int | str | None
 ) -> tuple[Any, ...]:
     """What explain reads as of ``at``, one query at a time (the --at path, and the live path's
     reference: ``ledger.queries.explain`` reads the same in one statement). The log on ``conn0``;
@@ -287,7 +291,7 @@ def _gather(
     key = f"{namespace}/{name}"
     head = log_q.head(conn0)
     pos = resolve_at(conn0, at)
-    with objects_at(engine, pos) if pos < head else nullcontext(conn0) as conn:
+    with objects_at(db, pos) if pos < head else nullcontext(conn0) as conn:
         row = objects_q.get_object(conn, kind, namespace, name)
         if row is None:
             raise NotFound(f"{kind} {key} not found at position {pos}")
@@ -330,7 +334,7 @@ def _gather(
 
 
 def node_table(
-    engine: Engine, position: int, pod_keys: list[str]
+    db: Database, position: int, pod_keys: list[str]
 ) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
     """Recompute, at ``position``, the gang-aware node verdicts of the given pods
     (``scheduler.gang_verdicts``: each pod placed after the ones before it): ``(rows, summary,
@@ -342,7 +346,7 @@ def node_table(
     """
     from scheduler.gang_verdicts import gang_node_verdicts
 
-    bridge = Bridge(engine, config_from(None))
+    bridge = Bridge(db, config_from(None))
     bridge.catch_up(upto=position)
     sch = bridge.scheduler
     sch.state.snap.refresh()

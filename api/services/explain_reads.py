@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from ledger.queries import inputs as inputs_q
 from ledger.queries import log as log_q
+from ledger.sql import Conn
 
 
 def shadow_section(
-    conn: Connection,
+    conn: Conn,
     namespace: str,
     pods: list[dict[str, Any]],
     pos: int,
@@ -43,7 +42,7 @@ def shadow_section(
 
 
 def changes(
-    conn: Connection, kind: str, namespace: str, name: str, group: str | None, attempts: list[int], pos: int
+    conn: Conn, kind: str, namespace: str, name: str, group: str | None, attempts: list[int], pos: int
 ) -> dict[str, Any]:
     """The inputs (quotas, nodes, PDBs, priority classes, the group's spec) that changed between
     the last two attempts (``betweenAttempts``: what the last verdict saw that the one before did

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from api.services.errors import NotFound
 from ledger.queries import inputs as inputs_q
 from ledger.queries import log as log_q
 from ledger.resources.kinds import get_kind, resolve_kind
 from ledger.store import StoredEvent
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 def canonical_kind(kind: str) -> str:
@@ -80,7 +81,7 @@ def _summary(e: StoredEvent | dict[str, Any]) -> str:
     }.get(t, lambda: "")()
 
 
-def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
+def history(db: Database, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
     """The object's timeline: every event of its input and scheduler streams, the preemptions it
     caused and the admission refusals naming it, each with a one-line summary and its time
     relative to the first. Raises NotFound (a LookupError) when the log holds none."""
@@ -89,7 +90,7 @@ def history(engine: Engine, kind: str, namespace: str, name: str) -> list[dict[s
     ns = (namespace or "default") if info.namespaced else ""
     key = f"{ns}/{name}" if ns else name
     streams = [f"{kind.lower()}/{key}", f"sched/{kind.lower()}/{key}"]
-    with engine.connect() as conn:
+    with db.snapshot() as conn:  # one pooled connection and one snapshot for every read
         rows = log_q.object_history(conn, kind, key, name, streams)
         if kind in ("PodGroup", "CompositePodGroup"):
             # the group's PodGroupUnschedulable/Scheduled/Retried (a composite root's too)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from api.services.errors import NotFound
 from ledger.queries import objects as objects_q
 from ledger.resources.job import pod_group_name
 from ledger.resources.models.batch import Job
 
+if TYPE_CHECKING:
+    from ledger.database import Database
 
-def job_pod_group(engine: Engine, namespace: str, name: str, pos: int) -> str:
+
+def job_pod_group(db: Database, namespace: str, name: str, pos: int) -> str:
     """The name of the PodGroup compiled for Job ``namespace/name`` as of log position ``pos``
     (NotFound if there is none).
 
@@ -19,7 +22,7 @@ def job_pod_group(engine: Engine, namespace: str, name: str, pos: int) -> str:
     """
     from ledger.queries.state import objects_at
 
-    with objects_at(engine, pos) as conn:
+    with objects_at(db, pos) as conn:
         manifest = objects_q.manifest(conn, "Job", namespace, name)
     if manifest is None:
         raise NotFound(f"Job {namespace}/{name} not found at position {pos}")

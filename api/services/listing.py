@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlalchemy.engine import Engine
 
 from api.services.errors import BadRequest
 from ledger.queries import objects as objects_q
 from ledger.resources.kinds import KindInfo
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 _SELECTOR = re.compile(r"^\s*([A-Za-z0-9./_-]+)\s*(==|=|!=)?\s*([A-Za-z0-9._-]*)\s*$")
 
@@ -63,7 +65,7 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 
 
 def list_page(
-    engine: Engine,
+    db: Database,
     info: KindInfo,
     *,
     namespace: str | None,
@@ -82,7 +84,7 @@ def list_page(
         status_of = "pod" if info.kind == "Pod" else "group" if "Group" in info.kind else None
         if status_of is None:
             raise BadRequest(f"status filters apply to pods and groups, not {info.plural}")
-    with engine.connect() as conn:
+    with db.connect() as conn:
         rows, nxt = objects_q.list_page(
             conn,
             info.kind,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from ledger import store
 from ledger.queries import log as log_q
 from ledger.store import StoredEvent
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 def event_json(ev: StoredEvent) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def event_json(ev: StoredEvent) -> dict[str, Any]:
 
 
 def read_events(
-    engine: Engine,
+    db: Database,
     after: int,
     limit: int,
     types: list[str] | None = None,
@@ -36,13 +37,15 @@ def read_events(
 ) -> list[StoredEvent]:
     """Events after ``after`` in position order; ``stream`` matches a stream or a prefix ending in ``/``."""
     if not stream:
-        return store.read_all(engine, after=after, limit=limit, types=types or None)
-    return log_q.read_events(engine, after, limit, types, stream)
+        with db.connect() as conn:
+            return store.read_all(conn, after=after, limit=limit, types=types or None)
+    return log_q.read_events(db, after, limit, types, stream)
 
 
-def head(engine: Engine) -> int:
+def head(db: Database) -> int:
     """The newest position of the log."""
-    return int(store.head(engine))
+    with db.connect() as conn:
+        return int(store.head(conn))
 
 
 __all__ = ["event_json", "head", "read_events"]

@@ -11,17 +11,18 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import psycopg
-from sqlalchemy.engine import Engine
 
 from ledger import store
 from ledger.replay_rows import iter_rows
 from ledger.store import StoredEvent
 from scheduler.edge.bridge import DECISION_TYPES, Bridge, config_from, ts
 from scheduler.edge.decision_events import CYCLE_COMPLETED, POD_RETRIED, RETRIED
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 @dataclass
@@ -63,15 +64,15 @@ def canonical(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(orjson.loads(orjson.dumps(data)))
 
 
-def recorded_runs(engine: Engine, events: Iterable[Any] | None = None) -> Iterator[tuple[str, Any]]:
+def recorded_runs(db: Database, events: Iterable[Any] | None = None) -> Iterator[tuple[str, Any]]:
     """Walk the log yielding ("input", event), ("start", event) and ("run", [decision events]);
     a run is the decisions of one scheduling run (same snapshot position and time).
 
-    ``events``: the log to walk instead of ``store.iter_all(engine)`` (``verify_replay`` passes
+    ``events``: the log to walk instead of ``store.iter_all(db)`` (``verify_replay`` passes
     lean rows, ledger/replay_rows.py, which decode ``meta`` and the times only when read)."""
     group: list[StoredEvent] = []
     gkey: tuple[Any, ...] | None = None
-    for ev in store.iter_all(engine) if events is None else events:
+    for ev in store.iter_all(db) if events is None else events:
         typ = ev.type
         if typ in DECISION_TYPES:
             meta = ev.meta or {}
@@ -107,7 +108,7 @@ def _is_cycle(typ: str, data: Mapping[str, Any]) -> bool:
     return typ in CYCLE_TYPES or (typ == RETRIED and data.get("attempts") is not None)
 
 
-def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
+def verify_replay(db: Database, progress: Any = None) -> VerifyReport:
     """Re-run every recorded scheduling run from its snapshot and compare decisions byte for byte.
 
     Returns a VerifyReport: how many runs, cycles and decision events were checked and, per
@@ -119,12 +120,10 @@ def verify_replay(engine: Engine, progress: Any = None) -> VerifyReport:
     log although the run did not see them. They are folded before the next run, as the live
     scheduler did at its next catch-up.
     """
-    with engine.connect() as conn, _young_gc_relaxed():
-        raw = conn.connection.driver_connection
-        assert isinstance(raw, psycopg.Connection)
-        # lean rows on the connection's own transaction: one snapshot of the whole log
-        with iter_rows(raw) as rows:
-            return _verify(engine, recorded_runs(engine, rows), progress)
+    with db.transaction() as conn, _young_gc_relaxed():
+        # lean rows on one pooled connection, in one transaction
+        with iter_rows(conn) as rows:
+            return _verify(db, recorded_runs(db, rows), progress)
 
 
 _gc_lock = threading.Lock()
@@ -155,7 +154,7 @@ def _young_gc_relaxed(young: int = 20_000) -> Iterator[None]:
                 gc.set_threshold(*_gc_saved)
 
 
-def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> VerifyReport:
+def _verify(db: Database, runs: Iterable[tuple[str, Any]], progress: Any) -> VerifyReport:
     rep = VerifyReport()
     bridge: Bridge | None = None
     pending: deque[Any] = deque()
@@ -165,7 +164,7 @@ def _verify(engine: Engine, runs: Iterable[tuple[str, Any]], progress: Any) -> V
             continue
         if kind == "start":
             snap = int(item.data["snapshot_position"])
-            bridge = Bridge(engine, config_from(None))
+            bridge = Bridge(db, config_from(None))
             bridge.catch_up(upto=snap)
             pending = deque(e for e in pending if e.position > snap)
             continue

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from ledger.queries import objects as objects_q
 from ledger.queries import reports as reports_q
+from ledger.sql import Conn
 from scheduler.edge.bridge import pod_requests
 
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
@@ -102,7 +101,7 @@ def initially_scheduled(status: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
-def groups(conn: Connection, *, now: datetime | None = None) -> list[GroupRow]:
+def groups(conn: Conn, *, now: datetime | None = None) -> list[GroupRow]:
     """Every PodGroup and CompositePodGroup with its condition, members and wait so far."""
     now = now or datetime.now(UTC)
     rows = reports_q.group_rows(conn)
@@ -160,7 +159,7 @@ WAIT_BUCKETS: tuple[tuple[str, float], ...] = (
 
 
 def wait_distribution(
-    rows: Iterable[GroupRow], conn: Connection | None = None
+    rows: Iterable[GroupRow], conn: Conn | None = None
 ) -> tuple[list[str], list[float], list[float]]:
     """Counts per wait bucket: (labels, scheduled groups, groups still waiting); from
     ``v_group_wait_times`` (PodGroups) when given a connection that can read it."""
@@ -203,7 +202,7 @@ def _bucketize(
     return labels, ordered
 
 
-def unschedulable_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
+def unschedulable_over_time(conn: Conn) -> tuple[list[str], dict[str, list[float]]]:
     """Unschedulable attempts: per day and plugin from ``v_unschedulable_reasons`` (attempts
     rejected before any node was filtered appear by reason), else by reason from the events."""
     rows = reports_q.view_unschedulable_by_day(conn)
@@ -219,12 +218,12 @@ def unschedulable_over_time(conn: Connection) -> tuple[list[str], dict[str, list
     return _bucketize(pts)
 
 
-def attempts_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
+def attempts_over_time(conn: Conn) -> tuple[list[str], dict[str, list[float]]]:
     pts = reports_q.event_times(conn, ["SchedulingCycleCompleted", *reports_q.RETRY_TYPES], "result")
     return _bucketize(pts)
 
 
-def preemptions_over_time(conn: Connection) -> tuple[list[str], dict[str, list[float]]]:
+def preemptions_over_time(conn: Conn) -> tuple[list[str], dict[str, list[float]]]:
     rows = reports_q.view_preemption_times(conn)
     if rows is not None:
         return _bucketize(rows)
@@ -232,7 +231,7 @@ def preemptions_over_time(conn: Connection) -> tuple[list[str], dict[str, list[f
     return _bucketize(pts)
 
 
-def _bound_requests(conn: Connection) -> list[tuple[str, str, dict[str, int]]]:
+def _bound_requests(conn: Conn) -> list[tuple[str, str, dict[str, int]]]:
     """(namespace, node, requests) of every bound pod."""
     return [(ns, node, pod_requests(spec)) for ns, node, spec in objects_q.bound_pod_specs(conn)]
 
@@ -255,7 +254,7 @@ class Usage:
         return out
 
 
-def node_utilization(conn: Connection) -> list[Usage]:
+def node_utilization(conn: Conn) -> list[Usage]:
     usage = {
         name: Usage(
             name,
@@ -271,7 +270,7 @@ def node_utilization(conn: Connection) -> list[Usage]:
     return list(usage.values())
 
 
-def quota_usage(conn: Connection) -> list[Usage]:
+def quota_usage(conn: Conn) -> list[Usage]:
     quotas = reports_q.quota_specs(conn)
     used_ns: dict[str, dict[str, float]] = {}
     for ns, _node, req in _bound_requests(conn):
@@ -289,7 +288,7 @@ def quota_usage(conn: Connection) -> list[Usage]:
 # ---------------------------------------------------------------------------------- group page
 
 
-def group_pods(conn: Connection, ns: str, name: str) -> list[dict[str, Any]]:
+def group_pods(conn: Conn, ns: str, name: str) -> list[dict[str, Any]]:
     """The group's pods as the group page lists them (phase, node, requests, why pending)."""
     out = []
     for pod, obj, status in objects_q.group_pods(conn, ns, name):

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from ledger.queries.objects import list_objects
 from scheduler.edge.bridge import Bridge, config_from
 
+if TYPE_CHECKING:
+    from ledger.database import Database
 
-def current_config(engine: Engine) -> Any:
+
+def current_config(db: Database) -> Any:
     """The scheduler configuration the log holds now (the defaults when none was applied)."""
-    rows = list_objects(engine, "SchedulerConfig")
+    with db.connect() as conn:
+        rows = list_objects(conn, "SchedulerConfig")
     return config_from(rows[0].object if rows else None)
 
 
@@ -24,7 +26,7 @@ def bound_count(result: Any) -> int:
 
 
 def schedule_until_idle(
-    engine: Engine,
+    db: Database,
     *,
     actor: str = "cli",
     on_start: Callable[[int], None] | None = None,
@@ -33,7 +35,7 @@ def schedule_until_idle(
     """Fold the log into a fresh scheduler and run cycles until idle, appending decisions;
     returns the cycle results. ``on_start`` learns how many pods wait for a node once the log
     is folded, ``on_cycle`` sees each cycle result as it completes (for a progress bar)."""
-    bridge = Bridge(engine, current_config(engine), actor=actor)
+    bridge = Bridge(db, current_config(db), actor=actor)
     bridge.catch_up()
     if on_start is not None:
         on_start(sum(1 for p in bridge.scheduler.pods() if not p.node_name))

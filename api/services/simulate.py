@@ -2,9 +2,9 @@
 
 Every run creates its own database (cloned from a migrated template database kept per
 schema revision, so a run costs a CREATE DATABASE, not a migration), applies the steps through
-the same admission and append path as ``podledger apply``, drives the scheduler on a virtual
-clock starting at 2026-01-01T00:00:00Z, checks the expectations against the projections, and
-drops the database.
+the same commands as ``podledger apply`` and ``delete`` (one unit of work per step), drives the
+scheduler on a virtual clock starting at 2026-01-01T00:00:00Z, checks the expectations against
+the projections, and drops the database.
 """
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy.engine import Engine
 
-from api.services import objects as object_service
+from api.services.commands.objects import ApplyResult, apply_objects, delete_object
+from api.services.objects import load_documents
 from api.services.replay import verify_replay
 from ledger import db
+from ledger.database import Database
 from ledger.queries import log as log_q
+from ledger.queries.objects import list_objects
 from ledger.resources.parse import Document
+from ledger.sql import Conn
 from scheduler.edge.bridge import Bridge, config_from, from_ts
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,7 +83,7 @@ def _ensure_template(admin: str, base: str) -> str:
 
 
 @contextmanager
-def private_ledger() -> Iterator[Engine]:
+def private_ledger() -> Iterator[Database]:
     base = db.libpq_url(db.server_url())
     admin = db.with_database(base, "postgres")
     template = _ensure_template(admin, base)
@@ -88,9 +91,9 @@ def private_ledger() -> Iterator[Engine]:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     url = db.with_database(base, name)
-    engine = db.get_engine(url, migrate_on_start=False)
+    database = db.get_database(url, migrate_on_start=False)
     try:
-        yield engine
+        yield database
     finally:
         db.dispose(url)
         with psycopg.connect(admin, autocommit=True) as conn:
@@ -126,11 +129,11 @@ class Report:
 
 
 class Simulation:
-    def __init__(self, engine: Engine, spec: Mapping[str, Any], name: str) -> None:
-        self.engine = engine
+    def __init__(self, database: Database, spec: Mapping[str, Any], name: str) -> None:
+        self.db = database
         self.name = name
         self.now = EPOCH.timestamp()
-        self.bridge = Bridge(engine, config_from(None), actor="scenario")
+        self.bridge = Bridge(database, config_from(None), actor="scenario")
         self.report = Report(name)
         self.config = spec.get("config") or {}
         self.steps_done = 0  # numbers steps across run() calls: idempotency keys stay unique
@@ -141,7 +144,7 @@ class Simulation:
         docs = [
             Document(index=i + 1, source=f"{self.name} step {step}", raw=raw) for i, raw in enumerate(items)
         ]
-        objects, errors = object_service.load_documents(docs)
+        objects, errors = load_documents(docs)
         if errors:
             raise ScenarioError("; ".join(errors))
         return objects
@@ -170,14 +173,7 @@ class Simulation:
                 "metadata": {"name": "default"},
                 "spec": dict(self.config),
             }
-            res = object_service.apply_objects(
-                self.engine,
-                self._objects([manifest], 0),
-                actor="scenario",
-                source="spec.config",
-                effective_at=from_ts(self.now),
-                idempotency_key=f"{self.name}:config",
-            )
+            res = self._apply(self._objects([manifest], 0), "spec.config", f"{self.name}:config")
             if res.rejected:
                 raise ScenarioError("spec.config: " + "; ".join(res.errors))
         for step in steps:
@@ -186,29 +182,23 @@ class Simulation:
             if not isinstance(step, Mapping) or not step:
                 raise ScenarioError(f"step {i}: must be a mapping with apply, delete, advance or expect")
             if "apply" in step:
-                objects = self._objects(step["apply"], i)
-                object_service.apply_objects(
-                    self.engine,
-                    objects,
-                    actor="scenario",
-                    source=f"step {i}",
-                    effective_at=from_ts(self.now),
-                    idempotency_key=f"{self.name}:step:{i}",
-                )
+                self._apply(self._objects(step["apply"], i), f"step {i}", f"{self.name}:step:{i}")
                 if step.get("schedule", True):
                     self.schedule()
             elif "delete" in step:
                 for j, ref in enumerate(step["delete"] or []):
                     try:
-                        object_service.delete_object(
-                            self.engine,
-                            ref["kind"],
-                            ref.get("namespace"),
-                            ref["name"],
-                            actor="scenario",
-                            effective_at=from_ts(self.now),
-                            idempotency_key=f"{self.name}:step:{i}:delete:{j}",
-                        )
+                        with self.db.unit_of_work() as uow:
+                            delete_object(
+                                uow,
+                                ref["kind"],
+                                ref.get("namespace"),
+                                ref["name"],
+                                actor="scenario",
+                                effective_at=from_ts(self.now),
+                                idempotency_key=f"{self.name}:step:{i}:delete:{j}",
+                            )
+                            uow.commit()
                     except LookupError as exc:
                         raise ScenarioError(f"step {i}: {exc}") from None
                 if step.get("schedule", True):
@@ -222,10 +212,28 @@ class Simulation:
         self.collect()
         return self.report
 
+    def _apply(self, objects: list[Any], source: str, key: str) -> ApplyResult:
+        """``objects`` applied as one unit of work (a refusal commits its AdmissionRejected)."""
+        with self.db.unit_of_work() as uow:
+            res = apply_objects(
+                uow,
+                objects,
+                actor="scenario",
+                source=source,
+                effective_at=from_ts(self.now),
+                idempotency_key=key,
+            )
+            uow.commit()
+        return res
+
     # -- reading state back from the ledger -------------------------------------------------
     def _state(self) -> dict[str, Any]:
+        with self.db.snapshot() as conn:  # one pooled connection and one snapshot for every read
+            return self._read_state(conn)
+
+    def _read_state(self, conn: Conn) -> dict[str, Any]:
         pods, groups, cgroups = {}, {}, {}
-        for r in object_service.list_objects(self.engine, "Pod"):
+        for r in list_objects(conn, "Pod"):
             st = r.status
             pods[f"{r.namespace}/{r.name}"] = {
                 "node": st.get("nodeName") if st.get("phase") == "Bound" else None,
@@ -237,16 +245,15 @@ class Simulation:
                 ],
             }
         for kind, target in (("PodGroup", groups), ("CompositePodGroup", cgroups)):
-            for r in object_service.list_objects(self.engine, kind):
+            for r in list_objects(conn, kind):
                 conds = [
                     {k: c.get(k) for k in ("type", "status", "reason", "message")}
                     for c in r.status.get("conditions") or []
                 ]
                 target[f"{r.namespace}/{r.name}"] = {"conditions": conds}
-        with self.engine.connect() as conn:
-            pre = log_q.preemptions(conn)
-            rejected = log_q.rejections(conn)
-            count = log_q.count(conn)
+        pre = log_q.preemptions(conn)
+        rejected = log_q.rejections(conn)
+        count = log_q.count(conn)
         return {
             "pods": pods,
             "groups": groups,
@@ -396,11 +403,11 @@ def run_scenario_with_log(
     """Run a scenario and also return the event data in order (recorded_at and the hash chain
     aside, they hold wall-clock time), for the determinism and payload tests."""
     name, spec = load_scenario(doc)
-    with private_ledger() as engine:
-        sim = Simulation(engine, spec, name)
+    with private_ledger() as database:
+        sim = Simulation(database, spec, name)
         report = sim.run(list(spec["steps"]))
         if verify:
-            rep = verify_replay(engine)
+            rep = verify_replay(database)
             report.replay_runs = rep.runs
             for mm in rep.mismatches:
                 report.failures.append(
@@ -409,6 +416,6 @@ def run_scenario_with_log(
                 )
         log: list[dict[str, Any]] = []
         if with_log:
-            with engine.connect() as conn:
+            with database.connect() as conn:
                 log = log_q.payloads(conn)
         return report, log

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from api.services.errors import BadRequest
 from api.services.explain import resolve_at
@@ -13,8 +11,11 @@ from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.queries.state import objects_at
 
+if TYPE_CHECKING:
+    from ledger.database import Database
 
-def position_at(engine: Engine, at: str | None) -> int | None:
+
+def position_at(db: Database, at: str | None) -> int | None:
     """``at`` as a log position (digits) or an ISO-8601 time with a zone (the last position at
     or before it); None when not given. BadRequest otherwise."""
     if at is None or at == "":
@@ -27,16 +28,16 @@ def position_at(engine: Engine, at: str | None) -> int | None:
         raise BadRequest("at must be a log position or an ISO-8601 time") from None
     if t.tzinfo is None:
         raise BadRequest("at: give the time with a zone, e.g. 2026-01-01T00:00:00Z")
-    with engine.connect() as conn:
+    with db.connect() as conn:
         return log_q.position_at_time(conn, t)
 
 
-def state_at(engine: Engine, position: int | str | None) -> dict[str, Any]:
+def state_at(db: Database, position: int | str | None) -> dict[str, Any]:
     """{position, objects: [{kind, namespace, name, object, status}]} as of ``position`` (a
     position, an ISO time, or None for the head)."""
-    with engine.connect() as c:
+    with db.connect() as c:
         position = resolve_at(c, position)
-    with objects_at(engine, position) as conn:
+    with objects_at(db, position) as conn:
         objs = objects_q.all_objects(conn)
     return {"position": position, "objects": objs}
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from api.services import placement_diff
 from api.services.replay import produced_decisions, recorded_runs
 from ledger.store import StoredEvent
 from scheduler.edge.bridge import Bridge, config_from, ts
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 
 def _outcomes(
@@ -29,7 +30,7 @@ def _outcomes(
     return groups, victims
 
 
-def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
+def whatif(db: Database, config: dict[str, Any]) -> dict[str, Any]:
     """Re-run the recorded inputs under ``config`` at the recorded run times (plus any timer the
     new configuration sets before the next input) and compare outcomes with the recorded ones.
 
@@ -42,7 +43,7 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
     recorded: list[tuple[float, str, dict[str, Any]]] = []
     replayed: list[tuple[float, str, dict[str, Any]]] = []
     created: dict[str, float] = {}
-    bridge = Bridge(engine, new_cfg)
+    bridge = Bridge(db, new_cfg)
     bridge.follow_config = False
 
     def run_at(now: float) -> None:
@@ -74,7 +75,7 @@ def whatif(engine: Engine, config: dict[str, Any]) -> dict[str, Any]:
             bridge.fold(ev)
             last_now[0] = max(last_now[0], t)
 
-    for kind, item in recorded_runs(engine):
+    for kind, item in recorded_runs(db):
         if kind == "start":
             continue
         if kind == "input":

@@ -25,10 +25,10 @@ router = APIRouter(prefix=f"{PREFIX}/admin", tags=["admin"])
 def _rebuild(request: Request) -> dict[str, int]:
     from ledger.projections.runner import ASYNC_PROJECTIONS, rebuild_async, rebuild_current
 
-    engine = context(request).engine
-    folded = {"objects": rebuild_current(engine)}
+    db = context(request).db
+    folded = {"objects": rebuild_current(db)}
     for name, proj in ASYNC_PROJECTIONS.items():
-        folded[name] = rebuild_async(engine, proj)
+        folded[name] = rebuild_async(db, proj)
     return folded
 
 
@@ -47,7 +47,7 @@ def _checkpoint(request: Request) -> str:
     if not anchor.key_path().exists():
         raise ApiError(409, "conflict", "the server has no checkpoint signing key")
     try:
-        return anchor.make_checkpoint(context(request).engine, anchor.load_signer()).note
+        return anchor.make_checkpoint(context(request).db, anchor.load_signer()).note
     except anchor.AnchorError as exc:
         raise ApiError(409, "conflict", str(exc)) from exc
 

@@ -26,13 +26,13 @@ router = APIRouter(prefix=PREFIX, tags=["log"])
 def _checkpoint(request: Request) -> str:
     from ledger import anchor
 
-    engine = context(request).engine
+    db = context(request).db
     if anchor.key_path().exists():
         try:
-            return anchor.make_checkpoint(engine, anchor.load_signer()).note
+            return anchor.make_checkpoint(db, anchor.load_signer()).note
         except anchor.AnchorError as exc:
             raise ApiError(409, "conflict", str(exc)) from exc
-    note = anchor.latest_note(engine)
+    note = anchor.latest_note(db)
     if note is None:
         raise ApiError(
             404, "not_found", "no checkpoint yet: the server has no signing key and none was stored"

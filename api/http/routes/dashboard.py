@@ -166,10 +166,10 @@ async def groups_page(request: Request, q: str = "", state: str = "") -> Respons
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    engine = context(request).engine
+    db = context(request).db
 
     def load() -> dict[str, Any]:
-        page = dashboard.groups_page(engine, q, state)
+        page = dashboard.groups_page(db, q, state)
         labels, done, waiting = page.pop("wait")
         buckets, series = page.pop("attempts")
         return {
@@ -194,13 +194,13 @@ async def group_page(request: Request, namespace: str, name: str, kind: str = ""
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    engine = context(request).engine
+    db = context(request).db
     kind_name = (
         "CompositePodGroup" if kind.lower() in ("composite", "compositepodgroup", "cpg") else "PodGroup"
     )
 
     def load() -> dict[str, Any] | None:
-        page = dashboard.group_page(engine, kind_name, namespace, name)
+        page = dashboard.group_page(db, kind_name, namespace, name)
         if page is None:
             return None
         per_node = page.pop("per_node")
@@ -240,10 +240,10 @@ async def charts_page(request: Request) -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    engine = context(request).engine
+    db = context(request).db
 
     def load() -> dict[str, Any]:
-        figures = dashboard.charts_page(engine)
+        figures = dashboard.charts_page(db)
         labels, done, waiting = figures["wait"]
         u_buckets, u_series = figures["unschedulable"]
         a_buckets, a_series = figures["attempts"]
@@ -301,13 +301,13 @@ async def log_page(
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    engine = context(request).engine
+    db = context(request).db
     limit = max(1, min(limit, 500))
     after = max(0, after) if after is not None else None
 
     def load() -> dict[str, Any]:
         rows, head = dashboard.log_page(
-            engine, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
+            db, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
         )
         return {"rows": rows, "head": head}
 

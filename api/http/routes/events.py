@@ -52,14 +52,14 @@ async def list_events(
         str | None, Query(description="One stream, or a prefix ending in `/` (e.g. `sched/`)", max_length=512)
     ] = None,
 ) -> EventPage:
-    engine = context(request).engine
+    db = context(request).db
 
     def read() -> EventPage:
-        evs = read_events(engine, after, limit, _types(type_), stream)
+        evs = read_events(db, after, limit, _types(type_), stream)
         return EventPage(
             items=[Event.model_validate(event_json(e)) for e in evs],
             next=evs[-1].position if evs else after,
-            head=head(engine),
+            head=head(db),
         )
 
     return await run_in_threadpool(read)
@@ -135,14 +135,14 @@ async def event_stream(
 ) -> StreamingResponse:
     """The SSE response of ``/events/stream``; ``brief`` sends unnamed position-and-type messages
     (the dashboard's live refresh, ``/live``)."""
-    engine = context(request).engine
+    db = context(request).db
     encode = _sse_brief if brief else _sse
     if last_event_id is not None and last_event_id.strip().isdigit():
         start: int | None = int(last_event_id.strip())
     else:
         start = after
     if start is None:
-        start = await run_in_threadpool(head, engine)
+        start = await run_in_threadpool(head, db)
 
     async def gen() -> AsyncIterator[bytes]:
         pos = start
@@ -152,7 +152,7 @@ async def event_stream(
         yield b"retry: 2000\n: podledger event stream\n\n"
         while True:
             want = 500 if max_events is None else min(500, max_events - sent)
-            batch = await run_in_threadpool(read_events, engine, pos, want, types)
+            batch = await run_in_threadpool(read_events, db, pos, want, types)
             for ev in batch:
                 yield encode(ev)
                 pos = ev.position

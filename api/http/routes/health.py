@@ -46,8 +46,8 @@ async def healthz() -> Health:
 def _ready(request: Request) -> tuple[bool, dict[str, str]]:
     checks: dict[str, str] = {}
     try:
-        engine = context(request).engine
-        with engine.begin() as conn:
+        db = context(request).db
+        with db.transaction() as conn:  # migration_revisions may SET LOCAL ROLE
             schema_q.ping(conn)
             checks["database"] = "ok"
             current = schema_q.migration_revisions(conn)

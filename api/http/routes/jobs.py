@@ -37,11 +37,11 @@ async def whatif(
     principal: Annotated[Principal, Depends(writer)],
 ) -> Job:
     ctx = context(request)
-    engine = ctx.engine
+    db = ctx.db
     config = body.config
 
     def run() -> dict[str, Any]:
-        return run_whatif(engine, config)
+        return run_whatif(db, config)
 
     job = ctx.jobs.submit("whatif", run)
     view = _view(job)

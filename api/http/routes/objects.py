@@ -1,5 +1,6 @@
 """Objects: apply, delete, get, list (filters, cursor pagination). Each route parses the
-request, calls ``api.services.objects`` / ``api.services.listing`` and renders the answer."""
+request, calls a command (``api.services.commands.objects``, in a unit of work of its own) or a
+read (``api.services.objects`` / ``api.services.listing``) and renders the answer."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from api.http.routes.paths import PREFIX, KindPath, NamePath, NsPath, object_ns
 from api.http.schemas import ApplyLine, ApplyResponse, DeleteResponse, EventRef, ObjectList
 from api.services import listing
 from api.services import objects as object_service
+from api.services.commands import objects as object_commands
 from api.services.objects import kind_info
 from ledger.resources.kinds import KindInfo
 
@@ -110,7 +112,7 @@ def check_idempotency_key(key: str | None) -> str | None:
     return key
 
 
-def _event(ref: object_service.EventRef) -> EventRef:
+def _event(ref: object_commands.EventRef) -> EventRef:
     return EventRef(position=ref.position, stream=ref.stream, version=ref.version, type=ref.type)
 
 
@@ -120,17 +122,18 @@ def _event(ref: object_service.EventRef) -> EventRef:
 def _apply_sync(
     ctx: Any, text: str, principal: Principal, request_id: str, key: str | None, expected: int | None
 ) -> ApplyResponse:
-    applied = object_service.apply_manifests(
-        ctx.engine,
-        text,
-        actor=principal.actor,
-        source="http",
-        meta={"request_id": request_id, "via": "http"},
-        idempotency_key=key,
-        idempotency_scope=principal.scope,
-        expected_version=expected,
-        timed=ctx.metrics.append_seconds.labels("apply").time,
-    )
+    with ctx.db.unit_of_work() as uow:
+        applied = object_commands.apply_manifests(
+            uow,
+            text,
+            actor=principal.actor,
+            source="http",
+            meta={"request_id": request_id, "via": "http"},
+            idempotency_key=key,
+            idempotency_scope=principal.scope,
+            expected_version=expected,
+            timed=ctx.metrics.append_seconds.labels("apply").time,
+        )
     return ApplyResponse(
         results=[ApplyLine(object=obj, action=action) for obj, action in applied.results],
         events=[_event(e) for e in applied.events],
@@ -187,17 +190,18 @@ async def apply(
 def _delete_sync(
     ctx: Any, info: KindInfo, ns: str, name: str, principal: Principal, key: str | None, expected: int | None
 ) -> DeleteResponse:
-    ref, replayed = object_service.delete_one(
-        ctx.engine,
-        info,
-        ns,
-        name,
-        actor=principal.actor,
-        idempotency_key=key,
-        idempotency_scope=principal.scope,
-        expected_version=expected,
-        timed=ctx.metrics.append_seconds.labels("delete").time,
-    )
+    with ctx.db.unit_of_work() as uow:
+        ref, replayed = object_commands.delete_one(
+            uow,
+            info,
+            ns,
+            name,
+            actor=principal.actor,
+            idempotency_key=key,
+            idempotency_scope=principal.scope,
+            expected_version=expected,
+            timed=ctx.metrics.append_seconds.labels("delete").time,
+        )
     return DeleteResponse(deleted=_ref(info, ns, name), event=_event(ref), replayed=replayed)
 
 
@@ -227,7 +231,7 @@ async def delete(
 
 
 def _list_sync(ctx: Any, info: KindInfo, **kw: Any) -> ObjectList:
-    items, cursor = listing.list_page(ctx.engine, info, **kw)
+    items, cursor = listing.list_page(ctx.db, info, **kw)
     return ObjectList(items=items, metadata={"count": len(items), "continue": cursor})  # type: ignore[arg-type]
 
 
@@ -296,7 +300,7 @@ async def get_object(
 ) -> dict[str, Any]:
     info = kind_info(kind)
     ns = object_ns(info, namespace)
-    obj, version = await run_in_threadpool(object_service.get_one, context(request).engine, info, ns, name)
+    obj, version = await run_in_threadpool(object_service.get_one, context(request).db, info, ns, name)
     response.headers["ETag"] = f'"{version}"'
     return obj
 
