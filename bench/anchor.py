@@ -13,6 +13,7 @@ import time
 from bench.append import drop_database, fresh_database, pod_payload
 from ledger import anchor, db, store
 from ledger import transparency as tl
+from ledger.database import Database
 from ledger.store import NewEvent
 
 N = 20_000
@@ -20,36 +21,38 @@ BATCH = 1_000
 ROUNDS = 5
 
 
-def _append(engine, start: int, n: int) -> None:
+def _append(database: Database, start: int, n: int) -> None:
     for b in range(start, start + n, BATCH):
-        store.append(
-            engine, [NewEvent(f"pod/bench/p{i}", "PodCreated", pod_payload(i)) for i in range(b, b + BATCH)]
-        )
+        with database.connect() as conn:  # autocommit: each batch its own transaction
+            store.append(
+                conn, [NewEvent(f"pod/bench/p{i}", "PodCreated", pod_payload(i)) for i in range(b, b + BATCH)]
+            )
 
 
 def main() -> None:
     url = fresh_database()
     try:
-        engine = db.get_engine(url, migrate_on_start=False)
+        database = db.get_database(url, migrate_on_start=False)
         signer = tl.Signer.generate("bench")
-        _append(engine, 0, N)
+        _append(database, 0, N)
         t0 = time.perf_counter()
-        first = anchor.make_checkpoint(engine, signer, "bench")
+        first = anchor.make_checkpoint(database, signer, "bench")
         full = time.perf_counter() - t0
         inc: list[float] = []
         for r in range(ROUNDS):
-            _append(engine, N + r * BATCH, BATCH)
+            _append(database, N + r * BATCH, BATCH)
             t0 = time.perf_counter()
-            anchor.make_checkpoint(engine, signer, "bench")
+            anchor.make_checkpoint(database, signer, "bench")
             inc.append(time.perf_counter() - t0)
         total = N + ROUNDS * BATCH
         t0 = time.perf_counter()
-        verdict = anchor.verify_against_checkpoint(engine, first.note, signer.verifier)
+        verdict = anchor.verify_against_checkpoint(database, first.note, signer.verifier)
         verify_s = time.perf_counter() - t0
         assert verdict.ok, verdict
-        pos = store.head(engine) // 2
+        with database.connect() as conn:
+            pos = store.head(conn) // 2
         t0 = time.perf_counter()
-        proof = anchor.prove(engine, pos)
+        proof = anchor.prove(database, pos)
         prove_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         tl.verify_event_proof(proof, signer.verifier.text())

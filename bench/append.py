@@ -8,8 +8,9 @@
   the same rows without decoding;
 - batched append and replay vs the ``eventsourcing`` library's PostgreSQL recorder on the same
   events in the same database (goal: ratio >= 1.5 on both);
-- the scheduler's empty catch-up read (``store.read_tail`` on a raw pooled connection) vs the
-  same read through a SQLAlchemy autocommit ``Connection`` (informational, lower is better).
+- the scheduler's empty catch-up read (``store.read_tail``: one prepared statement on a pooled
+  connection in autocommit mode) vs ``store.read_all`` on the same kind of connection
+  (unprepared; informational, lower is better).
 
 The machine may be shared: every comparison is measured interleaved with its peer in the same
 run (batch by batch for appends, alternating single appends, alternating replay rounds), so the
@@ -25,10 +26,10 @@ import uuid
 
 import orjson
 import psycopg
-from sqlalchemy.engine import Engine
 
 from bench.common import Metric, print_table, ratio_metric, write
 from ledger import db, replay_rows, store
+from ledger.database import Database
 from ledger.store import NewEvent
 
 N_BATCHED = 50_000
@@ -77,7 +78,7 @@ ONLY = os.environ.get("BENCH_ONLY", "")
 def run() -> list[Metric]:
     url = fresh_database()
     try:
-        engine = db.get_engine(url, migrate_on_start=False)
+        database = db.get_database(url, migrate_on_start=False)
         raw = psycopg.connect(url)
         raw.execute(
             "CREATE TABLE bench_raw (LIKE events INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING INDEXES)"
@@ -95,7 +96,8 @@ def run() -> list[Metric]:
 
         # warm-up (all three writers)
         warm = [NewEvent(f"warm/{i}", "PodCreated", pod_payload(i)) for i in range(BATCH)]
-        store.append(engine, warm)
+        with database.connect() as conn:  # autocommit: each append its own transaction
+            store.append(conn, warm)
         es.append(warm)
 
         # 1. batched append: ours, a raw COPY of the same rows, and the eventsourcing recorder,
@@ -114,7 +116,8 @@ def run() -> list[Metric]:
         for batch in batches if ONLY != "replay" else ():
             c0 = cpu.now()
             t0 = time.perf_counter()
-            store.append(engine, batch)
+            with database.connect() as conn:
+                store.append(conn, batch)
             t_ours += time.perf_counter() - t0
             c_ours += cpu.now() - c0
             with raw.cursor() as cur:  # the rows just stored, fresh ids (not timed)
@@ -145,9 +148,10 @@ def run() -> list[Metric]:
             c_es += cpu.now() - c0
         if ONLY == "replay":
             for batch in batches:
-                store.append(engine, batch)
+                with database.connect() as conn:
+                    store.append(conn, batch)
                 es.append(batch)
-            only_replay = _replay(url, engine, raw, es, cpu)[0]
+            only_replay = _replay(url, database, raw, es, cpu)[0]
             raw.close()
             es.close()
             cpu.close()
@@ -168,7 +172,8 @@ def run() -> list[Metric]:
         singles = [NewEvent(f"single/{i}", "PodCreated", pod_payload(i)) for i in range(N_SINGLE)]
         for i in range(N_SINGLE):
             t0 = time.perf_counter()
-            store.append(engine, [singles[i]])
+            with database.connect() as conn:
+                store.append(conn, [singles[i]])
             single.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             raw.execute(
@@ -179,23 +184,24 @@ def run() -> list[Metric]:
         single_ms = statistics.median(single) * 1000
         bare_ms = statistics.median(bare) * 1000
 
-        replay, total = _replay(url, engine, raw, es, cpu)
+        replay, total = _replay(url, database, raw, es, cpu)
 
         # 4. the scheduler's catch-up read when nothing is new (its steady state between
-        # appends): store.read_tail on a raw pooled connection vs read_all through a
-        # SQLAlchemy autocommit Connection (what scheduler/edge/bridge.py did before), alternating.
+        # appends): store.read_tail (a prepared statement) vs read_all (unprepared), each on a
+        # pooled connection in autocommit mode, alternating.
         tail_raw: list[float] = []
-        tail_sa: list[float] = []
+        tail_all: list[float] = []
         for _ in range(N_TAIL):
             t0 = time.perf_counter()
-            store.read_tail(engine, total, 1000)
+            with database.connect() as conn:
+                store.read_tail(conn, total, 1000)
             tail_raw.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            with database.connect() as conn:
                 store.read_all(conn, after=total, limit=1000)
-            tail_sa.append(time.perf_counter() - t0)
+            tail_all.append(time.perf_counter() - t0)
         tail_raw_us = statistics.median(tail_raw) * 1e6
-        tail_sa_us = statistics.median(tail_sa) * 1e6
+        tail_all_us = statistics.median(tail_all) * 1e6
         raw.close()
         es.close()
         cpu.close()
@@ -218,11 +224,11 @@ def run() -> list[Metric]:
         batched[1],
         replay[1],
         ratio_metric(
-            "empty catch-up read p50 (store.read_tail, raw connection)",
+            "empty catch-up read p50 (store.read_tail, pooled connection)",
             tail_raw_us,
             "us",
-            "read_all through a SQLAlchemy autocommit Connection p50",
-            tail_sa_us,
+            "read_all on a pooled autocommit connection p50",
+            tail_all_us,
             1.0,
             higher_is_better=False,
         ),
@@ -255,13 +261,14 @@ def _append_metrics(
 
 
 def _replay(
-    url: str, engine: Engine, raw: psycopg.Connection, es: _EventsourcingPeer, cpu: _CpuMeter
+    url: str, database: Database, raw: psycopg.Connection, es: _EventsourcingPeer, cpu: _CpuMeter
 ) -> tuple[list[Metric], int]:
     """3. ordered replay rounds (ours, raw read, eventsourcing interleaved): three metrics, events."""
     # 3. ordered replay into memory: lean rows (ledger/replay_rows.py) on a raw connection,
     # every payload decoded, vs a raw ordered read without decoding and vs the eventsourcing
     # recorder's select_notifications + orjson; ROUNDS interleaved rounds, best of each.
-    total = store.head(engine)
+    with database.connect() as conn:
+        total = store.head(conn)
     reader = replay_rows.connect(url)
     replay_rate = raw_read_rate = es_read = 0.0
     rc_ours = rc_es = float("inf")

@@ -6,7 +6,7 @@ then rounds of 10 virtual seconds, each applying a gang PodGroup with 4 pods in 
 batch of plain pods in ``churn``, deleting the group and pods of earlier rounds, and running the
 scheduler (``Bridge.run_until_idle``: catch up, cycles, every decision appended). Two pods and a
 gang in ``big`` never fit, so every round past their backoff retries them. Every object goes
-through ``services.load_documents``, admission and the append, as ``podledger apply`` would.
+through ``load_documents``, admission and the append of the apply command, as ``podledger apply`` would.
 Rounds stop once the log holds ``--events`` events (default 1,000,000; ``--events 20000`` for a
 quick run, with ``--big-pods 2000``; also ``PODLEDGER_AUDIT_EVENTS``).
 
@@ -32,12 +32,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from bench.append import drop_database, fresh_database
 from bench.common import Metric, print_table, write
+from bench.writes import apply, delete
 from ledger import db
 from ledger.resources.parse import Document
+from ledger.sql import scalar
 
 DEFAULT_EVENTS = 1_000_000
 BIG = "big"
@@ -95,9 +95,8 @@ def _at(t: float) -> datetime:
     return datetime.fromtimestamp(t, tz=UTC)
 
 
-def build(engine: Any, target: int) -> dict[str, Any]:
+def build(database: Any, target: int) -> dict[str, Any]:
     """Append inputs and scheduling rounds until the log holds ``target`` events."""
-    from api.services.objects import apply_objects, delete_objects
     from ledger import partitions, store
     from scheduler.edge.bridge import Bridge
 
@@ -111,27 +110,27 @@ def build(engine: Any, target: int) -> dict[str, Any]:
             "spec": {"min": {"cpu": "4000"}, "max": {"cpu": "8000"}},
         }
     )
-    apply_objects(engine, _objects(setup), actor="bench", effective_at=_at(t))
+    apply(database, _objects(setup), actor="bench", effective_at=_at(t))
     for start in range(0, BIG_PODS, 2_500):
         raws = [
             _pod(BIG, f"pod-{i:05d}", "100m", "128Mi") for i in range(start, min(BIG_PODS, start + 2_500))
         ]
-        apply_objects(engine, _objects(raws), actor="bench", effective_at=_at(t))
+        apply(database, _objects(raws), actor="bench", effective_at=_at(t))
     # never fit: plain pods and a gang asking for more than a node has (retried every backoff)
     stuck = [_pod(BIG, f"huge-{i}", "100", "1Gi") for i in range(2)] + _gang("huge-gang", 2, "100")
-    apply_objects(engine, _objects(stuck), actor="bench", effective_at=_at(t))
-    bridge = Bridge(engine, actor="bench")
+    apply(database, _objects(stuck), actor="bench", effective_at=_at(t))
+    bridge = Bridge(database, actor="bench")
     bridge.run_until_idle(t)
     rounds = 0
     t_build = time.perf_counter()
-    with engine.connect() as c:
+    with database.connect() as c:
         head = store.head(c)
     head0, last = head, (head, t_build)
     while head < target or rounds < MIN_ROUNDS:
         if rounds % PARTITION_CHECK_ROUNDS == 0:
             # what the worker does every PODLEDGER_PARTITION_CHECK_INTERVAL seconds: keep empty
             # partitions ahead of the head (a log past the last one would fill the default one)
-            partitions.ensure(engine)
+            partitions.ensure(database)
         rounds += 1
         t += ROUND_SECONDS
         r = rounds
@@ -142,13 +141,13 @@ def build(engine: Any, target: int) -> dict[str, Any]:
             old = f"g{r - KEEP_GROUPS}"
             gone += [("Pod", BIG, f"{old}-{i}") for i in range(4)] + [("PodGroup", BIG, old)]
         if gone:
-            delete_objects(engine, gone, actor="bench", effective_at=_at(t))
+            delete(database, gone, actor="bench", effective_at=_at(t))
         raws = _gang(f"g{r}", 4, "500m") + [
             _pod("churn", f"c{r}-{i}", ("250m", "500m", "1")[i % 3], "1Gi") for i in range(CHURN_PER_ROUND)
         ]
-        apply_objects(engine, _objects(raws), actor="bench", effective_at=_at(t))
+        apply(database, _objects(raws), actor="bench", effective_at=_at(t))
         bridge.run_until_idle(t)
-        with engine.connect() as c:
+        with database.connect() as c:
             head = store.head(c)
         if rounds % 10 == 0:
             # the last 10 rounds alone (a rate over the whole build, setup events included,
@@ -180,7 +179,7 @@ def _time(fn: Callable[[], Any], reps: int) -> list[float]:
     return out
 
 
-def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -> list[Metric]:
+def measure(database: Any, info: dict[str, Any], reps: int, verify: bool = True) -> list[Metric]:
     from api.services import explain as explain_service
     from api.services import history as history_service
     from api.services import replay as replay_service
@@ -189,47 +188,45 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
     from ledger.projections import temporal
     from ledger.queries.state import list_objects_at
 
-    with engine.connect() as c:
+    with database.connect() as c:
         head = store.head(c)
         first_bound = int(
-            c.execute(
-                sa.text("SELECT min(position) FROM events WHERE type = 'PodBound' AND data->>'pod' = :p"),
-                {"p": f"{BIG}/pod-{BIG_PODS - 1:05d}"},
-            ).scalar_one()
+            scalar(
+                c,
+                "SELECT min(position) FROM events WHERE type = 'PodBound' AND data->>'pod' = %s",
+                (f"{BIG}/pod-{BIG_PODS - 1:05d}",),
+            )
         )
     # 10 positions spread from after the 10k pods are bound to just before the head
     positions = [first_bound + (head - 1 - first_bound) * k // 9 for k in range(10)]
     groups: dict[int, str] = {}
-    with engine.connect() as c:
+    with database.transaction() as c:
         for p in positions:
             row = c.execute(
-                sa.text(
-                    "SELECT name FROM object_versions WHERE kind = 'PodGroup' AND namespace = :n "
-                    "AND valid_from <= :p AND valid_to > :p AND name LIKE 'g%' ORDER BY valid_from DESC LIMIT 1"
-                ),
+                "SELECT name FROM object_versions WHERE kind = 'PodGroup' AND namespace = %(n)s "
+                "AND valid_from <= %(p)s AND valid_to > %(p)s AND name LIKE 'g%%' ORDER BY valid_from DESC LIMIT 1",
                 {"n": BIG, "p": p},
-            ).first()
+            ).fetchone()
             groups[p] = row[0] if row else "huge-gang"
-        live_group = c.execute(
-            sa.text(
-                "SELECT coalesce(max(name), 'huge-gang') FROM objects WHERE kind = 'PodGroup' "
-                "AND namespace = :n AND name LIKE 'g%'"
-            ),
-            {"n": BIG},
-        ).scalar_one()
+        live_group = scalar(
+            c,
+            "SELECT coalesce(max(name), 'huge-gang') FROM objects WHERE kind = 'PodGroup' "
+            "AND namespace = %s AND name LIKE 'g%%'",
+            (BIG,),
+        )
     pod = f"pod-{BIG_PODS // 2:05d}"
 
     def step(what: str) -> None:
         print(f"  measuring {what} ...", file=sys.stderr, flush=True)
 
     step(f"live explain ({reps} samples each, one statement and one query at a time)")
-    live_g = _time(lambda: explain_service.explain(engine, "PodGroup", BIG, live_group), reps)
-    live_p = _time(lambda: explain_service.explain(engine, "Pod", BIG, pod), reps)
+    live_g = _time(lambda: explain_service.explain(database, "PodGroup", BIG, live_group), reps)
+    live_p = _time(lambda: explain_service.explain(database, "Pod", BIG, pod), reps)
     # baseline, same run: live explain one query at a time (before issue 14's one statement)
     explain_service.LIVE_ONE_STATEMENT = False
     try:
-        live_g0 = _time(lambda: explain_service.explain(engine, "PodGroup", BIG, live_group), reps)
-        live_p0 = _time(lambda: explain_service.explain(engine, "Pod", BIG, pod), reps)
+        live_g0 = _time(lambda: explain_service.explain(database, "PodGroup", BIG, live_group), reps)
+        live_p0 = _time(lambda: explain_service.explain(database, "Pod", BIG, pod), reps)
     finally:
         explain_service.LIVE_ONE_STATEMENT = True
     step("explain --at and get pods --at at 10 positions")
@@ -241,35 +238,36 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
     get_at0: list[float] = []
     per = max(3, reps // 10)
     for p in positions:
-        at_g += _time(lambda p=p: explain_service.explain(engine, "PodGroup", BIG, groups[p], at=p), per)
-        at_p += _time(lambda p=p: explain_service.explain(engine, "Pod", BIG, pod, at=p), per)
+        at_g += _time(lambda p=p: explain_service.explain(database, "PodGroup", BIG, groups[p], at=p), per)
+        at_p += _time(lambda p=p: explain_service.explain(database, "Pod", BIG, pod, at=p), per)
         explain_service.AT_ONE_STATEMENT = False  # baseline: one query at a time, a temporary view
         try:
-            at_g0 += _time(lambda p=p: explain_service.explain(engine, "PodGroup", BIG, groups[p], at=p), per)
-            at_p0 += _time(lambda p=p: explain_service.explain(engine, "Pod", BIG, pod, at=p), per)
+            at_g0 += _time(
+                lambda p=p: explain_service.explain(database, "PodGroup", BIG, groups[p], at=p), per
+            )
+            at_p0 += _time(lambda p=p: explain_service.explain(database, "Pod", BIG, pod, at=p), per)
         finally:
             explain_service.AT_ONE_STATEMENT = True
         print(f"    position {p:,} done", file=sys.stderr, flush=True)
 
         def get_pods(p: int = p) -> int:  # what `get pods -n big --at P` reads for its table
-            with engine.connect() as c:
+            with database.connect() as c:
                 return len(list_objects_at(c, p, "Pod", BIG))
 
         get_at += _time(get_pods, 3)
 
         def get_pods_rows(p: int = p) -> int:  # baseline: whole rows (manifest and status), as before
-            with engine.connect() as c:
+            with database.connect() as c:
                 return len(temporal.objects_at_position(c, p, kind="Pod", namespace=BIG))
 
         get_at0 += _time(get_pods_rows, 3)
     step("history, state at a position, the full fold (baseline)")
-    hist_p = _time(lambda: history_service.history(engine, "Pod", BIG, pod), reps)
-    hist_g = _time(lambda: history_service.history(engine, "PodGroup", BIG, live_group), reps)
-    state_s = _time(lambda: state_service.state_at(engine, positions[len(positions) // 2]), 1)
+    hist_p = _time(lambda: history_service.history(database, "Pod", BIG, pod), reps)
+    hist_g = _time(lambda: history_service.history(database, "PodGroup", BIG, live_group), reps)
+    state_s = _time(lambda: state_service.state_at(database, positions[len(positions) // 2]), 1)
 
     t0 = time.perf_counter()
-    with engine.connect() as c:
-        c.begin()
+    with database.transaction() as c:
         temporal.fold_objects_at(c, positions[0])
         c.rollback()
     fold_s = time.perf_counter() - t0
@@ -283,12 +281,12 @@ def measure(engine: Any, info: dict[str, Any], reps: int, verify: bool = True) -
             print(f"    {r.runs:,} runs, {r.cycles:,} cycles verified", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    rep = replay_service.verify_replay(engine, progress) if verify else replay_service.VerifyReport()
+    rep = replay_service.verify_replay(database, progress) if verify else replay_service.VerifyReport()
     verify_s = time.perf_counter() - t0
     assert rep.ok, rep.mismatches[:3]
-    with engine.connect() as c:
-        size = c.execute(sa.text("SELECT pg_database_size(current_database())")).scalar_one()
-        versions = c.execute(sa.text("SELECT count(*) FROM object_versions")).scalar_one()
+    with database.connect() as c:
+        size = scalar(c, "SELECT pg_database_size(current_database())")
+        versions = scalar(c, "SELECT count(*) FROM object_versions")
 
     def ms(
         name: str, samples: list[float], goal: float, base: float | None = None, what: str | None = None
@@ -393,15 +391,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.keep and not args.reuse:
         print(f"database (kept): {url}", file=sys.stderr, flush=True)
     try:
-        engine = db.get_engine(url, migrate_on_start=False)
+        database = db.get_database(url, migrate_on_start=False)
         if args.reuse:
-            with engine.connect() as c:
-                n = int(c.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one())
+            with database.connect() as c:
+                n = int(scalar(c, "SELECT coalesce(max(position), 0) FROM events"))
             info = {"rounds": 0, "events": n, "build_s": float("nan")}
         else:
             print(f"building a log of >= {args.events:,} events ...", file=sys.stderr, flush=True)
-            info = build(engine, args.events)
-        metrics = measure(engine, info, args.reps, verify=not args.no_verify)
+            info = build(database, args.events)
+        metrics = measure(database, info, args.reps, verify=not args.no_verify)
     finally:
         if args.keep or args.reuse:
             print(f"database kept: {url}", file=sys.stderr)

@@ -21,12 +21,13 @@ import random
 import time
 
 import orjson
-import sqlalchemy as sa
 
 from bench.append import drop_database, fresh_database
 from bench.common import Metric, print_table, write
+from bench.writes import apply
 from ledger import db, store
 from ledger.resources.parse import Document
+from ledger.sql import scalar
 
 N_NODES = 5_000
 N_PODS = 10_000
@@ -65,20 +66,19 @@ def _objects(raws: list[dict]) -> list:
 
 
 def run() -> list[Metric]:
-    from api.services.objects import apply_objects
     from scheduler.edge.bridge import Bridge, node_from, pod_from
     from scheduler.scheduler import Scheduler
 
     url = fresh_database()
     try:
-        engine = db.get_engine(url, migrate_on_start=False)
+        database = db.get_database(url, migrate_on_start=False)
         nodes = _objects([_node(i) for i in range(N_NODES)])
         pods = _objects([_pod(i) for i in range(N_PODS)])
         t0 = time.perf_counter()
         for chunk in range(0, N_NODES, 2_500):
-            apply_objects(engine, nodes[chunk : chunk + 2_500], actor="bench")
+            apply(database, nodes[chunk : chunk + 2_500], actor="bench")
         for chunk in range(0, N_PODS, 2_500):
-            apply_objects(engine, pods[chunk : chunk + 2_500], actor="bench")
+            apply(database, pods[chunk : chunk + 2_500], actor="bench")
         ingest = (N_NODES + N_PODS) / (time.perf_counter() - t0)
 
         # baseline in the same run: the core alone, on the same objects
@@ -92,12 +92,12 @@ def run() -> list[Metric]:
         core_rate = sum(1 for r in core_results if r.result == "scheduled") / (time.perf_counter() - t0)
 
         t0 = time.perf_counter()
-        bridge = Bridge(engine, actor="bench")
+        bridge = Bridge(database, actor="bench")
         results = bridge.run_until_idle(time.time())
         e2e_s = time.perf_counter() - t0
         bound = sum(1 for r in results for d in r.decisions if type(d).__name__ == "PodBound")
-        with engine.connect() as c:
-            recorded = c.execute(sa.text("SELECT count(*) FROM events WHERE type = 'PodBound'")).scalar_one()
+        with database.connect() as c:
+            recorded = scalar(c, "SELECT count(*) FROM events WHERE type = 'PodBound'")
         assert recorded == bound == N_PODS, (recorded, bound)
         e2e = bound / e2e_s
 
@@ -112,7 +112,7 @@ def run() -> list[Metric]:
         while i < N_STEADY:
             k = rng.randint(10, 100)
             t0 = time.perf_counter()
-            apply_objects(engine, steady[i : i + k], actor="bench")
+            apply(database, steady[i : i + k], actor="bench")
             t1, c1 = time.perf_counter(), time.process_time()
             clock += 1.0
             res = bridge.run_until_idle(clock)
@@ -147,22 +147,20 @@ def run() -> list[Metric]:
             }
             for i in range(2)
         ]
-        apply_objects(engine, _objects(gang), actor="bench")
+        apply(database, _objects(gang), actor="bench")
         now = time.time()
         bridge.run_until_idle(now)
         bridge.run_until_idle(now + 60)  # past the backoff: the same attempt again
-        with engine.connect() as c:
+        with database.connect() as c:
             sizes = dict(
                 c.execute(
-                    sa.text(
-                        "SELECT type, max(octet_length(data::text)) FROM events WHERE type IN ('PodGroupUnschedulable', 'PodGroupRetried') "
-                        "GROUP BY type"
-                    )
-                ).all()
+                    "SELECT type, max(octet_length(data::text)) FROM events WHERE type IN ('PodGroupUnschedulable', 'PodGroupRetried') "
+                    "GROUP BY type"
+                ).fetchall()
             )
+            sample = store.read_all(c, types=["PodGroupUnschedulable"], limit=1)
         diag_bytes = float(sizes.get("PodGroupUnschedulable", 0))
         retry_bytes = float(sizes.get("PodGroupRetried", 0))
-        sample = store.read_all(engine, types=["PodGroupUnschedulable"], limit=1)
         if sample:
             print("diagnosis sample:", orjson.dumps(sample[0].data).decode()[:400])
     finally:

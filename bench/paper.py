@@ -228,11 +228,14 @@ def run_one(
     inspect: Callable[[Any], Any] | None = None,
     node_order: str = DEFAULT_NODE_ORDER,
 ) -> Run:
-    """One run in a private ledger; ``inspect(engine)``, when given, runs on the ledger before it
-    is dropped (its result in ``Run.inspected``). Placements name the ledger's nodes."""
-    from api.services import objects as services
+    """One run in a private ledger; ``inspect(database)``, when given, runs on the ledger before
+    it is dropped (its result in ``Run.inspected``). Placements name the ledger's nodes."""
+    import psycopg
+
     from api.services.simulate import private_ledger
     from bench.trace import load
+    from bench.writes import apply
+    from ledger import db
     from scheduler import decisions as d
     from scheduler.edge.bridge import Bridge, from_ts
 
@@ -243,27 +246,22 @@ def run_one(
     out = Run(trace, policy, seed, pods=len(tasks), node_order=node_order)
     t0, c0 = time.perf_counter(), time.process_time()
     now = 1767225600.0  # 2026-01-01T00:00:00Z
-    with private_ledger() as engine:
+    with private_ledger() as database:
         # one flush appends ~30k decision events: on a loaded 2-core machine preparing its
-        # projection can exceed the ledger's 5 s idle-in-transaction limit (migration 0004)
-        import sqlalchemy as sa
-
-        def _idle_limit(dbapi_conn: Any, _record: Any) -> None:
-            with dbapi_conn.cursor() as cur:
-                cur.execute("SET podledger.ledger_idle_timeout = '300s'")
-            dbapi_conn.commit()
-
-        engine.dispose()
-        sa.event.listen(engine, "connect", _idle_limit)
+        # projection can exceed the ledger's 5 s idle-in-transaction limit (migration 0004).
+        # Every connection of this private ledger gets a longer limit: the database's default,
+        # set by its owner, and the pool's connections replaced by new ones that read it.
+        with psycopg.connect(database.url, autocommit=True) as owner:
+            name = db.database_name(database.url)
+            owner.execute(f"ALTER DATABASE \"{name}\" SET podledger.ledger_idle_timeout = '300s'")
+        database.pool.drain()
         manifests = [config_manifest(policy)] + [node_manifest(r, nm) for nm, r in named]
         manifests += [pod_manifest(t) for t in tasks]
         objects = load(manifests, f"paper {trace} {policy} seed {seed}")
-        res = services.apply_objects(
-            engine, objects, actor="paper", source="paper", effective_at=from_ts(now)
-        )
+        res = apply(database, objects, actor="paper", source="paper", effective_at=from_ts(now))
         if not res.ok:
             raise RuntimeError(f"apply refused: {res.errors[:3]}")
-        bridge = Bridge(engine, actor="paper")
+        bridge = Bridge(database, actor="paper")
         placed: dict[str, tuple[str, tuple[int, ...]]] = {}
         for r in bridge.run_until_idle(now):
             for dec in r.decisions:
@@ -278,10 +276,10 @@ def run_one(
         if verify:
             from api.services.replay import verify_replay
 
-            rep = verify_replay(engine)
+            rep = verify_replay(database)
             out.verified = "ok" if not rep.mismatches else f"{len(rep.mismatches)} mismatches"
         if inspect is not None:
-            out.inspected = inspect(engine)
+            out.inspected = inspect(database)
     # allocation and fragmentation curves over arrivals
     cum = alloc = 0
     xs: list[float] = []

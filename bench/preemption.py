@@ -111,16 +111,16 @@ def pod_preempts_podgroup(variant: str, preemptors: int) -> tuple[list[float], i
 
 def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, Any]:
     """Preemption throughput through the ledger (see module docstring)."""
-    import sqlalchemy as sa
-
-    from api.services import objects as services
+    from api.services.objects import load_documents
     from api.services.simulate import EPOCH, private_ledger
+    from bench.writes import apply
     from ledger.resources.parse import Document
+    from ledger.sql import scalar
     from scheduler.edge.bridge import Bridge
 
     def load(manifests: list[dict[str, Any]]) -> list[Any]:
         docs = [Document(index=i + 1, source="bench", raw=m) for i, m in enumerate(manifests)]
-        objs, errs = services.load_documents(docs)
+        objs, errs = load_documents(docs)
         assert not errs, errs
         return objs
 
@@ -164,14 +164,14 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
     per_node = low // nodes
     setup += [pod(f"low-{i:05d}", "1", "low", f"node-{i // per_node:04d}") for i in range(low)]
     preemptors = [pod(f"high-{i:04d}", "3", "high") for i in range(high)]
-    with private_ledger() as engine:
+    with private_ledger() as database:
         t = EPOCH.timestamp()
         from scheduler.edge.bridge import from_ts
 
-        services.apply_objects(engine, load(setup), actor="bench", effective_at=from_ts(t))
-        bridge = Bridge(engine, actor="bench")
+        apply(database, load(setup), actor="bench", effective_at=from_ts(t))
+        bridge = Bridge(database, actor="bench")
         bridge.run_until_idle(t)
-        services.apply_objects(engine, load(preemptors), actor="bench", effective_at=from_ts(t + 1))
+        apply(database, load(preemptors), actor="bench", effective_at=from_ts(t + 1))
         now = t + 1
         t0, c0 = time.perf_counter(), time.process_time()
         cycles = 0
@@ -186,11 +186,9 @@ def throughput(nodes: int = 500, low: int = 2000, high: int = 500) -> dict[str, 
             now = nxt if nxt is not None and nxt > now else now + 1.0
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
-        with engine.connect() as conn:
-            recorded = conn.execute(
-                sa.text("SELECT count(*) FROM events WHERE type = 'PodPreempted'")
-            ).scalar_one()
-            events = conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()
+        with database.connect() as conn:
+            recorded = scalar(conn, "SELECT count(*) FROM events WHERE type = 'PodPreempted'")
+            events = scalar(conn, "SELECT count(*) FROM events")
         remaining_low = sum(1 for p in bridge.scheduler.pods() if p.name.startswith("low-"))
     return {
         "bound": bound,

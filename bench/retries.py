@@ -15,7 +15,6 @@ import argparse
 from typing import Any
 
 import orjson
-import sqlalchemy as sa
 
 from bench.common import Metric, print_table, write
 
@@ -54,26 +53,27 @@ def manifests(pods: int) -> list[dict[str, Any]]:
     return out
 
 
-def run(engine: Any, pods: int, minutes: float, *, compact: bool = True) -> dict[str, Any]:
+def run(database: Any, pods: int, minutes: float, *, compact: bool = True) -> dict[str, Any]:
     """Apply the pending work, schedule it once, then advance ``minutes`` virtual minutes.
 
     Returns {first_position (first event after the first attempts), retries (cycles run after
     them), events (events they appended), types (event type -> count), max_bytes (largest
     payload, canonical JSON), mean_bytes}."""
     from api.services.simulate import Simulation
+    from ledger.sql import scalar
 
-    sim = Simulation(engine, {}, "retry-stream")
+    sim = Simulation(database, {}, "retry-stream")
     sim.bridge.compact_retries = compact
     sim.run([{"apply": manifests(pods)}])
-    with engine.connect() as c:
-        first = int(c.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()) + 1
+    with database.connect() as c:
+        first = int(scalar(c, "SELECT coalesce(max(position), 0) FROM events")) + 1
     cycles = [0]
     sim.bridge.on_cycle = lambda _res: cycles.__setitem__(0, cycles[0] + 1)
     sim.run([{"advance": f"{minutes * 60:g}s"}])
-    with engine.connect() as c:
+    with database.connect() as c:
         rows = c.execute(
-            sa.text("SELECT type, data FROM events WHERE position >= :p ORDER BY position"), {"p": first}
-        ).all()
+            "SELECT type, data FROM events WHERE position >= %s ORDER BY position", (first,)
+        ).fetchall()
     sizes = [len(orjson.dumps(d)) for _, d in rows]
     types: dict[str, int] = {}
     for t, _ in rows:
@@ -95,7 +95,7 @@ def measure(url_factory: Any, pods: int, minutes: float) -> list[Metric]:
     for compact in (False, True):
         url = url_factory[0]()
         try:
-            out[compact] = run(db.get_engine(url, migrate_on_start=False), pods, minutes, compact=compact)
+            out[compact] = run(db.get_database(url, migrate_on_start=False), pods, minutes, compact=compact)
         finally:
             url_factory[1](url)
     new, old = out[True], out[False]

@@ -17,7 +17,7 @@ import time
 
 from bench.append import drop_database, fresh_database
 from bench.common import Metric, print_table, write
-from ledger import db, writer
+from ledger import db, uow
 from ledger.store import NewEvent
 
 N_NODES = int(os.environ.get("PODLEDGER_SCALE_NODES", 5_000))
@@ -28,9 +28,9 @@ CHILD = r"""
 import json, resource, sys, time
 from ledger import db
 from scheduler.edge.bridge import Bridge
-engine = db.get_engine(sys.argv[1], migrate_on_start=False)
+database = db.get_database(sys.argv[1], migrate_on_start=False)
 t0 = time.perf_counter()
-bridge = Bridge(engine)
+bridge = Bridge(database)
 n = bridge.catch_up()
 elapsed = time.perf_counter() - t0
 pods = bridge.scheduler.pods()
@@ -67,19 +67,19 @@ def _pod(i: int) -> dict:
 def run() -> list[Metric]:
     url = fresh_database()
     try:
-        engine = db.get_engine(url, migrate_on_start=False)
+        database = db.get_database(url, migrate_on_start=False)
         t0 = time.perf_counter()
         for b in range(0, N_NODES, BATCH):
-            writer.write(
-                engine,
+            uow.write(
+                database,
                 [
                     NewEvent(f"node/node-{i:05d}", "NodeCreated", {"object": _node(i)})
                     for i in range(b, min(N_NODES, b + BATCH))
                 ],
             )
         for b in range(0, N_PODS, BATCH):
-            writer.write(
-                engine,
+            uow.write(
+                database,
                 [
                     NewEvent(f"pod/ns-{i % 50}/pod-{i:06d}", "PodCreated", {"object": _pod(i)})
                     for i in range(b, min(N_PODS, b + BATCH))

@@ -63,7 +63,7 @@ def run() -> list[Metric]:
     # this process holds the server (embedded unless PODLEDGER_DATABASE_URL): the commands
     # measured below connect to a running, migrated database, as a user's do
     url = os.environ.get("PODLEDGER_DATABASE_URL") or db.server_url()
-    db.get_engine(url, owner=True)
+    db.get_database(url, owner=True)  # migrated, as a user's database is
     env = dict(os.environ, PODLEDGER_DATABASE_URL=url)
     compile_tree(ROOT)
     load = os.getloadavg()[0]

@@ -8,8 +8,8 @@ no trace present the benchmark prints one skip line and returns. ``PODLEDGER_TRA
 picks another pod list of the folder (e.g. ``openb_pod_list_gpuspec33.csv``);
 ``PODLEDGER_TRACE_LIMIT=N`` replays only the first N tasks (a quick check).
 
-Mapping (every object goes through ``services.load_documents`` validation, admission and the
-append, as ``podledger apply`` would):
+Mapping (every object goes through ``load_documents`` validation, admission and the append of
+the apply/delete commands, as ``podledger apply`` would):
 
 * node (``sn, cpu_milli, memory_mib, gpu, model``) → ``v1`` Node with allocatable
   ``cpu: <cpu_milli>m``, ``memory: <memory_mib>Mi``, ``nvidia.com/gpu: <gpu>`` (only when
@@ -234,11 +234,11 @@ def pod_manifest(t: Task) -> dict[str, Any]:
 
 def load(manifests: list[dict[str, Any]], source: str) -> list[Any]:
     """Validate manifests exactly as ``podledger apply`` does; raise on any error."""
-    from api.services import objects as services
+    from api.services.objects import load_documents
     from ledger.resources.parse import Document
 
     docs = [Document(index=i + 1, source=source, raw=raw) for i, raw in enumerate(manifests)]
-    objects, errors = services.load_documents(docs)
+    objects, errors = load_documents(docs)
     if errors:
         raise RuntimeError(f"{source}: {len(errors)} invalid manifests, first: {errors[0]}")
     return objects
@@ -364,18 +364,16 @@ class Outcome:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def backend_cpu_seconds(engine: Any) -> float | None:
+def backend_cpu_seconds(database: Any) -> float | None:
     """CPU time used so far by the PostgreSQL backends connected to this ledger's database
     (read from /proc: only when the server runs on this machine and /proc is readable)."""
-    import sqlalchemy as sa
+    import psycopg
 
     try:
-        with engine.connect() as conn:
+        with database.connect() as conn:
             pids = [
                 int(r[0])
-                for r in conn.execute(
-                    sa.text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
-                )
+                for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
             ]
         tick = os.sysconf("SC_CLK_TCK")
         total = 0
@@ -383,7 +381,7 @@ def backend_cpu_seconds(engine: Any) -> float | None:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime + stime
         return total / tick
-    except (OSError, ValueError, IndexError, sa.exc.SQLAlchemyError):
+    except (OSError, ValueError, IndexError, psycopg.Error):
         return None
 
 
@@ -398,11 +396,10 @@ def _progress(msg: str) -> None:
 
 
 def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> Outcome:
-    import sqlalchemy as sa
-
-    from api.services import objects as services
+    from api.services.commands import objects as commands
     from api.services.simulate import private_ledger
-    from ledger import writer
+    from ledger.sql import scalar
+    from ledger.uow import UnitOfWork
     from scheduler import decisions as d
     from scheduler.edge.bridge import Bridge, from_ts
 
@@ -430,9 +427,9 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
     )
     with ExitStack() as stack:
         with phase("private ledger (CREATE DATABASE)"):
-            engine = stack.enter_context(private_ledger())
-        server_cpu0 = backend_cpu_seconds(engine)
-        bridge = Bridge(engine, actor="openb-trace")
+            database = stack.enter_context(private_ledger())
+        server_cpu0 = backend_cpu_seconds(database)
+        bridge = Bridge(database, actor="openb-trace")
 
         def absorb(results: list[d.CycleResult]) -> None:
             out.cycles += len(results)
@@ -458,13 +455,21 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
         now = EPOCH + (times[0] if times else 0)
         # Group commit (GROUP=1, the default): a trace timestamp is one transaction: the timer
         # runs due before it, its deletions, its creations and the scheduling runs they cause
-        # (``ledger.writer.grouped`` writes the inline projection once per group, the bridge
-        # reads and appends on the same connection and folds the inputs it just appended
-        # without reading them back). Nothing is acknowledged before that commit.
-        conn_of: list[Any] = []  # the open group's connection (empty: no group)
+        # (a grouped unit of work writes the inline projection once per group, the bridge
+        # reads and appends through the same unit and folds the inputs it just appended
+        # without reading them back). Nothing is acknowledged before that commit. Without
+        # group commit every apply/delete is a unit of work of its own.
+        uow_of: list[UnitOfWork] = []  # the open group's unit of work (empty: no group)
 
-        def target() -> Any:
-            return services._InTransaction(conn_of[0]) if conn_of else engine
+        @contextmanager
+        def request() -> Iterator[UnitOfWork]:
+            """The unit of work of one apply/delete: the group's, or one of its own (committed)."""
+            if uow_of:
+                yield uow_of[0]
+                return
+            with database.unit_of_work() as uow:
+                yield uow
+                uow.commit()
 
         def schedule(at: float) -> None:
             with phase("bridge.run_until_idle"):
@@ -477,15 +482,15 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
                 return
             usage.advance(at)
             out.input_appends += 1
-            with phase("services.delete_objects"):
-                stored = services.delete_objects(
-                    target(),
+            with phase("services.delete_objects"), request() as uow:
+                stored = commands.delete_objects(
+                    uow,
                     [("Pod", NAMESPACE, t.name) for t in batch],
                     actor="openb-trace",
                     effective_at=from_ts(at),
                     idempotency_key=key if IDEMPOTENT else None,
                 )
-                if conn_of:
+                if uow_of:
                     bridge.fold_stored(stored)
             for t in batch:
                 usage.unbind(f"{NAMESPACE}/{t.name}")
@@ -494,9 +499,9 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
             with phase("validation"):
                 objects = load(manifests, source)
             out.input_appends += 1
-            with phase("services.apply_objects"):
-                result = services.apply_objects(
-                    target(),
+            with phase("services.apply_objects"), request() as uow:
+                result = commands.apply_objects(
+                    uow,
                     objects,
                     actor="openb-trace",
                     source=source,
@@ -505,7 +510,7 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
                 )
                 if not result.ok:
                     raise RuntimeError(f"{source}: apply refused: {result.errors[:3]}")
-                if conn_of:
+                if uow_of:
                     bridge.fold_stored(result.events)
 
         @contextmanager
@@ -515,20 +520,19 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
                 return
             with phase("commit"):
                 stack = ExitStack()
-                conn = stack.enter_context(engine.begin())
-                stack.enter_context(bridge.joined(conn))
-                grouped = stack.enter_context(writer.grouped(conn, commit=True))
-            conn_of.append(grouped)
+                uow = stack.enter_context(database.unit_of_work(grouped=True))
+                stack.enter_context(bridge.joined(uow))
+            uow_of.append(uow)
             try:
                 yield
             except BaseException:
-                conn_of.clear()
+                uow_of.clear()
                 stack.__exit__(*sys.exc_info())
                 raise
-            conn_of.clear()
+            uow_of.clear()
             out.commits += 1
-            with phase("commit"):
-                stack.close()  # the group's projection, then COMMIT
+            with phase("commit"), stack:
+                uow.commit()  # the group's projection, then COMMIT (one pipeline)
 
         with group():
             apply(
@@ -575,7 +579,7 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
         out.wall_s = time.perf_counter() - t_start
         out.cpu_s = time.process_time() - c_start
         out.rss_mb = peak_rss_mb()
-        server_cpu1 = backend_cpu_seconds(engine)
+        server_cpu1 = backend_cpu_seconds(database)
         if server_cpu0 is not None and server_cpu1 is not None:
             out.server_cpu_s = server_cpu1 - server_cpu0
 
@@ -593,11 +597,9 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
             )
         if (used_cpu, used_gpu) != (usage.cpu, usage.gpu):
             problems.append(f"core allocation {used_cpu}/{used_gpu} != bookkeeping {usage.cpu}/{usage.gpu}")
-        with engine.connect() as conn:
-            out.events = int(conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
-            stored_binds = int(
-                conn.execute(sa.text("SELECT count(*) FROM events WHERE type = 'PodBound'")).scalar_one()
-            )
+        with database.connect() as conn:
+            out.events = int(scalar(conn, "SELECT count(*) FROM events"))
+            stored_binds = int(scalar(conn, "SELECT count(*) FROM events WHERE type = 'PodBound'"))
         model_of = {n.name: n.model for n in nodes}
         gpus_of = {n.name: n.gpu for n in nodes}
         for key, node in out.placements.items():
@@ -618,10 +620,10 @@ def replay(folder: Path, pod_file: str = POD_FILE, limit: int | None = None) -> 
 
             _progress("  trace: replay --verify on the resulting log ...")
             v0 = time.perf_counter()
-            rep = verify_replay(engine)
+            rep = verify_replay(database)
             out.verify_runs, out.verify_decisions = rep.runs, rep.decisions
             out.mismatches = len(rep.mismatches)
-            out.chain_ok = verify_chain(engine).ok
+            out.chain_ok = verify_chain(database).ok
             out.verify_s = time.perf_counter() - v0
             if rep.mismatches:
                 problems.append(

@@ -1,8 +1,8 @@
 """Test harness: a real PostgreSQL, never a mock.
 
 Without ``PODLEDGER_DATABASE_URL`` an embedded server starts in a throwaway directory for the
-session. Each test that asks for ``engine`` gets a fresh database cloned from a migrated
-template, so tests are isolated and fast. The URL is exported so CLI subprocesses use it.
+session. Each test that asks for ``database`` (a ``ledger.database.Database``: the pooled ledger) gets a
+fresh database cloned from a migrated template, so tests are isolated and fast. The URL is exported so CLI subprocesses use it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy.engine import Engine
 
 from ledger import db
+from ledger.database import Database
+from ledger.sql import Conn
 
 TEMPLATE = "podledger_tmpl"
 _counter = itertools.count()
@@ -77,5 +78,13 @@ def db_url(server_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 @pytest.fixture()
-def engine(db_url: str) -> Engine:
-    return db.get_engine(db_url, migrate_on_start=False)
+def database(db_url: str) -> Database:
+    return db.get_database(db_url, migrate_on_start=False)
+
+
+@pytest.fixture()
+def conn(database: Database) -> Iterator[Conn]:
+    """A pooled connection on ``database`` in autocommit mode (each statement its own
+    transaction; ``store.append`` on it is its own transaction)."""
+    with database.connect() as c:
+        yield c

@@ -137,7 +137,9 @@ def test_whatif_fgd_over_a_recorded_bestfit_run(server_url: str, monkeypatch: py
         pytest.skip(f"no openb trace at {folder}")
     monkeypatch.setenv("PODLEDGER_DATABASE_URL", server_url)
     fgd_cfg = {"pluginWeights": {"FGD": 1}, "preemptionAlgorithm": "None"}
-    best = paper.run_one(folder, "default", "BestFit", 42, limit=400, inspect=lambda e: whatif(e, fgd_cfg))
+    best = paper.run_one(
+        folder, "default", "BestFit", 42, limit=400, inspect=lambda database: whatif(database, fgd_cfg)
+    )
     fgd_run = paper.run_one(folder, "default", "FGD", 42, limit=400)
     d = best.inspected["placements"]
     moved = {r["pod"]: r for r in d["pods"]}

@@ -1,4 +1,5 @@
-"""The openb trace replay (bench/trace.py) on a tiny synthetic trace, and ``services.delete_objects``.
+"""The openb trace replay (bench/trace.py) on a tiny synthetic trace, and the command
+``delete_objects``.
 
 No trace data is used or copied here: the CSVs are written by the test in the openb format.
 """
@@ -9,12 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from api.services import objects as services
+from api.services.commands import objects as commands
+from api.services.objects import list_objects, load_documents
 from bench import trace
+from ledger.database import Database
 from ledger.resources.parse import Document
+from ledger.sql import scalar
+from tests.ledger_helpers import apply, delete
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 n-cpu,8000,16384,0,
@@ -76,7 +79,11 @@ def test_manifests_map_the_trace_and_pass_validation(tmp_path: Path) -> None:
     assert len(objects) == 3 + 3 + 7
 
 
-def test_replay_runs_the_trace_through_the_ledger(trace_dir: Path) -> None:
+@pytest.mark.parametrize("group", [True, False], ids=["group-commit", "unit-per-request"])
+def test_replay_runs_the_trace_through_the_ledger(
+    trace_dir: Path, monkeypatch: pytest.MonkeyPatch, group: bool
+) -> None:
+    monkeypatch.setattr(trace, "GROUP", group)
     o = trace.replay(trace_dir)
     assert o.check == "ok"
     assert o.tasks == 7 and o.binds == 7 and o.ever_bound == 1.0 and o.pending_at_end == 0
@@ -89,6 +96,7 @@ def test_replay_runs_the_trace_through_the_ledger(trace_dir: Path) -> None:
     # peak: p-b (1 GPU) + p-two (2 GPUs) while p-share was deleted at t20 = 3 of 3 GPUs
     assert o.peak_gpu == pytest.approx(1.0)
     assert o.events > 0 and o.rss_mb > 0
+    assert o.commits == (o.steps + 1 if group else 0)  # one per trace timestamp and the setup
 
 
 def test_main_writes_results(trace_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
@@ -119,22 +127,23 @@ def _pod(name: str) -> Document:
     return Document(index=1, source="test", raw=raw)
 
 
-def test_delete_objects_is_one_append_and_all_or_nothing(engine: Engine) -> None:
-    objects, errors = services.load_documents([_pod("a"), _pod("b"), _pod("c")])
+def test_delete_objects_is_one_append_and_all_or_nothing(database: Database) -> None:
+    objects, errors = load_documents([_pod("a"), _pod("b"), _pod("c")])
     assert not errors
-    services.apply_objects(engine, objects)
-    with pytest.raises(LookupError, match='Pod "ns/zz" not found'):
-        services.delete_objects(engine, [("Pod", "ns", "a"), ("Pod", "ns", "zz")])
-    stored = services.delete_objects(engine, [("Pod", "ns", "a"), ("Pod", "ns", "b")], idempotency_key="k")
+    apply(database, objects)
+    with pytest.raises(LookupError, match='Pod "ns/zz" not found'), database.unit_of_work() as uow:
+        commands.delete_objects(uow, [("Pod", "ns", "a"), ("Pod", "ns", "zz")])
+        uow.commit()
+    stored = delete(database, [("Pod", "ns", "a"), ("Pod", "ns", "b")], idempotency_key="k")
     assert [(e.stream, e.type, e.version) for e in stored] == [
         ("pod/ns/a", "PodDeleted", 2),
         ("pod/ns/b", "PodDeleted", 2),
     ]
     assert stored[0].data == {"kind": "Pod", "namespace": "ns", "name": "a"}
-    assert [r.name for r in services.list_objects(engine, "Pod")] == ["c"]
-    with engine.connect() as conn:
-        deleted = conn.execute(sa.text("SELECT count(*) FROM events WHERE type = 'PodDeleted'")).scalar_one()
+    with database.connect() as conn:
+        assert [r.name for r in list_objects(conn, "Pod")] == ["c"]
+        deleted = scalar(conn, "SELECT count(*) FROM events WHERE type = 'PodDeleted'")
     assert deleted == 2
     # a repeated request names objects that are gone: refused like `delete_object`
     with pytest.raises(LookupError):
-        services.delete_objects(engine, [("Pod", "ns", "a"), ("Pod", "ns", "b")], idempotency_key="k")
+        delete(database, [("Pod", "ns", "a"), ("Pod", "ns", "b")], idempotency_key="k")

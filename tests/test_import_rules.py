@@ -6,7 +6,11 @@
   the log, append decisions and run the worker) imports nothing of ``ledger``, no database
   driver (sqlalchemy, psycopg) and not its own edge;
 - no import circle among the modules of ``api`` (imports inside functions count too);
-- no module of ``api``, ``ledger`` or ``scheduler`` is over 600 lines.
+- no module of ``api``, ``ledger`` or ``scheduler`` is over 600 lines;
+- one door for writes: in ``api`` and ``scheduler`` only the command layer
+  (``api.services.commands``) and the scheduler's edge that records decisions (``bridge``,
+  ``controllers``) construct a ``NewEvent`` or append (``uow.append``, ``ledger.store.append``,
+  ``ledger.uow.write``).
 
 Each rule has a self-test on a small synthetic tree, so a rule that could never fail fails here.
 """
@@ -24,6 +28,10 @@ MAX_LINES = 600
 # The scheduler's edge: the only part of ``scheduler`` that talks to the ledger.
 SCHEDULER_EDGE = "scheduler.edge"
 CORE_FORBIDDEN = ("ledger", "sqlalchemy", "psycopg", "psycopg_pool", SCHEDULER_EDGE)
+
+# The only modules of api/scheduler that build events and append them.
+WRITERS = ("api.services.commands", "scheduler.edge.bridge", "scheduler.edge.controllers")
+_UOW_NAMES = {"uow", "_uow"}
 
 # Modules allowed over MAX_LINES (none: every big file has been cut along its seams).
 OVERSIZED: set[str] = set()
@@ -96,6 +104,36 @@ def forbidden_imports(graph: dict[str, set[str]]) -> list[str]:
     return problems
 
 
+def write_sites(root: Path, packages: Iterable[str] = ("api", "scheduler")) -> list[str]:
+    """Every place outside WRITERS that builds an event or appends, as 'module: what'."""
+    found: list[str] = []
+    for name, path in source_modules(root, packages).items():
+        if any(_within(name, w) for w in WRITERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                callee = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                if callee == "NewEvent":
+                    found.append(f"{name}: constructs NewEvent")
+                elif isinstance(f, ast.Attribute) and f.attr in ("append", "append_stored", "write"):
+                    recv = f.value
+                    recv_name = (
+                        recv.id
+                        if isinstance(recv, ast.Name)
+                        else recv.attr
+                        if isinstance(recv, ast.Attribute)
+                        else ""
+                    )
+                    if recv_name in _UOW_NAMES or (recv_name == "store" and f.attr != "write"):
+                        found.append(f"{name}: {recv_name}.{f.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module in ("ledger.store", "ledger.uow"):
+                for alias in node.names:
+                    if alias.name in ("append", "append_stored", "write"):
+                        found.append(f"{name}: imports {node.module}.{alias.name}")
+    return sorted(set(found))
+
+
 def cycles(graph: dict[str, set[str]], prefix: str) -> list[list[str]]:
     """Import circles among the modules under ``prefix`` (each reported once, as a path)."""
     nodes = sorted(m for m in graph if _within(m, prefix))
@@ -147,6 +185,10 @@ def test_no_import_circle_inside_api() -> None:
     assert cycles(import_graph(ROOT), "api") == []
 
 
+def test_only_the_commands_and_the_scheduler_edge_write() -> None:
+    assert write_sites(ROOT) == []
+
+
 def test_no_module_over_600_lines() -> None:
     over = oversized(ROOT)
     assert {p: n for p, n in over.items() if p not in OVERSIZED} == {}
@@ -193,4 +235,21 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "scheduler.why -> scheduler.edge.bridge (the scheduling core imports neither the ledger nor its edge)",
     ]
     assert cycles(graph, "api") == [["api.a", "api.b", "api.c", "api.a"]]
+    writes = _tree(
+        tmp_path / "w",
+        {
+            "api/services/commands/ok.py": "def f(uow):\n    uow.append([NewEvent('s', 't', {})])\n",
+            "api/cli/bad.py": "from ledger.uow import write\ndef f(uow, xs):\n    xs.append(1)\n    uow.append([])\n",
+            "api/k8s/bad.py": "from ledger import store\ndef f(c):\n    return store.append(c, [NewEvent('s', 't', {})])\n",
+            "scheduler/edge/bridge.py": "def f(self):\n    self._uow.append([NewEvent('s', 't', {})])\n",
+            "scheduler/edge/worker.py": "def f(self):\n    self._uow.append([])\n",
+        },
+    )
+    assert write_sites(writes) == [
+        "api.cli.bad: imports ledger.uow.write",
+        "api.cli.bad: uow.append",
+        "api.k8s.bad: constructs NewEvent",
+        "api.k8s.bad: store.append",
+        "scheduler.edge.worker: _uow.append",
+    ]
     assert oversized(root) == {"api/c.py": 601}

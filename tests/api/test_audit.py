@@ -8,8 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import psycopg
 import pytest
-import sqlalchemy as sa
 
 from api.services.explain import explain, render_explain
 from api.services.history import history
@@ -68,33 +68,34 @@ STEPS = [
 
 
 @pytest.fixture()
-def story(engine):
-    """Runs STEPS on the test database; returns (engine, positions after each step)."""
-    sim = Simulation(engine, {}, "audit-story")
+def story(database):
+    """Runs STEPS on the test database; returns (database, positions after each step)."""
+    sim = Simulation(database, {}, "audit-story")
     marks = []
     for step in STEPS:
         sim.run([step])
-        marks.append(store.head(engine))
-    return engine, marks
+        with database.connect() as c:
+            marks.append(store.head(c))
+    return database, marks
 
 
 def test_explain_gated_scheduled_and_unschedulable_at_positions(story):
-    engine, marks = story
-    gated = explain(engine, "podgroup", "default", "trio", at=marks[0])
+    database, marks = story
+    gated = explain(database, "podgroup", "default", "trio", at=marks[0])
     assert gated["verdict"].startswith("Waiting (not attempted)")
     assert "waiting for minCount pods from a gang to appear in scheduling queue" in gated["verdict"]
     assert {g["pod"] for g in gated["gates"]} == {"default/t-1", "default/t-2"}
     assert gated["attempts"] == 0
 
-    scheduled = explain(engine, "pg", "default", "trio", at=marks[2])
+    scheduled = explain(database, "pg", "default", "trio", at=marks[2])
     assert scheduled["verdict"] == "Scheduled (3/3 pods bound)"
     assert scheduled["condition"]["status"] == "True" and scheduled["gates"] == []
     assert {p["node"] for p in scheduled["pods"]} == {"n1"}
 
-    before_big = explain(engine, "pod", "default", "t-3", at=marks[2])
+    before_big = explain(database, "pod", "default", "t-3", at=marks[2])
     assert before_big["verdict"] == "Scheduled on n1"
 
-    big = explain(engine, "podgroup", "default", "big")
+    big = explain(database, "podgroup", "default", "big")
     assert big["verdict"].startswith("Unschedulable: ")
     assert "minCount (2) cannot be satisfied" in big["verdict"]
     assert big["attempts"] >= 2  # retried after backoff within the 30 s advance
@@ -102,15 +103,15 @@ def test_explain_gated_scheduled_and_unschedulable_at_positions(story):
     assert big["quota"]["name"] == "q" and big["quota"]["used"]["cpu"] == 3000
     text = render_explain(big)
     assert "Verdict:   Unschedulable" in text and "Quota q" in text
-    with_nodes = explain(engine, "podgroup", "default", "big", nodes=True)
+    with_nodes = explain(database, "podgroup", "default", "big", nodes=True)
     rows = {(r["pod"], r["node"]): r for r in with_nodes["nodes"]}
     assert rows[("default/b-1", "n1")]["fits"] is False
     assert rows[("default/b-1", "n1")]["reasons"] == ["Insufficient cpu"]
 
 
 def test_history_is_a_timeline_with_relative_times(story):
-    engine, _ = story
-    rows = history(engine, "podgroup", "default", "trio")
+    database, _ = story
+    rows = history(database, "podgroup", "default", "trio")
     types = [r["type"] for r in rows]
     assert types[0] == "PodGroupCreated"
     assert "PodGroupScheduled" in types and "PodGroupConditionChanged" in types
@@ -119,10 +120,10 @@ def test_history_is_a_timeline_with_relative_times(story):
 
 
 def test_state_at_three_positions(story):
-    engine, marks = story
+    database, marks = story
 
     def bound(pos: int) -> set[str]:
-        st = state_at(engine, pos)
+        st = state_at(database, pos)
         return {
             o["name"] for o in st["objects"] if o["kind"] == "Pod" and o["status"].get("phase") == "Bound"
         }
@@ -130,43 +131,37 @@ def test_state_at_three_positions(story):
     assert bound(marks[0]) == set()
     assert bound(marks[2]) == {"t-1", "t-2", "t-3"}
     assert bound(marks[4]) == {"t-1", "t-2", "t-3"}
-    assert {o["name"] for o in state_at(engine, marks[0])["objects"] if o["kind"] == "Pod"} == {
+    assert {o["name"] for o in state_at(database, marks[0])["objects"] if o["kind"] == "Pod"} == {
         "t-1",
         "t-2",
     }
 
 
 def test_reporting_views_with_numbers(story):
-    engine, _ = story
-    with engine.connect() as c:
+    database, _ = story
+    with database.connect() as c:
         waits = {
             r[0]: (r[1], r[2])
-            for r in c.execute(sa.text("SELECT name, wait_seconds, scheduled FROM v_group_wait_times"))
+            for r in c.execute("SELECT name, wait_seconds, scheduled FROM v_group_wait_times")
         }
         assert waits["trio"] == (60.0, True)
         assert waits["big"][1] is False
-        reasons = c.execute(
-            sa.text("SELECT plugin, sum(attempts) FROM v_unschedulable_reasons GROUP BY 1")
-        ).all()
+        reasons = c.execute("SELECT plugin, sum(attempts) FROM v_unschedulable_reasons GROUP BY 1").fetchall()
         by_plugin = dict(reasons)
         assert by_plugin.get("NodeResourcesFit", 0) >= 2
         util = c.execute(
-            sa.text(
-                "SELECT cpu_used_milli, pods, cpu_allocatable_milli, cpu_fraction FROM v_node_utilization "
-                "WHERE node = 'n1' ORDER BY position DESC LIMIT 1"
-            )
-        ).one()
+            "SELECT cpu_used_milli, pods, cpu_allocatable_milli, cpu_fraction FROM v_node_utilization "
+            "WHERE node = 'n1' ORDER BY position DESC LIMIT 1"
+        ).fetchone()
         assert tuple(util) == (3000, 3, 4000, pytest.approx(0.75))
         quota = c.execute(
-            sa.text(
-                "SELECT cpu_used_milli, cpu_min_milli, cpu_max_milli FROM v_quota_usage "
-                "WHERE namespace = 'default' ORDER BY position DESC LIMIT 1"
-            )
-        ).one()
+            "SELECT cpu_used_milli, cpu_min_milli, cpu_max_milli FROM v_quota_usage "
+            "WHERE namespace = 'default' ORDER BY position DESC LIMIT 1"
+        ).fetchone()
         assert tuple(quota) == (3000, 16000, 32000)
 
 
-def test_preemption_and_thrash_views(engine):
+def test_preemption_and_thrash_views(conn):
     # Decision events as a scheduler writes them: a pod bound and preempted three times.
     def bound(t: str) -> NewEvent:
         return NewEvent(
@@ -204,62 +199,57 @@ def test_preemption_and_thrash_views(engine):
         bound("30:00"),
         preempted("35:00"),
     ]
-    store.append(engine, ev)
-    with engine.connect() as c:
-        pre = c.execute(
-            sa.text("SELECT victim, preemptor, rule, victim_priority, preemptor_priority FROM v_preemptions")
-        ).all()
-        assert len(pre) == 3 and tuple(pre[0]) == (
-            "default/v",
-            "default/pg-hi",
-            "WorkloadAwarePreemption",
-            10,
-            100,
-        )
-        thrash = c.execute(sa.text("SELECT pod, preemptions_in_10m FROM v_thrash")).all()
-        assert [tuple(r) for r in thrash] == [("default/v", 2)]
-        changes = c.execute(sa.text("SELECT sum(cpu_milli), sum(pods) FROM v_pod_allocation_changes")).one()
-        assert tuple(changes) == (0, 0)  # three binds, each ended by a preemption
+    store.append(conn, ev)
+    pre = conn.execute(
+        "SELECT victim, preemptor, rule, victim_priority, preemptor_priority FROM v_preemptions"
+    ).fetchall()
+    assert len(pre) == 3 and tuple(pre[0]) == (
+        "default/v",
+        "default/pg-hi",
+        "WorkloadAwarePreemption",
+        10,
+        100,
+    )
+    thrash = conn.execute("SELECT pod, preemptions_in_10m FROM v_thrash").fetchall()
+    assert [tuple(r) for r in thrash] == [("default/v", 2)]
+    changes = conn.execute("SELECT sum(cpu_milli), sum(pods) FROM v_pod_allocation_changes").fetchone()
+    assert tuple(changes) == (0, 0)  # three binds, each ended by a preemption
 
 
 def test_reporting_role_reads_views_only(story):
-    engine, _ = story
+    database, _ = story
     from ledger import db
 
     # The reporting role logs in itself (the application login is no member of it).
-    url = db.with_login(engine.url.render_as_string(hide_password=False), "podledger_reporting", None)
-    reporting = sa.create_engine(db.sqlalchemy_url(url), poolclass=sa.pool.NullPool)
-    with reporting.connect() as c:
-        assert c.execute(sa.text("SELECT count(*) FROM v_group_wait_times")).scalar_one() == 2
-        with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
-            c.execute(sa.text("SELECT count(*) FROM events"))
+    url = db.with_login(database.url, "podledger_reporting", None)
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT count(*) FROM v_group_wait_times").fetchone() == (2,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+            c.execute("SELECT count(*) FROM events")
         c.rollback()
-    reporting.dispose()
 
 
 def test_replay_verify_has_no_mismatches(story):
-    engine, _ = story
-    rep = verify_replay(engine)
+    database, _ = story
+    rep = verify_replay(database)
     assert rep.ok, rep.mismatches
     assert rep.runs >= 4 and rep.cycles >= 4
 
 
 def test_replay_verify_detects_a_forged_decision(story, db_url):
-    import psycopg
-
-    engine, _ = story
+    database, _ = story
     with psycopg.connect(db_url, autocommit=True) as su:
         su.execute("SET session_replication_role = replica")
         su.execute(
             "UPDATE events SET data = jsonb_set(data, '{node}', '\"n9\"') WHERE position = "
             "(SELECT min(position) FROM events WHERE type = 'PodBound')"
         )
-    rep = verify_replay(engine)
+    rep = verify_replay(database)
     assert not rep.ok
     assert rep.mismatches[0]["recorded"][2]["node"] == "n9"
 
 
-def test_whatif_without_topology_changes_an_outcome(engine):
+def test_whatif_without_topology_changes_an_outcome(database):
     steps = [
         {
             "apply": [
@@ -271,9 +261,9 @@ def test_whatif_without_topology_changes_an_outcome(engine):
             ]
         }
     ]
-    Simulation(engine, {}, "whatif").run(steps)
-    assert explain(engine, "podgroup", "default", "wide")["verdict"].startswith("Unschedulable")
-    diff = whatif(engine, {"featureGates": {"TopologyAwareWorkloadScheduling": False}})
+    Simulation(database, {}, "whatif").run(steps)
+    assert explain(database, "podgroup", "default", "wide")["verdict"].startswith("Unschedulable")
+    diff = whatif(database, {"featureGates": {"TopologyAwareWorkloadScheduling": False}})
     changed = {c["group"]: c for c in diff["changed"]}
     assert changed["default/wide"]["before"]["status"] == "False"
     assert changed["default/wide"]["after"]["status"] == "True"
@@ -281,7 +271,7 @@ def test_whatif_without_topology_changes_an_outcome(engine):
 
 
 def test_cli_explain_history_replay(story, tmp_path):
-    engine, marks = story
+    database, marks = story
     env = dict(os.environ)
     bin_ = str(Path(sys.executable).parent / "podledger")
 
@@ -312,7 +302,7 @@ def _pc(name: str, value: int) -> dict:
     }
 
 
-def test_explain_preempted_victim_and_preemptor(engine):
+def test_explain_preempted_victim_and_preemptor(database):
     low = pod("blocker", "4")
     low["spec"]["priorityClassName"] = "low"
     hi = [pod(f"h-{i}", "2", "urgent") for i in range(2)]
@@ -325,13 +315,13 @@ def test_explain_preempted_victim_and_preemptor(engine):
         {"apply": [urgent, *hi]},
         {"advance": "30s"},
     ]
-    Simulation(engine, {}, "preempt").run(steps)
-    victim = explain(engine, "pod", "default", "blocker")
+    Simulation(database, {}, "preempt").run(steps)
+    victim = explain(database, "pod", "default", "blocker")
     assert victim["verdict"] == "Preempted by default/urgent"
-    group = explain(engine, "podgroup", "default", "urgent")
+    group = explain(database, "podgroup", "default", "urgent")
     assert group["preemption"]["taken"] is True
     assert [v["victim"] for v in group["preemption"]["victims"]] == ["default/blocker"]
     assert group["verdict"] == "Scheduled (2/2 pods bound)"
     text = render_explain(group)
     assert "Preemption: taken, 1 victim(s): default/blocker on n1" in text
-    assert verify_replay(engine).ok
+    assert verify_replay(database).ok

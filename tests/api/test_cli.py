@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import sqlalchemy as sa
 import yaml
+
+from ledger.database import Database
+from ledger.sql import scalar
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "cluster"
@@ -28,23 +30,23 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     )
 
 
-def events(engine: sa.Engine) -> int:
-    with engine.connect() as c:
-        return int(c.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+def events(database: Database) -> int:
+    with database.connect() as c:
+        return int(scalar(c, "SELECT count(*) FROM events"))
 
 
-def test_apply_twice_second_run_is_unchanged_and_appends_nothing(engine):
+def test_apply_twice_second_run_is_unchanged_and_appends_nothing(database):
     first = cli("apply", "-f", str(EXAMPLES))
     assert first.returncode == 0, first.stderr
     assert "podgroup.scheduling.k8s.io/llm-pretrain created" in first.stdout
     assert "pod/llm-pretrain-0 created" in first.stdout
-    n = events(engine)
+    n = events(database)
     assert n == len([line for line in first.stdout.splitlines() if line.endswith("created")])
     second = cli("apply", "-f", str(EXAMPLES))
     assert second.returncode == 0, second.stderr
     lines = second.stdout.splitlines()
     assert lines and all(line.endswith(" unchanged") for line in lines)
-    assert events(engine) == n
+    assert events(database) == n
 
 
 def _ten_docs(bad_index: int) -> str:
@@ -58,7 +60,7 @@ def _ten_docs(bad_index: int) -> str:
     return "---\n".join(docs)
 
 
-def test_one_invalid_document_of_ten_appends_nothing(engine, tmp_path):
+def test_one_invalid_document_of_ten_appends_nothing(database, tmp_path):
     f = tmp_path / "ten.yaml"
     f.write_text(_ten_docs(6))
     res = cli("apply", "-f", str(f))
@@ -66,10 +68,10 @@ def test_one_invalid_document_of_ten_appends_nothing(engine, tmp_path):
     assert "Pod default/p6" in res.stderr and "spec.containers[0].resources.requests.cpu" in res.stderr
     assert "document 7" in res.stderr
     assert "Traceback" not in res.stderr + res.stdout
-    assert events(engine) == 0
+    assert events(database) == 0
 
 
-def test_malformed_yaml_reports_its_line(engine, tmp_path):
+def test_malformed_yaml_reports_its_line(database, tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text(
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: [unclosed\n"
@@ -77,10 +79,10 @@ def test_malformed_yaml_reports_its_line(engine, tmp_path):
     res = cli("apply", "-f", str(f))
     assert res.returncode == 1
     assert "line" in res.stderr and "Traceback" not in res.stderr
-    assert events(engine) == 0
+    assert events(database) == 0
 
 
-def test_unknown_kind_and_api_version(engine, tmp_path):
+def test_unknown_kind_and_api_version(database, tmp_path):
     f = tmp_path / "k.yaml"
     f.write_text(
         "apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n---\napiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"
@@ -88,10 +90,10 @@ def test_unknown_kind_and_api_version(engine, tmp_path):
     res = cli("apply", "-f", str(f))
     assert res.returncode == 1
     assert "Gadget" in res.stderr and "apiVersion" in res.stderr
-    assert events(engine) == 0
+    assert events(database) == 0
 
 
-def test_admission_refusal_records_one_event_and_changes_no_state(engine):
+def test_admission_refusal_records_one_event_and_changes_no_state(database):
     manifest = (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: 4}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p1}\n"
@@ -100,14 +102,14 @@ def test_admission_refusal_records_one_event_and_changes_no_state(engine):
     res = cli("apply", "-f", "-", stdin=manifest)
     assert res.returncode == 1
     assert 'no PriorityClass with name "gold" was found' in res.stderr
-    with engine.connect() as c:
-        rows = c.execute(sa.text("SELECT type, data FROM events")).all()
+    with database.connect() as c:
+        rows = c.execute("SELECT type, data FROM events").fetchall()
         assert [r[0] for r in rows] == ["AdmissionRejected"]
         assert rows[0][1]["rejected"][0]["name"] == "p1"
-        assert c.execute(sa.text("SELECT count(*) FROM objects")).scalar_one() == 0
+        assert scalar(c, "SELECT count(*) FROM objects") == 0
 
 
-def test_get_pods_json_matches_what_was_applied(engine):
+def test_get_pods_json_matches_what_was_applied(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     res = cli("get", "pods", "-A", "-o", "json")
     assert res.returncode == 0, res.stderr
@@ -137,7 +139,7 @@ def test_get_pods_json_matches_what_was_applied(engine):
     )
 
 
-def test_short_names_tables_and_delete(engine):
+def test_short_names_tables_and_delete(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     table = cli("get", "no")
     assert table.returncode == 0 and "NAME" in table.stdout and "node-r1-1" in table.stdout
@@ -150,28 +152,26 @@ def test_short_names_tables_and_delete(engine):
     assert cli("get", "pods", "team-a/nope").returncode == 1
 
 
-def test_schedule_verify_and_rebuild(engine):
+def test_schedule_verify_and_rebuild(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     res = cli("schedule", "--until-idle")
     assert res.returncode == 0, res.stderr
-    with engine.connect() as c:
-        bound = c.execute(
-            sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Bound'")
-        ).scalar_one()
+    with database.connect() as c:
+        bound = scalar(c, "SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Bound'")
         before = c.execute(
-            sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")
-        ).all()
+            "SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3"
+        ).fetchall()
     assert bound > 0
     assert "hash chain intact" in cli("verify").stdout
     assert cli("projections", "rebuild").returncode == 0
-    with engine.connect() as c:
+    with database.connect() as c:
         after = c.execute(
-            sa.text("SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3")
-        ).all()
+            "SELECT kind, namespace, name, object, status FROM objects ORDER BY 1, 2, 3"
+        ).fetchall()
     assert before == after
 
 
-def test_demo_exits_zero(engine):
+def test_demo_exits_zero(database):
     res = cli("demo")
     assert res.returncode == 0, res.stderr
     assert "PodGroupInitiallyScheduled=True" in res.stdout
@@ -184,7 +184,7 @@ def test_demo_exits_zero(engine):
     assert "Verdict:   Unschedulable" in again.stdout and " 0 mismatches" in again.stdout
 
 
-def test_demo_tells_the_story_in_order(engine):
+def test_demo_tells_the_story_in_order(database):
     """A fresh ledger: the blocked gang is Unschedulable with per-node reasons in upstream's
     words and its quota, capacity joins, it is Scheduled, and every decision replays."""
     res = cli("demo")
@@ -211,23 +211,22 @@ def test_demo_tells_the_story_in_order(engine):
     assert "node-r4-5" in text[scheduled:history]  # it fits only once the node has joined
     tail = text[replayed:]
     assert "Try next:" in tail and "FROM v_group_wait_times" in tail
-    with engine.connect() as c:
-        bound = c.execute(
-            sa.text(
-                "SELECT count(*) FROM objects WHERE kind = 'Pod' AND namespace = 'team-a' "
-                "AND name LIKE 'vision-pretrain-%' AND status->>'phase' = 'Bound'"
-            )
-        ).scalar_one()
+    with database.connect() as c:
+        bound = scalar(
+            c,
+            "SELECT count(*) FROM objects WHERE kind = 'Pod' AND namespace = 'team-a' "
+            "AND name LIKE 'vision-pretrain-%' AND status->>'phase' = 'Bound'",
+        )
     assert bound == 2
 
 
-def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
+def test_get_yaml_round_trips_through_apply_for_every_kind(database):
     """`get KIND -o yaml | apply -f -` is a no-op for every object of the example cluster:
     quantities come out in Kubernetes notation (64, 31500m, 124Gi), not in stored base units."""
     from ledger.resources.kinds import resolve_kind
 
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
-    n = events(engine)
+    n = events(database)
     kinds = (
         "priorityclasses",
         "nodes",
@@ -249,7 +248,7 @@ def test_get_yaml_round_trips_through_apply_for_every_kind(engine):
         assert lines and all(line.endswith(" unchanged") for line in lines), (kind, again.stdout)
         # a Job's apply also lists the objects its controller compiles (counted under their kinds)
         seen += sum(1 for line in lines if line.split("/", 1)[0] == resolve_kind(kind).group)
-    assert events(engine) == n
+    assert events(database) == n
     assert seen == n  # every object of the example went through the round trip
     node = yaml.safe_load(cli("get", "nodes", "node-r1-1", "-o", "yaml").stdout)
     assert node["status"]["capacity"]["cpu"] == "32" and node["status"]["allocatable"]["cpu"] == "31500m"
@@ -269,7 +268,7 @@ def test_python_dash_m_api_cli_is_the_same_command_line():
     assert res.stderr.startswith('error: the server doesn\'t have a resource type "nosuchkind"'), res.stderr
 
 
-def test_podgroup_at_v1_and_v1beta1_is_one_object_shown_at_its_version(engine):
+def test_podgroup_at_v1_and_v1beta1_is_one_object_shown_at_its_version(database):
     """Issue 16: scheduling.k8s.io/v1 and v1beta1 Workload/PodGroup are the same objects."""
     doc = "apiVersion: scheduling.k8s.io/{v}\nkind: PodGroup\nmetadata: {{name: g, namespace: ns}}\nspec: {{schedulingPolicy: {{gang: {{minCount: 2}}}}}}\n"
     res = cli("apply", "-f", "-", stdin=doc.format(v="v1"))

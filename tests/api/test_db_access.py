@@ -9,7 +9,7 @@ import pytest
 from tests.api.test_cli import EXAMPLES, cli
 
 
-def test_reporting_url_reads_views_but_cannot_write(engine):
+def test_reporting_url_reads_views_but_cannot_write(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     assert cli("schedule").returncode == 0
     res = cli("db", "url", "--role", "reporting")
@@ -33,7 +33,7 @@ def test_reporting_url_reads_views_but_cannot_write(engine):
     assert cli("db", "url", "--role", "root").returncode == 1
 
 
-def test_db_shell_runs_psql_as_the_role(engine):
+def test_db_shell_runs_psql_as_the_role(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     res = cli(
         "db", "shell", "--role", "reporting", "-c", "SELECT current_user, count(*) FROM v_group_wait_times"
@@ -44,7 +44,7 @@ def test_db_shell_runs_psql_as_the_role(engine):
     assert denied.returncode != 0 and "permission denied for table events" in denied.stderr
 
 
-def test_psql_with_the_reporting_url_reads_views_and_cannot_write(engine):
+def test_psql_with_the_reporting_url_reads_views_and_cannot_write(database):
     """The acceptance line as a user types it: ``psql "$(podledger db url --role reporting)"``."""
     import shutil
     import subprocess

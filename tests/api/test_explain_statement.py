@@ -8,23 +8,24 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
 
 from api.services import explain as explain_service
 from api.services.simulate import Simulation, load_scenario
-from ledger import store, writer
+from ledger import store
+from ledger.database import Database
 from ledger.queries.objects import list_objects
 from ledger.store import NewEvent
+from ledger.uow import write
 
 SCENARIO = Path(__file__).parents[1] / "scenarios" / "quota-story-1-reclaim-borrowed.yaml"
 
 
 def test_one_statement_equals_query_at_a_time_with_observed_bindings(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name, spec = load_scenario(yaml.safe_load(SCENARIO.read_text()))
-    Simulation(engine, spec, name).run(list(spec["steps"]))
-    with engine.connect() as c:
+    Simulation(database, spec, name).run(list(spec["steps"]))
+    with database.connect() as c:
         before = store.head(c)
         pods = list_objects(c, "Pod")
     assert pods
@@ -42,23 +43,24 @@ def test_one_statement_equals_query_at_a_time_with_observed_bindings(
         )
         for i, p in enumerate([pods[0], *pods[:3]])
     ]
-    writer.write(engine, observed[:2])
-    with engine.connect() as c:
+    write(database, observed[:2])
+    with database.connect() as c:
         middle = store.head(c)
-    writer.write(engine, observed[2:])
+    write(database, observed[2:])
     targets = [("Pod", p.namespace, p.name) for p in pods]
-    targets += [("PodGroup", r.namespace, r.name) for r in list_objects(engine, "PodGroup")]
+    with database.connect() as c:
+        targets += [("PodGroup", r.namespace, r.name) for r in list_objects(c, "PodGroup")]
     shadows = 0
     for at in (None, before, middle, middle + 1):
         for kind, ns, obj in targets:
             try:
-                new = explain_service.explain(engine, kind, ns, obj, at=at)
+                new = explain_service.explain(database, kind, ns, obj, at=at)
             except LookupError:
                 continue
             with monkeypatch.context() as mp:
                 mp.setattr(explain_service, "LIVE_ONE_STATEMENT", False)
                 mp.setattr(explain_service, "AT_ONE_STATEMENT", False)
-                old = explain_service.explain(engine, kind, ns, obj, at=at)
+                old = explain_service.explain(database, kind, ns, obj, at=at)
             assert new == old, (kind, obj, at)
             shadows += "shadow" in new
     assert shadows > 0

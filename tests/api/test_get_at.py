@@ -9,14 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 import yaml
-from sqlalchemy.engine import Engine
 
 from api.cli.objects import _detail, _selected, _status_of
 from api.k8s.objects import parse_field_selector, parse_label_selector
 from api.services.simulate import Simulation, load_scenario
 from ledger import store
+from ledger.database import Database
 from ledger.projections.current import project
 from ledger.queries.objects import list_objects
 from ledger.queries.state import list_objects_at
@@ -51,15 +50,15 @@ def _view(kind: str, r: object) -> tuple[object, ...]:
 
 
 @pytest.mark.parametrize("scenario", PICKED)
-def test_get_at_equals_full_fold(engine: Engine, scenario: str) -> None:
+def test_get_at_equals_full_fold(database: Database, scenario: str) -> None:
     name, spec = load_scenario(yaml.safe_load((SCENARIOS / f"{scenario}.yaml").read_text()))
-    Simulation(engine, spec, name).run(list(spec["steps"]))
-    events = list(store.iter_all(engine))
+    Simulation(database, spec, name).run(list(spec["steps"]))
+    events = list(store.iter_all(database))
     head = events[-1].position
     positions = sorted({1, head // 4, head // 3, head // 2, (3 * head) // 4, head - 1, head, head + 10})
     checked = 0
-    with engine.connect() as fold, engine.connect() as conn:
-        fold.execute(sa.text("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL)"))
+    with database.transaction() as fold, database.connect() as conn:  # fold: rolled back below
+        fold.execute("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL)")
         i = 0
         for p in positions:
             batch = []
@@ -81,11 +80,11 @@ def test_get_at_equals_full_fold(engine: Engine, scenario: str) -> None:
     assert checked > 0
 
 
-def test_get_at_cli_table(engine: Engine) -> None:
+def test_get_at_cli_table(database: Database) -> None:
     """The command prints the lean rows' table, and whole objects with -o json."""
     name, spec = load_scenario(yaml.safe_load((SCENARIOS / f"{PICKED[0]}.yaml").read_text()))
-    Simulation(engine, spec, name).run(list(spec["steps"]))
-    with engine.connect() as c:
+    Simulation(database, spec, name).run(list(spec["steps"]))
+    with database.connect() as c:
         head = store.head(c)
         pods = list_objects_at(c, head - 1, "Pod", lean=False)
     assert pods

@@ -8,11 +8,12 @@ import json
 import re
 from pathlib import Path
 
+import psycopg
 import pytest
-import sqlalchemy as sa
 
 from api.services.simulate import Simulation
 from ledger import db
+from ledger.sql import rows, scalar
 from tests.api.test_reason_views import STEPS
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "dashboards" / "podledger.json"
@@ -49,8 +50,8 @@ def test_each_new_view_has_a_panel():
 
 
 @pytest.fixture()
-def gpu_cluster(engine):
-    Simulation(engine, {}, "grafana-panels").run(
+def gpu_cluster(database):
+    Simulation(database, {}, "grafana-panels").run(
         [
             *STEPS,
             # a GPU pod that fits, so the GPU allocation has a bind to show
@@ -58,7 +59,7 @@ def gpu_cluster(engine):
             {"advance": "5s"},
         ]
     )
-    return engine
+    return database
 
 
 def _gpu_pod(name: str, gpus: int) -> dict:
@@ -73,16 +74,12 @@ def _gpu_pod(name: str, gpus: int) -> dict:
 
 def test_every_panel_query_runs_as_the_reporting_role(gpu_cluster):
     """Grafana's datasource logs in as podledger_reporting (deploy/grafana/provisioning)."""
-    url = db.with_login(gpu_cluster.url.render_as_string(hide_password=False), "podledger_reporting", None)
-    reporting = sa.create_engine(db.sqlalchemy_url(url), poolclass=sa.pool.NullPool)
+    url = db.with_login(gpu_cluster.url, "podledger_reporting", None)
     counts: dict[str, int] = {}
-    try:
-        with reporting.connect() as conn:
-            for p in panels():
-                for t in p["targets"]:
-                    counts[p["title"]] = len(conn.execute(sa.text(expand_macros(t["rawSql"]))).all())
-    finally:
-        reporting.dispose()
+    with psycopg.connect(url) as conn:
+        for p in panels():
+            for t in p["targets"]:
+                counts[p["title"]] = len(conn.execute(expand_macros(t["rawSql"])).fetchall())
     by_view = {
         view: [t for p in panels() for t in [p["title"]] if any(view in x["rawSql"] for x in p["targets"])]
         for view in ("v_pending_now", "v_idle_capacity", "v_gpu_allocation", "v_unschedulable_reasons")
@@ -93,22 +90,19 @@ def test_every_panel_query_runs_as_the_reporting_role(gpu_cluster):
 
 def test_gpu_allocation_over_time(gpu_cluster):
     with gpu_cluster.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT pod, gpus_delta, gpus_allocated, namespace_gpus_allocated, gpus_allocatable, gpu_fraction "
-                "FROM v_gpu_allocation ORDER BY position"
-            )
-        ).all()
+        found = rows(
+            conn,
+            "SELECT pod, gpus_delta, gpus_allocated, namespace_gpus_allocated, gpus_allocatable, gpu_fraction "
+            "FROM v_gpu_allocation ORDER BY position",
+        )
         grants = [
-            conn.execute(
-                sa.text("SELECT has_table_privilege(:r, 'v_gpu_allocation', 'SELECT')"), {"r": role}
-            ).scalar()
+            scalar(conn, "SELECT has_table_privilege(%(r)s, 'v_gpu_allocation', 'SELECT')", {"r": role})
             for role in ("podledger_reporting", "podledger_app")
         ]
     assert grants == [True, True]
     # the gang stays pending (3 GPUs per pod, one 3-GPU slot per rack ... see test_reason_views);
     # the 2-GPU pod binds: 2 of the 8 GPUs the two GPU nodes offer
-    assert [(r.pod, r.gpus_delta, r.gpus_allocated, r.namespace_gpus_allocated) for r in rows] == [
+    assert [(r.pod, r.gpus_delta, r.gpus_allocated, r.namespace_gpus_allocated) for r in found] == [
         ("default/one-gpu", 2, 2, 2)
     ]
-    assert rows[0].gpus_allocatable == 8 and float(rows[0].gpu_fraction) == 0.25
+    assert found[0].gpus_allocatable == 8 and float(found[0].gpu_fraction) == 0.25

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-import sqlalchemy as sa
 
 from api.services.simulate import Simulation
+from ledger.sql import rows, scalar
 
 CONFIG = {"featureGates": {"PodGroupSatisfiedCondition": True}}
 
@@ -49,16 +51,16 @@ STEPS = [
 
 
 @pytest.fixture()
-def ledger(engine):
-    report = Simulation(engine, {"config": CONFIG}, "below-min-count").run(STEPS)
+def ledger(database):
+    report = Simulation(database, {"config": CONFIG}, "below-min-count").run(STEPS)
     assert report.passed, report.failures
-    return engine
+    return database
 
 
-def _rows(engine) -> dict[str, sa.Row]:
-    with engine.connect() as c:
-        rows = c.execute(sa.text("SELECT * FROM v_group_below_min_count ORDER BY namespace, name")).all()
-    return {f"{r.namespace}/{r.name}": r for r in rows}
+def _rows(database) -> dict[str, Any]:
+    with database.connect() as c:
+        found = rows(c, "SELECT * FROM v_group_below_min_count ORDER BY namespace, name")
+    return {f"{r.namespace}/{r.name}": r for r in found}
 
 
 def test_time_below_min_count_per_group(ledger):
@@ -76,11 +78,9 @@ def test_time_below_min_count_per_group(ledger):
 def test_history_is_in_the_log(ledger):
     with ledger.connect() as c:
         hist = c.execute(
-            sa.text(
-                "SELECT data->>'status', data->>'message' FROM events "
-                "WHERE type = 'PodGroupSatisfiedChanged' AND data->>'group' = 'default/pg' ORDER BY position"
-            )
-        ).all()
+            "SELECT data->>'status', data->>'message' FROM events "
+            "WHERE type = 'PodGroupSatisfiedChanged' AND data->>'group' = 'default/pg' ORDER BY position"
+        ).fetchall()
     assert [tuple(h) for h in hist] == [
         ("False", "0 of 2 members scheduled"),
         ("True", "2 of 2 members scheduled"),
@@ -99,9 +99,9 @@ def test_a_deleted_group_is_not_below_now(ledger):
 def test_reporting_roles_read_the_view(ledger):
     with ledger.connect() as c:
         for role in ("podledger_reporting", "podledger_app"):
-            ok = c.execute(
-                sa.text("SELECT has_table_privilege(:r, 'v_group_below_min_count', 'SELECT')"), {"r": role}
-            ).scalar()
+            ok = scalar(
+                c, "SELECT has_table_privilege(%(r)s, 'v_group_below_min_count', 'SELECT')", {"r": role}
+            )
             assert ok, role
 
 

@@ -31,18 +31,19 @@ STEPS = [
 
 
 @pytest.fixture()
-def edited(engine):
-    sim = Simulation(engine, {}, "input-changes")
+def edited(database):
+    sim = Simulation(database, {}, "input-changes")
     marks = []
     for step in STEPS:
         sim.run([step])
-        marks.append(store.head(engine))
-    return engine, marks
+        with database.connect() as c:
+            marks.append(store.head(c))
+    return database, marks
 
 
 def test_explain_names_the_quota_edit_between_the_last_two_attempts(edited):
-    engine, marks = edited
-    doc = explain(engine, "podgroup", "default", "g")
+    database, marks = edited
+    doc = explain(database, "podgroup", "default", "g")
     assert doc["attempts"] >= 2
     assert "QuotaMaxExceeded" in doc["codes"], doc["codes"]
     between = doc["changes"]["betweenAttempts"]
@@ -59,14 +60,14 @@ def test_explain_names_the_quota_edit_between_the_last_two_attempts(edited):
 
     # as of a position before the edit's attempt, the edit is what no verdict has seen yet
     edit_at = kinds["ElasticQuota"]["first"]
-    earlier = explain(engine, "podgroup", "default", "g", at=edit_at)
+    earlier = explain(database, "podgroup", "default", "g", at=edit_at)
     since = {k["kind"]: k for k in earlier["changes"]["sinceLastAttempt"]["kinds"]}
     assert since["ElasticQuota"]["names"] == ["default/q (updated)"]
 
 
 def test_timeline_includes_the_quota_edit_between_attempts(edited):
-    engine, _ = edited
-    rows = history(engine, "podgroup", "default", "g")
+    database, _ = edited
+    rows = history(database, "podgroup", "default", "g")
     inputs = [r for r in rows if r["type"] == "InputChanged"]
     assert [(r["data"]["kind"], r["data"]["name"], r["data"]["change"]) for r in inputs] == [
         ("ElasticQuota", "default/q", "updated")

@@ -6,27 +6,26 @@ from __future__ import annotations
 
 import copy
 
-import sqlalchemy as sa
-
 from api.services.explain import explain
-from api.services.objects import apply_objects, delete_object, list_objects
+from api.services.objects import list_objects
 from api.services.schedule import schedule_until_idle
 from ledger.resources.models import validate_raw
+from tests.ledger_helpers import apply, delete_object
 from tests.resources.test_res_job import BASE
 
 
-def _apply(engine, *raws):  # type: ignore[no-untyped-def]
+def _apply(database, *raws):  # type: ignore[no-untyped-def]
     objs = []
     for raw in raws:
         obj, problems = validate_raw(raw["kind"], raw)
         assert not problems, problems
         objs.append(obj)
-    res = apply_objects(engine, objs, actor="test")
+    res = apply(database, objs, actor="test")
     assert not res.rejected, res.errors
     return res
 
 
-def test_job_applies_schedules_explains_and_deletes_with_its_objects(engine):
+def test_job_applies_schedules_explains_and_deletes_with_its_objects(database):
     job = copy.deepcopy(BASE)
     job["spec"]["template"]["spec"].pop("priorityClassName")
     job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
@@ -36,24 +35,25 @@ def test_job_applies_schedules_explains_and_deletes_with_its_objects(engine):
         "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "z1"}},
         "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
     }
-    res = _apply(engine, node, job)
+    res = _apply(database, node, job)
     kinds = [e.type for e in res.events]
     assert kinds == ["NodeCreated", "JobCreated", "WorkloadCreated", "PodGroupCreated"] + ["PodCreated"] * 4
     compiled = [e for e in res.events if e.type not in ("NodeCreated", "JobCreated")]
     assert all(e.meta["actor"] == "job-controller" and e.meta["job"] == "ml/train" for e in compiled)
     assert res.events[1].meta["actor"] == "test"
 
-    schedule_until_idle(engine)
-    pods = list_objects(engine, "Pod", "ml")
+    schedule_until_idle(database)
+    with database.connect() as conn:
+        pods = list_objects(conn, "Pod", "ml")
     assert len(pods) == 4 and all(p.status.get("nodeName") == "n1" for p in pods)
-    doc = explain(engine, "job", "ml", "train")
+    doc = explain(database, "job", "ml", "train")
     assert doc["kind"] == "PodGroup" and doc["job"] == "ml/train"
     assert doc["verdict"].startswith("Scheduled (4/4 pods bound)")
 
-    again = _apply(engine, job)  # the same Job again: nothing changes
+    again = _apply(database, job)  # the same Job again: nothing changes
     assert again.events == []
 
-    delete_object(engine, "Job", "ml", "train", actor="test")
-    with engine.connect() as conn:
-        left = conn.execute(sa.text("SELECT kind, name FROM objects WHERE namespace = 'ml'")).all()
+    delete_object(database, "Job", "ml", "train", actor="test")
+    with database.connect() as conn:
+        left = conn.execute("SELECT kind, name FROM objects WHERE namespace = 'ml'").fetchall()
     assert left == []

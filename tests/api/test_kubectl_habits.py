@@ -8,8 +8,7 @@ import select
 import subprocess
 import time
 
-import sqlalchemy as sa
-
+from ledger.sql import scalar
 from tests.api.test_cli import EXAMPLES, PODLEDGER, ROOT, cli
 
 CLUSTER = """
@@ -33,7 +32,7 @@ def _names(stdout: str) -> list[str]:
     return [cells[col] for cells in lines[1:]]
 
 
-def test_namespace_selectors_and_name_with_namespace(engine):
+def test_namespace_selectors_and_name_with_namespace(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
     assert cli("schedule").returncode == 0
     # default namespace by default (the example cluster has nothing there); -A for all
@@ -51,16 +50,14 @@ def test_namespace_selectors_and_name_with_namespace(engine):
     )
     assert _names(both.stdout) == [f"llm-pretrain-{i}" for i in range(4)]
     # field selectors on spec.nodeName and status.phase agree with the projection
-    with engine.connect() as c:
+    with database.connect() as c:
         node, on_node = c.execute(
-            sa.text(
-                "SELECT status->>'nodeName', count(*) FROM objects WHERE kind = 'Pod' "
-                "AND status->>'phase' = 'Bound' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"
-            )
-        ).one()
-        pending = c.execute(
-            sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Pending'")
-        ).scalar_one()
+            "SELECT status->>'nodeName', count(*) FROM objects WHERE kind = 'Pod' "
+            "AND status->>'phase' = 'Bound' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"
+        ).fetchone()
+        pending = scalar(
+            c, "SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Pending'"
+        )
     res = cli("get", "pods", "-A", "--field-selector", f"spec.nodeName={node},status.phase=Bound")
     assert len(_names(res.stdout)) == on_node
     res = cli("get", "pods", "-A", "--field-selector", "status.phase=Pending")
@@ -78,10 +75,10 @@ def test_namespace_selectors_and_name_with_namespace(engine):
     assert bad.returncode == 1 and "labelSelector" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_get_at_a_position_shows_the_state_then(engine):
+def test_get_at_a_position_shows_the_state_then(database):
     assert cli("apply", "-f", str(EXAMPLES)).returncode == 0
-    with engine.connect() as c:
-        before = c.execute(sa.text("SELECT max(position) FROM events")).scalar_one()
+    with database.connect() as c:
+        before = scalar(c, "SELECT max(position) FROM events")
     assert cli("schedule").returncode == 0
     now = cli("get", "pods", "-n", "team-a", "-l", "app=llm-pretrain")
     then = cli("get", "pods", "-n", "team-a", "-l", "app=llm-pretrain", "--at", str(before))
@@ -112,7 +109,7 @@ def _watch(*args: str) -> subprocess.Popen[bytes]:
     )
 
 
-def test_get_watch_and_log_watch_print_the_bind(engine):
+def test_get_watch_and_log_watch_print_the_bind(database):
     assert cli("apply", "-f", "-", stdin=CLUSTER).returncode == 0
     get_w = _watch("get", "pods", "-n", "shop", "-w")
     log_w = _watch("log", "-w")

@@ -124,7 +124,7 @@ def test_help_and_a_user_error_load_nothing_heavy():
     assert _modules_after(["get", "nosuchkind", "-n", "x"], dict(os.environ)) == (1, [])
 
 
-def test_get_pods_loads_nothing_heavy(engine):
+def test_get_pods_loads_nothing_heavy(database):
     env = dict(os.environ)  # PODLEDGER_DATABASE_URL: the test's database
     assert _modules_after(["get", "pods", "-A"], env) == (0, [])
     assert _modules_after(["get", "pods", "-n", "team-a", "-o", "wide"], env) == (0, [])

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
 import yaml
-from sqlalchemy.engine import Engine
 
 from api.services.replay import verify_replay
 from api.services.simulate import Simulation
+from ledger.database import Database
+from ledger.sql import dicts
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -51,17 +51,17 @@ ORDER BY p.position
 """
 
 
-def _run(engine: Engine, name: str) -> None:
+def _run(database: Database, name: str) -> None:
     doc = yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())
-    sim = Simulation(engine, doc["spec"], name)
+    sim = Simulation(database, doc["spec"], name)
     report = sim.run(list(doc["spec"]["steps"]))
     assert report.passed, report.failures
 
 
-def test_preemption_joins_preemptor_rule_and_quota_state(engine: Engine) -> None:
-    _run(engine, "quota-story-1-reclaim-borrowed")
-    with engine.connect() as conn:
-        rows: list[dict[str, Any]] = [dict(r._mapping) for r in conn.execute(sa.text(JOIN_SQL))]
+def test_preemption_joins_preemptor_rule_and_quota_state(database: Database) -> None:
+    _run(database, "quota-story-1-reclaim-borrowed")
+    with database.connect() as conn:
+        rows: list[dict[str, Any]] = dicts(conn, JOIN_SQL)
     assert len(rows) == 1
     (row,) = rows
     assert row["position"] > 0
@@ -84,22 +84,20 @@ def test_preemption_joins_preemptor_rule_and_quota_state(engine: Engine) -> None
         "victim_quota_used": 6,
         "used_from_log": 3,  # the recorded state agrees with the log's own accounting
     }
-    assert verify_replay(engine).mismatches == []
+    assert verify_replay(database).mismatches == []
 
 
-def test_thrash_is_detectable_and_victim_recreated(engine: Engine) -> None:
-    _run(engine, "thrash-controller-pod-preempted-twice")
-    with engine.connect() as conn:
-        thrash = [tuple(r) for r in conn.execute(sa.text("SELECT pod, preemptions_in_10m FROM v_thrash"))]
+def test_thrash_is_detectable_and_victim_recreated(database: Database) -> None:
+    _run(database, "thrash-controller-pod-preempted-twice")
+    with database.connect() as conn:
+        thrash = [tuple(r) for r in conn.execute("SELECT pod, preemptions_in_10m FROM v_thrash")]
         # every preemption of web is followed by the controller's PodCreated with a fresh uid
         log = [
             tuple(r)
             for r in conn.execute(
-                sa.text(
-                    "SELECT type, coalesce(meta->>'actor', ''), data->'object'->'metadata'->>'uid' "
-                    "FROM events WHERE stream IN ('pod/default/web', 'sched/pod/default/web') "
-                    "AND type IN ('PodCreated', 'PodPreempted') ORDER BY position"
-                )
+                "SELECT type, coalesce(meta->>'actor', ''), data->'object'->'metadata'->>'uid' "
+                "FROM events WHERE stream IN ('pod/default/web', 'sched/pod/default/web') "
+                "AND type IN ('PodCreated', 'PodPreempted') ORDER BY position"
             )
         ]
     assert thrash == [("default/web", 2)]
@@ -112,4 +110,4 @@ def test_thrash_is_detectable_and_victim_recreated(engine: Engine) -> None:
     ]
     uids = [u for t, _, u in log if t == "PodCreated"]
     assert len(set(uids)) == 3
-    assert verify_replay(engine).mismatches == []
+    assert verify_replay(database).mismatches == []

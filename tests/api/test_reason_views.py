@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
 
 from api.services.simulate import Simulation
+from ledger.sql import dicts, rows, scalar
 from scheduler.reason_codes import CODES, base_code, codes_of
 
 RACK = "topology.kubernetes.io/rack"
@@ -52,9 +52,9 @@ STEPS = [
 
 
 @pytest.fixture()
-def cluster(engine):
-    Simulation(engine, {}, "reason-views").run(STEPS)
-    return engine
+def cluster(database):
+    Simulation(database, {}, "reason-views").run(STEPS)
+    return database
 
 
 def test_codes_are_a_fixed_vocabulary():
@@ -77,17 +77,12 @@ def test_codes_are_a_fixed_vocabulary():
 
 def test_pending_now_lists_pending_groups_and_pods_with_codes(cluster):
     with cluster.connect() as c:
-        rows = (
-            c.execute(
-                sa.text(
-                    'SELECT kind, name, "group", pending_pods, queue_position, last_reason_code, last_codes, '
-                    "last_message, wait_seconds FROM v_pending_now ORDER BY queue_position, kind DESC, name"
-                )
-            )
-            .mappings()
-            .all()
+        found = dicts(
+            c,
+            'SELECT kind, name, "group", pending_pods, queue_position, last_reason_code, last_codes, '
+            "last_message, wait_seconds FROM v_pending_now ORDER BY queue_position, kind DESC, name",
         )
-    by = {(r["kind"], r["name"]): r for r in rows}
+    by = {(r["kind"], r["name"]): r for r in found}
     assert set(by) == {("PodGroup", "gpu-gang"), ("Pod", "w-1"), ("Pod", "w-2"), ("Pod", "huge")}
     g = by[("PodGroup", "gpu-gang")]
     assert g["pending_pods"] == 2 and g["queue_position"] == 1
@@ -104,35 +99,32 @@ def test_pending_now_lists_pending_groups_and_pods_with_codes(cluster):
 
 def test_unschedulable_reasons_by_code(cluster):
     with cluster.connect() as c:
-        rows = c.execute(sa.text("SELECT plugin, reason, attempts, codes FROM v_unschedulable_reasons")).all()
-    assert rows
-    assert all(r.reason != "Unschedulable" and r.reason == r.codes[0] for r in rows)
-    assert {r.reason for r in rows} <= {c for r in rows for c in r.codes}
+        found = rows(c, "SELECT plugin, reason, attempts, codes FROM v_unschedulable_reasons")
+    assert found
+    assert all(r.reason != "Unschedulable" and r.reason == r.codes[0] for r in found)
+    assert {r.reason for r in found} <= {c for r in found for c in r.codes}
 
 
 def test_idle_capacity_per_domain(cluster):
     with cluster.connect() as c:
-        rows = c.execute(
-            sa.text(
-                "SELECT domain, nodes, idle_nodes, gpus_allocatable, gpus_free FROM v_idle_capacity "
-                "WHERE topology_key = :k ORDER BY domain"
-            ),
+        found = rows(
+            c,
+            "SELECT domain, nodes, idle_nodes, gpus_allocatable, gpus_free FROM v_idle_capacity "
+            "WHERE topology_key = %(k)s ORDER BY domain",
             {"k": RACK},
-        ).all()
-    assert [(r.domain, r.nodes, r.gpus_allocatable, r.gpus_free) for r in rows] == [
+        )
+    assert [(r.domain, r.nodes, r.gpus_allocatable, r.gpus_free) for r in found] == [
         ("r1", 1, 4, 4),
         ("r2", 2, 4, 4),
     ]
-    assert sum(r.idle_nodes for r in rows) == 2  # "small" runs on one of the three nodes
+    assert sum(r.idle_nodes for r in found) == 2  # "small" runs on one of the three nodes
 
 
 def test_reporting_role_reads_the_new_views(cluster):
     with cluster.connect() as c:
         for view in ("v_pending_now", "v_idle_capacity", "v_unschedulable_reasons"):
             for role in ("podledger_reporting", "podledger_app"):
-                ok = c.execute(
-                    sa.text("SELECT has_table_privilege(:r, :v, 'SELECT')"), {"r": role, "v": view}
-                ).scalar()
+                ok = scalar(c, "SELECT has_table_privilege(%(r)s, %(v)s, 'SELECT')", {"r": role, "v": view})
                 assert ok, (role, view)
 
 

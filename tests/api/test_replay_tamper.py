@@ -16,11 +16,11 @@ MINUTES = 10
 
 
 @pytest.fixture()
-def compacted(engine):
-    run(engine, PODS, MINUTES)
-    rep = verify_replay(engine)
+def compacted(database):
+    run(database, PODS, MINUTES)
+    rep = verify_replay(database)
     assert rep.ok, rep.mismatches[:3]
-    return engine
+    return database
 
 
 def _forge(db_url: str, sql: str) -> int:
@@ -31,8 +31,8 @@ def _forge(db_url: str, sql: str) -> int:
     return int(row[0])
 
 
-def _mismatch_at(engine, position: int) -> dict:
-    rep = verify_replay(engine)
+def _mismatch_at(database, position: int) -> dict:
+    rep = verify_replay(database)
     assert not rep.ok
     first = rep.mismatches[0]
     assert first["position"] == position, rep.mismatches[:3]
@@ -68,8 +68,8 @@ def test_a_forged_backoff_after_unchanged_retries_is_a_mismatch(compacted, db_ur
     assert first["recorded"][2]["backoff"] == 12345.0
 
 
-def _logged_cycles(engine) -> int:
-    return sum(1 for ev in store.iter_all(engine) if is_cycle(ev))
+def _logged_cycles(database) -> int:
+    return sum(1 for ev in store.iter_all(database) if is_cycle(ev))
 
 
 def test_the_cycles_counted_are_the_logs(compacted, db_url):

@@ -8,7 +8,6 @@ from typing import Any
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 
 from api.k8s import events as k8s_events
 from api.services.explain import explain
@@ -24,18 +23,21 @@ MINUTES = 10
 
 
 @pytest.fixture()
-def full_engine(server_url: str):
+def full_database(server_url: str):
     """A second database whose scheduler records every retry in full (the behaviour before)."""
     url = new_database(server_url)
-    yield db.get_engine(url, migrate_on_start=False)
+    yield db.get_database(url, migrate_on_start=False)
     db.dispose_all()
     with psycopg.connect(_admin(server_url), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{db.database_name(url)}" WITH (FORCE)')
 
 
 @pytest.fixture()
-def runs(engine, full_engine):
-    return (engine, run(engine, PODS, MINUTES)), (full_engine, run(full_engine, PODS, MINUTES, compact=False))
+def runs(database, full_database):
+    return (database, run(database, PODS, MINUTES)), (
+        full_database,
+        run(full_database, PODS, MINUTES, compact=False),
+    )
 
 
 def test_an_unchanged_retry_is_one_small_event(runs):
@@ -48,22 +50,19 @@ def test_an_unchanged_retry_is_one_small_event(runs):
     assert old["events"] >= 3 * old["retries"]  # verdict + requeue + cycle summary (+ members)
 
 
-def _views(engine) -> dict[str, Any]:
-    with engine.connect() as c:
+def _views(database) -> dict[str, Any]:
+    with database.connect() as c:
         pending = c.execute(
-            sa.text(
-                "SELECT kind, name, pending_pods, queue_position, last_codes, last_reason_code, last_message, "
-                "last_attempt_at, waiting_since FROM v_pending_now ORDER BY kind, name"
-            )
-        ).all()
-        reasons = c.execute(sa.text("SELECT * FROM v_unschedulable_reasons ORDER BY plugin, reason")).all()
+            "SELECT kind, name, pending_pods, queue_position, last_codes, last_reason_code, last_message, "
+            "last_attempt_at, waiting_since FROM v_pending_now ORDER BY kind, name"
+        ).fetchall()
+        reasons = c.execute("SELECT * FROM v_unschedulable_reasons ORDER BY plugin, reason").fetchall()
         waits = c.execute(
-            sa.text("SELECT namespace, name, created_at, scheduled_at FROM v_group_wait_times ORDER BY name")
-        ).all()
+            "SELECT namespace, name, created_at, scheduled_at FROM v_group_wait_times ORDER BY name"
+        ).fetchall()
         status = c.execute(
-            sa.text("SELECT kind, name, status FROM objects WHERE namespace = :n ORDER BY kind, name"),
-            {"n": NS},
-        ).all()
+            "SELECT kind, name, status FROM objects WHERE namespace = %(n)s ORDER BY kind, name", {"n": NS}
+        ).fetchall()
         cycles: dict[str | None, int] = {}
         for _, typ, result in reports_q.counted_events_after(c, 0, limit=1_000_000):
             if typ == "SchedulingCycleCompleted":
@@ -82,8 +81,8 @@ def _views(engine) -> dict[str, Any]:
     }
 
 
-def _explain(engine, kind: str, name: str) -> dict[str, Any]:
-    doc = explain(engine, kind, NS, name)
+def _explain(database, kind: str, name: str) -> dict[str, Any]:
+    doc = explain(database, kind, NS, name)
     last = doc["lastAttempt"] or {}
     data = {k: v for k, v in (last.get("data") or {}).items() if k not in ("retried_at", "group")}
     return {

@@ -20,17 +20,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-import sqlalchemy as sa
 import yaml
-from sqlalchemy.engine import Connection, Engine
 
 from api.services import explain as explain_service
 from api.services.simulate import Simulation, load_scenario
 from ledger import store
+from ledger.database import Database
 from ledger.projections import temporal
 from ledger.projections.current import project
 from ledger.projections.runner import rebuild_current
+from ledger.sql import Conn, dicts
 from scheduler.edge.bridge import DECISION_TYPES
 
 SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml"))
@@ -40,31 +41,31 @@ COLUMNS = (
 EXPLAINED = ("Pod", "PodGroup", "CompositePodGroup")
 
 
-def _run(engine: Engine, path: Path) -> None:
+def _run(database: Database, path: Path) -> None:
     name, spec = load_scenario(yaml.safe_load(path.read_text()))
-    Simulation(engine, spec, name).run(list(spec["steps"]))
+    Simulation(database, spec, name).run(list(spec["steps"]))
 
 
-def _rows(conn: Connection, sql: str) -> list[dict[str, Any]]:
-    return [dict(r._mapping) for r in conn.execute(sa.text(sql))]
+def _rows(conn: Conn, sql: str) -> list[dict[str, Any]]:
+    return dicts(conn, sql)
 
 
 class Oracle:
     """A session whose temporary ``objects`` table is the full fold up to ``self.position``."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.conn = engine.connect()
-        self.conn.execute(sa.text("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL)"))
+    def __init__(self, database: Database) -> None:
+        self.conn = psycopg.connect(database.login_url)  # a session of its own, transactional
+        self.conn.execute("CREATE TEMP TABLE objects (LIKE public.objects INCLUDING ALL)")
         self.conn.commit()
         self.position = 0
 
     def advance(self, event: store.StoredEvent) -> None:
-        with self.conn.begin():
+        with self.conn.transaction():
             project(self.conn, [event], temporal=False)
         self.position = event.position
 
     @contextmanager
-    def objects_at(self, engine: Engine, position: int) -> Iterator[Connection]:
+    def objects_at(self, database: Database, position: int) -> Iterator[Conn]:
         assert position == self.position
         yield self.conn
         self.conn.rollback()
@@ -72,10 +73,10 @@ class Oracle:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_temporal_state_equals_full_fold_at_every_position(
-    engine: Engine, path: Path, monkeypatch: pytest.MonkeyPatch
+    database: Database, path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _run(engine, path)
-    events = list(store.iter_all(engine))
+    _run(database, path)
+    events = list(store.iter_all(database))
     assert events, "the scenario appended nothing"
     # the rebuild from the log yields the same tables as the inline maintenance
     dumps = {
@@ -83,17 +84,17 @@ def test_temporal_state_equals_full_fold_at_every_position(
         "quota_usage": "SELECT * FROM quota_usage ORDER BY namespace, valid_from",
         "objects": "SELECT * FROM objects ORDER BY kind, namespace, name",
     }
-    with engine.connect() as conn:
+    with database.connect() as conn:
         before = {t: _rows(conn, q) for t, q in dumps.items()}
-    rebuild_current(engine)
-    with engine.connect() as conn:
+    rebuild_current(database)
+    with database.connect() as conn:
         assert {t: _rows(conn, q) for t, q in dumps.items()} == before
 
-    oracle = Oracle(engine)
+    oracle = Oracle(database)
     explained = 0
     prev: dict[tuple[str, str, str], dict[str, Any]] = {}
     try:
-        with engine.connect() as conn:
+        with database.connect() as conn:
             for i, ev in enumerate(events):
                 oracle.advance(ev)
                 p = ev.position
@@ -129,7 +130,7 @@ def test_temporal_state_equals_full_fold_at_every_position(
                         continue
                     live = p == events[-1].position  # at the head: the live path (None)
                     new = explain_service.explain(
-                        engine, r["kind"], r["namespace"], r["name"], at=None if live else p
+                        database, r["kind"], r["namespace"], r["name"], at=None if live else p
                     )
                     with monkeypatch.context() as mp:
                         # the reference: one query at a time (`new` is one statement, live at the
@@ -140,7 +141,7 @@ def test_temporal_state_equals_full_fold_at_every_position(
                         mp.setattr(
                             explain_service, "quota_used", lambda c, ns, _p: temporal.scan_quota_used(c, ns)
                         )
-                        old = explain_service.explain(engine, r["kind"], r["namespace"], r["name"], at=p)
+                        old = explain_service.explain(database, r["kind"], r["namespace"], r["name"], at=p)
                     assert new == old, f"{path.stem}: explain {r['kind']} {r['name']} differs at {p}"
                     explained += 1
     finally:

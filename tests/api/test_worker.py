@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import sqlalchemy as sa
-
-from api.services.objects import apply_objects, load_documents
+from api.services.objects import load_documents
 from ledger.resources.parse import parse_documents
+from tests.ledger_helpers import apply
 
 ROOT = Path(__file__).resolve().parents[2]
 PODLEDGER = str(Path(sys.executable).parent / "podledger")
@@ -40,10 +39,10 @@ def _pods(prefix: str, n: int) -> str:
     return "---\n".join(docs)
 
 
-def _apply(engine, text: str) -> None:
+def _apply(database, text: str) -> None:
     objs, errs = load_documents(parse_documents(text))
     assert not errs
-    assert not apply_objects(engine, objs).rejected
+    assert not apply(database, objs).rejected
 
 
 def _wait(cond, timeout: float) -> float:
@@ -55,12 +54,12 @@ def _wait(cond, timeout: float) -> float:
     raise AssertionError("timed out")
 
 
-def _bound(engine) -> dict[str, int]:
-    with engine.connect() as c:
+def _bound(database) -> dict[str, int]:
+    with database.connect() as c:
         return dict(
             c.execute(
-                sa.text("SELECT data->>'pod', count(*) FROM events WHERE type = 'PodBound' GROUP BY 1")
-            ).all()
+                "SELECT data->>'pod', count(*) FROM events WHERE type = 'PodBound' GROUP BY 1"
+            ).fetchall()
         )
 
 
@@ -71,7 +70,7 @@ def _leader_of(log_a: Path, log_b: Path) -> str:
     return ""
 
 
-def test_standby_takes_over_and_no_pod_is_bound_twice(engine, tmp_path):
+def test_standby_takes_over_and_no_pod_is_bound_twice(database, tmp_path):
     a_log, b_log = tmp_path / "a.log", tmp_path / "b.log"
     a = _start("a", a_log)
     b = _start("b", b_log)
@@ -79,16 +78,16 @@ def test_standby_takes_over_and_no_pod_is_bound_twice(engine, tmp_path):
         _wait(lambda: _leader_of(a_log, b_log) != "", 30)
         leader = _leader_of(a_log, b_log)
         lead_proc, standby_proc = (a, b) if leader == "a" else (b, a)
-        _apply(engine, _pods("first", 20))
-        _wait(lambda: len(_bound(engine)) == 20, 30)
+        _apply(database, _pods("first", 20))
+        _wait(lambda: len(_bound(database)) == 20, 30)
         os.kill(lead_proc.pid, signal.SIGKILL)
         lead_proc.wait(10)
         killed_at = time.time()
-        _apply(engine, _pods("second", 20))
-        _wait(lambda: len(_bound(engine)) == 40, 30)
+        _apply(database, _pods("second", 20))
+        _wait(lambda: len(_bound(database)) == 40, 30)
         takeover = time.time() - killed_at
         assert takeover <= 5.0, f"standby took {takeover:.1f}s"
-        counts = _bound(engine)
+        counts = _bound(database)
         assert all(v == 1 for v in counts.values()), {k: v for k, v in counts.items() if v != 1}
         standby_proc.send_signal(signal.SIGTERM)
         assert standby_proc.wait(20) == 0
@@ -100,19 +99,19 @@ def test_standby_takes_over_and_no_pod_is_bound_twice(engine, tmp_path):
     # the recorded history proves itself: both workers' runs replay byte for byte
     from api.services.replay import verify_replay
 
-    rep = verify_replay(engine)
+    rep = verify_replay(database)
     assert rep.runs >= 2 and rep.ok, rep.mismatches
 
 
-def test_a_stop_requested_before_the_scheduler_runs_ends_the_term(engine, db_url):
+def test_a_stop_requested_before_the_scheduler_runs_ends_the_term(database, db_url):
     """SIGTERM right after the election (the "leader" line is printed before the scheduler
     starts) must not be lost: the term ends at the first tick instead of running forever."""
     import threading
 
     from scheduler.edge.worker import Worker
 
-    worker = Worker(engine, db_url, interval=0.05, name="early-stop")
-    assert worker._try_lead()
+    worker = Worker(database, db_url, interval=0.05, name="early-stop")
+    assert worker._loop.leader.try_lead()  # elected (the worker's leader loop holds the lock)
     worker.stop_event.set()  # what the signal handler does when no scheduler runs yet
     term = threading.Thread(target=worker.lead, daemon=True)
     term.start()
@@ -120,4 +119,4 @@ def test_a_stop_requested_before_the_scheduler_runs_ends_the_term(engine, db_url
     try:
         assert not term.is_alive()
     finally:
-        worker._release()
+        worker._loop.leader.release()

@@ -13,10 +13,10 @@ from typing import Any
 
 import psycopg
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from ledger import db
+from ledger import sql as q
+from ledger.database import Database
 from tests.conftest import _admin, new_database
 from tests.k8s.conftest import (
     EXAMPLES,
@@ -49,10 +49,10 @@ def start_cluster(
     server_url: str, tmp: Path, extra_env: dict[str, str] | None = None, examples: bool = True
 ) -> Cluster:
     url = new_database(server_url)
-    engine = db.get_engine(url, migrate_on_start=False)
+    database = db.get_database(url, migrate_on_start=False)
     cert, key = _make_cert(tmp)
     port = free_port()
-    srv = Cluster(f"https://127.0.0.1:{port}", url, engine, tmp, port, cert, key)
+    srv = Cluster(f"https://127.0.0.1:{port}", url, database, tmp, port, cert, key)
     srv.extra_env = dict(extra_env or {})
     for role in ("reader", "writer"):
         out = subprocess.run(
@@ -79,8 +79,7 @@ def stop_cluster(srv: Server, server_url: str) -> None:
             p.kill()
         p.wait(10)
     srv.stop()
-    srv.engine.dispose()
-    db._engines.pop(srv.db_url, None)
+    db.dispose(srv.db_url)
     drop(server_url, srv.db_url)
 
 
@@ -104,7 +103,7 @@ class Ledger:
 
     def __init__(self, url: str, tmp: Path) -> None:
         self.url = url
-        self.engine: Engine = db.get_engine(url, migrate_on_start=False)
+        self.database: Database = db.get_database(url, migrate_on_start=False)
         self.tmp = tmp
         self.procs: list[subprocess.Popen[str]] = []
 
@@ -132,20 +131,20 @@ class Ledger:
         self.procs.append(p)  # type: ignore[arg-type]
 
     def count(self, where: str = "TRUE", **params: Any) -> int:
-        with self.engine.connect() as c:
-            return int(c.execute(sa.text(f"SELECT count(*) FROM events WHERE {where}"), params).scalar_one())
+        """Events matching ``where`` (psycopg placeholders ``%(name)s`` for ``params``)."""
+        with self.database.connect() as c:
+            return int(q.scalar(c, f"SELECT count(*) FROM events WHERE {where}", params or None))
 
     def rows(self, sql: str, **params: Any) -> list[Any]:
-        with self.engine.connect() as c:
-            return list(c.execute(sa.text(sql), params).all())
+        with self.database.connect() as c:
+            return c.execute(sql, params or None).fetchall()
 
     def close(self) -> None:
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
             p.wait(10)
-        self.engine.dispose()
-        db._engines.pop(self.url, None)
+        db.dispose(self.url)
 
 
 @pytest.fixture()

@@ -51,7 +51,7 @@ def remote_objects(srv: Server, w: Watched, namespace: str | None = None) -> dic
 def local_objects(led: Ledger, w: Watched, namespace: str | None = None) -> dict[tuple[str, str], Any]:
     res = lookup(w.group, w.version, w.plural)
     assert res is not None
-    with led.engine.connect() as conn:
+    with led.database.connect() as conn:
         rows = projection_rows(conn, w.kind, namespace if w.namespaced else None)
     return {(r["namespace"], r["name"]): comparable(w, view(res, r)) for r in rows}
 

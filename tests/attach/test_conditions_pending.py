@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from api.attach.conditions import ConditionWriter
-from api.services.objects import apply_objects, load_documents
-from ledger import writer
+from api.services.objects import load_documents
+from ledger.database import Database
 from ledger.resources.parse import parse_documents
 from ledger.store import NewEvent
+from ledger.uow import write
+from tests.ledger_helpers import apply
 
 OBJECTS = """
 apiVersion: scheduling.k8s.io/v1beta1
@@ -63,7 +63,7 @@ spec:
 """
 
 
-def _decide(engine: Engine, kind: str, group: str, status: str, reason: str) -> int:
+def _decide(database: Database, kind: str, group: str, status: str, reason: str) -> int:
     prefix = kind.lower()
     data = {
         "group": group,
@@ -73,18 +73,18 @@ def _decide(engine: Engine, kind: str, group: str, status: str, reason: str) -> 
         "message": "",
     }
     ev = NewEvent(f"sched/{prefix}/{group}", f"{kind}ConditionChanged", data, {"actor": "s", "cycle": 1})
-    return writer.write(engine, [ev])[0].position
+    return write(database, [ev])[0].position
 
 
-def test_pending_is_the_newest_decision_of_podledgers_groups(engine: Engine) -> None:
+def test_pending_is_the_newest_decision_of_podledgers_groups(database: Database) -> None:
     objects, errors = load_documents(parse_documents(OBJECTS, "test"))
     assert not errors, errors
-    assert apply_objects(engine, objects, actor="t").ok
-    old = _decide(engine, "PodGroup", "ns/leaf", "False", "Unschedulable")
-    leaf = _decide(engine, "PodGroup", "ns/leaf", "True", "Scheduled")
-    root = _decide(engine, "CompositePodGroup", "ns/root", "True", "Scheduled")
-    _decide(engine, "PodGroup", "ns/theirs", "True", "Scheduled")
-    w = ConditionWriter(engine, None, "c")  # type: ignore[arg-type]
+    assert apply(database, objects, actor="t").ok
+    old = _decide(database, "PodGroup", "ns/leaf", "False", "Unschedulable")
+    leaf = _decide(database, "PodGroup", "ns/leaf", "True", "Scheduled")
+    root = _decide(database, "CompositePodGroup", "ns/root", "True", "Scheduled")
+    _decide(database, "PodGroup", "ns/theirs", "True", "Scheduled")
+    w = ConditionWriter(database, None, "c")  # type: ignore[arg-type]
     got = {(d.position, d.kind, d.group, d.status) for d in w.pending()}
     assert got == {(leaf, "PodGroup", "ns/leaf", "True"), (root, "CompositePodGroup", "ns/root", "True")}
     assert old not in {d.position for d in w.pending()}
@@ -100,7 +100,7 @@ def test_pending_is_the_newest_decision_of_podledgers_groups(engine: Engine) -> 
             "attempt": 1,
             "outcome": outcome,
         }
-        writer.write(engine, [NewEvent("attach/x", "PodGroupConditionSent", data, {})])
+        write(database, [NewEvent("attach/x", "PodGroupConditionSent", data, {})])
     assert [d.position for d in w.pending()] == [root]
     # another profile: none of these groups is its
-    assert ConditionWriter(engine, None, "c", profile="other").pending() == []  # type: ignore[arg-type]
+    assert ConditionWriter(database, None, "c", profile="other").pending() == []  # type: ignore[arg-type]

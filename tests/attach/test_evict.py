@@ -99,7 +99,7 @@ def test_schedule_evicts_preemption_victims_through_the_eviction_api(empty: Clus
     assert ledger.count("type = 'PodEvictionSent' AND data->>'outcome' = 'evicted'") == 1
     assert len(v1.list_namespaced_pod(NS, label_selector="app=low").items) == 1
     assert on_node("high-0") is None
-    assert ledger.count("type = 'PodBindingSent' AND data->>'pod' = :p", p=f"{NS}/high-0") == 0
+    assert ledger.count("type = 'PodBindingSent' AND data->>'pod' = %(p)s", p=f"{NS}/high-0") == 0
 
     # the budget goes: the next retry evicts, and high-0 is bound
     policy.delete_namespaced_pod_disruption_budget("low-pdb", NS)

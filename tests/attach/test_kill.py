@@ -85,7 +85,7 @@ def test_kill_and_restart_mid_watch_loses_and_duplicates_nothing(
 
     def recorded() -> int:
         return ledger.count(
-            "meta->'attach'->>'scope' = '' AND data->'object'->'metadata'->>'namespace' = :n", n=ns
+            "meta->'attach'->>'scope' = '' AND data->'object'->'metadata'->>'namespace' = %(n)s", n=ns
         )
 
     for kill in sorted(rng.sample(range(2, 20), 2)):
@@ -100,7 +100,7 @@ def test_kill_and_restart_mid_watch_loses_and_duplicates_nothing(
     def caught_up() -> bool:
         got = ledger.rows(
             "SELECT meta->'attach'->>'uid', meta->'attach'->>'resourceVersion', type FROM events "
-            "WHERE type IN ('PodCreated', 'PodUpdated', 'PodDeleted') AND stream LIKE :s",
+            "WHERE type IN ('PodCreated', 'PodUpdated', 'PodDeleted') AND stream LIKE %(s)s",
             s=f"pod/{ns}/%",
         )
         return {tuple(r) for r in got} == churn.changes
@@ -112,7 +112,7 @@ def test_kill_and_restart_mid_watch_loses_and_duplicates_nothing(
         "WHERE meta ? 'attach' GROUP BY 1, 2, 3 HAVING count(*) > 1"
     )
     assert dupes == []
-    assert ledger.count("stream LIKE :s", s=f"pod/{ns}/%") == len(churn.changes)
+    assert ledger.count("stream LIKE %(s)s", s=f"pod/{ns}/%") == len(churn.changes)
     assert ledger.count("type = 'AdmissionRejected'") == 0
     assert not differences(cluster, ledger, ns)
     proc.stop()

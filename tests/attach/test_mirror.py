@@ -47,7 +47,7 @@ def test_mirror_copies_every_object_and_the_bindings(cluster: Cluster, ledger: L
     # counts per kind are equal (the comparison above is per object, spec included)
     for w in WATCHED:
         n = len(remote_objects(cluster, w))
-        assert ledger.count("type = :t", t=f"{_prefix(w.kind)}Created") >= n
+        assert ledger.count("type = %(t)s", t=f"{_prefix(w.kind)}Created") >= n
     assert len(remote_objects(cluster, WATCHED[-1])) > 10
 
     # every input event carries the remote uid and resourceVersion

@@ -70,7 +70,7 @@ def test_schedule_binds_the_gang_through_the_binding_subresource(
     wait_until(
         lambda: (
             ledger.count(
-                "type = 'PodBindingSent' AND data->>'pod' = :p AND data->>'outcome' = 'failed' AND data->>'code' = '403'",
+                "type = 'PodBindingSent' AND data->>'pod' = %(p)s AND data->>'outcome' = 'failed' AND data->>'code' = '403'",
                 p=first,
             )
             >= 2
@@ -213,7 +213,7 @@ def test_schedule_writes_the_group_condition_for_podledgers_own_pods(
     assert [(g, o) for g, o, _ in sent] == [(f"{TEAM}/pair", "patched")]
     decided = ledger.rows(
         "SELECT position FROM events WHERE type = 'PodGroupConditionChanged' AND meta ? 'cycle' "
-        "AND data->>'group' = :g AND data->>'status' = 'True'",
+        "AND data->>'group' = %(g)s AND data->>'status' = 'True'",
         g=f"{TEAM}/pair",
     )
     assert sent[0][2] == decided[-1][0]

@@ -106,7 +106,7 @@ def test_shadow_reports_where_podledger_and_the_cluster_differ(unscheduled: Clus
 
     diff = ledger.rows(
         "SELECT namespace, pod, podledger_node, cluster_node, cluster_scheduler, difference "
-        "FROM v_shadow_pod_differences WHERE namespace = :n ORDER BY pod",
+        "FROM v_shadow_pod_differences WHERE namespace = %(n)s ORDER BY pod",
         n=NS,
     )
     assert [tuple(r) for r in diff] == [
@@ -114,7 +114,7 @@ def test_shadow_reports_where_podledger_and_the_cluster_differ(unscheduled: Clus
     ]
     gang_pods = ledger.rows(
         "SELECT pod, podledger_node, cluster_node, difference FROM v_shadow_pod_differences "
-        "WHERE namespace = :n AND pod_group = :g ORDER BY pod",
+        "WHERE namespace = %(n)s AND pod_group = %(g)s ORDER BY pod",
         n=ns,
         g=f"{ns}/{group}",
     )
@@ -123,7 +123,7 @@ def test_shadow_reports_where_podledger_and_the_cluster_differ(unscheduled: Clus
     ]
     groups = ledger.rows(
         "SELECT namespace, pod_group, podledger, cluster_bound_pods FROM v_shadow_group_differences "
-        "WHERE namespace = :n AND pod_group = :g",
+        "WHERE namespace = %(n)s AND pod_group = %(g)s",
         n=ns,
         g=group,
     )

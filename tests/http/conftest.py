@@ -7,12 +7,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
 from ledger import db
+from ledger.database import Database
+from ledger.sql import scalar
 from tests.conftest import _admin, new_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +53,8 @@ def auth(role: str) -> dict[str, str]:
 
 
 @pytest.fixture()
-def app(engine: Engine):  # type: ignore[no-untyped-def]
-    return create_app(engine, TOKEN_SPEC)
+def app(database: Database):  # type: ignore[no-untyped-def]
+    return create_app(database, TOKEN_SPEC)
 
 
 @pytest.fixture()
@@ -63,42 +63,42 @@ def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
         yield c
 
 
-def count_events(engine: Engine, where: str = "TRUE") -> int:
-    with engine.connect() as c:
-        return int(c.execute(sa.text(f"SELECT count(*) FROM events WHERE {where}")).scalar_one())
+def count_events(database: Database, where: str = "TRUE") -> int:
+    with database.connect() as c:
+        return int(scalar(c, f"SELECT count(*) FROM events WHERE {where}"))
 
 
-def load_demo(engine: Engine, *, extra: str = GIANT) -> None:
+def load_demo(database: Database, *, extra: str = GIANT) -> None:
     """The example cluster (+ an unschedulable gang), applied and scheduled until idle."""
     from api.cli.scheduling import schedule_until_idle
-    from api.services.objects import apply_objects, load_documents
+    from api.services.objects import load_documents
     from ledger.resources.parse import iter_path, parse_documents
+    from tests.ledger_helpers import apply
 
     objects, errors = load_documents(iter_path(EXAMPLES))
     assert not errors, errors
-    res = apply_objects(engine, objects, actor="demo", source=str(EXAMPLES))
+    res = apply(database, objects, actor="demo", source=str(EXAMPLES))
     assert res.ok, res.errors
     if extra:
         more, errors = load_documents(parse_documents(extra, "extra"))
         assert not errors, errors
-        assert apply_objects(engine, more, actor="demo").ok
-    schedule_until_idle(engine, progress=False)
+        assert apply(database, more, actor="demo").ok
+    schedule_until_idle(database, progress=False)
 
 
 @pytest.fixture(scope="module")
-def demo_engine(server_url: str) -> Iterator[Engine]:
+def demo_database(server_url: str) -> Iterator[Database]:
     """One database with the demo loaded, shared by the read-only tests of a module."""
     url = new_database(server_url)
-    engine = db.get_engine(url, migrate_on_start=False)
-    load_demo(engine)
-    yield engine
-    engine.dispose()
-    db._engines.pop(url, None)
+    database = db.get_database(url, migrate_on_start=False)
+    load_demo(database)
+    yield database
+    db.dispose(url)
     with psycopg.connect(_admin(server_url), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{db.database_name(url)}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="module")
-def demo_client(demo_engine: Engine) -> Iterator[TestClient]:
-    with TestClient(create_app(demo_engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+def demo_client(demo_database: Database) -> Iterator[TestClient]:
+    with TestClient(create_app(demo_database, TOKEN_SPEC), raise_server_exceptions=False) as c:
         yield c

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import time
 
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from api.http.app import create_app
+from ledger.sql import rows, scalar
 from tests.http.conftest import TOKEN_SPEC, auth, count_events
 
 NODE = {
@@ -38,7 +38,7 @@ def apply(client: TestClient, body: str | dict | list, role: str = "writer", **h
     )
 
 
-def test_apply_json_then_yaml_creates_objects_and_records_the_actor(client, engine):
+def test_apply_json_then_yaml_creates_objects_and_records_the_actor(client, database):
     r = apply(client, NODE)
     assert r.status_code == 200, r.text
     body = r.json()
@@ -47,19 +47,19 @@ def test_apply_json_then_yaml_creates_objects_and_records_the_actor(client, engi
     r = apply(client, PODS_YAML)
     assert r.status_code == 200, r.text
     assert [x["action"] for x in r.json()["results"]] == ["created"] * 5
-    with engine.connect() as c:
-        metas = [m for (m,) in c.execute(sa.text("SELECT meta FROM events ORDER BY position"))]
-        assert c.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod'")).scalar_one() == 5
+    with database.connect() as c:
+        metas = [m for (m,) in c.execute("SELECT meta FROM events ORDER BY position")]
+        assert scalar(c, "SELECT count(*) FROM objects WHERE kind = 'Pod'") == 5
     assert len(metas) == 6
     assert all(m["actor"] == "writer" and m["via"] == "http" and m["request_id"] for m in metas)
     assert r.headers["X-Request-ID"] == metas[-1]["request_id"]
     # same manifests again: unchanged, nothing appended
     again = apply(client, PODS_YAML)
     assert again.status_code == 200 and {x["action"] for x in again.json()["results"]} == {"unchanged"}
-    assert again.json()["events"] == [] and count_events(engine) == 6
+    assert again.json()["events"] == [] and count_events(database) == 6
 
 
-def test_invalid_manifest_is_422_with_field_paths_and_appends_nothing(client, engine):
+def test_invalid_manifest_is_422_with_field_paths_and_appends_nothing(client, database):
     bad = PODS_YAML.replace("cpu: 100m}}}]}\n", "cpu: -1}}}]}\n", 1)
     r = apply(client, bad)
     assert r.status_code == 422
@@ -68,65 +68,65 @@ def test_invalid_manifest_is_422_with_field_paths_and_appends_nothing(client, en
     d = body["details"][0]
     assert (d["kind"], d["namespace"], d["name"]) == ("Pod", "a", "p0")
     assert d["field"] == "spec.containers[0].resources.requests.cpu" and d["document"] == 1
-    assert count_events(engine) == 0
+    assert count_events(database) == 0
     # malformed YAML names the line; an empty body and a non-object are 422 too
     r = apply(client, "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
     assert r.status_code == 422 and r.json()["details"][0]["line"] is not None
     assert apply(client, "").status_code == 422
     assert apply(client, [1, 2]).status_code == 422
     assert client.post("/podledger/v1/apply", content=b"\xff\xfe", headers=auth("writer")).status_code == 422
-    assert count_events(engine) == 0
+    assert count_events(database) == 0
 
 
-def test_admission_refusal_is_422_and_recorded_once_with_the_actor(client, engine):
+def test_admission_refusal_is_422_and_recorded_once_with_the_actor(client, database):
     pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p1}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n"
     r = apply(client, pod, role="admin")
     assert r.status_code == 422
     body = r.json()
     assert body["error"] == "rejected" and body["position"] == 1
     assert any("gold" in d["message"] for d in body["details"])
-    with engine.connect() as c:
-        rows = c.execute(sa.text("SELECT type, data, meta FROM events")).all()
-        assert c.execute(sa.text("SELECT count(*) FROM objects")).scalar_one() == 0
-    assert [r.type for r in rows] == ["AdmissionRejected"]
-    assert rows[0].data["actor"] == "admin" and rows[0].meta["actor"] == "admin"
+    with database.connect() as c:
+        found = rows(c, "SELECT type, data, meta FROM events")
+        assert scalar(c, "SELECT count(*) FROM objects") == 0
+    assert [r.type for r in found] == ["AdmissionRejected"]
+    assert found[0].data["actor"] == "admin" and found[0].meta["actor"] == "admin"
 
 
-def test_idempotency_key_makes_a_retry_append_nothing(client, engine):
+def test_idempotency_key_makes_a_retry_append_nothing(client, database):
     key = {"Idempotency-Key": "req-7f3a"}
     first = apply(client, PODS_YAML, **key)
     assert first.status_code == 200 and first.json()["replayed"] is False
-    n = count_events(engine)
+    n = count_events(database)
     retry = apply(client, PODS_YAML, **key)
     assert retry.status_code == 200
     assert retry.json()["replayed"] is True
     assert retry.json()["events"] == first.json()["events"]
-    assert count_events(engine) == n
+    assert count_events(database) == n
     # a rejected request retried with its key answers the same refusal, recorded once
     bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n"
     r1 = apply(client, bad, **{"Idempotency-Key": "req-rej"})
     r2 = apply(client, bad, **{"Idempotency-Key": "req-rej"})
     assert r1.status_code == r2.status_code == 422
     assert r1.json()["position"] == r2.json()["position"]
-    assert count_events(engine, "type = 'AdmissionRejected'") == 1
+    assert count_events(database, "type = 'AdmissionRejected'") == 1
     # delete with a key: the retry replays instead of answering 404
     d1 = client.delete("/podledger/v1/pods/a/p0", headers={**auth("writer"), "Idempotency-Key": "del-1"})
     d2 = client.delete("/podledger/v1/pods/a/p0", headers={**auth("writer"), "Idempotency-Key": "del-1"})
     assert d1.status_code == d2.status_code == 200
     assert d2.json()["replayed"] is True and d1.json()["event"] == d2.json()["event"]
-    assert count_events(engine, "type = 'PodDeleted'") == 1
+    assert count_events(database, "type = 'PodDeleted'") == 1
 
 
-def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
+def test_if_match_conflict_is_409_and_appends_nothing(client, database):
     assert apply(client, NODE).status_code == 200
     got = client.get("/podledger/v1/nodes/-/n1", headers=auth("reader"))
     assert got.status_code == 200 and got.headers["ETag"] == '"1"'
     changed = {**NODE, "metadata": {**NODE["metadata"], "labels": {"zone": "b"}}}
-    n = count_events(engine)
+    n = count_events(database)
     stale = apply(client, changed, **{"If-Match": '"0"'})
     assert stale.status_code == 409 and stale.json()["error"] == "conflict"
     assert "expected version 0, found 1" in stale.json()["message"]
-    assert count_events(engine) == n
+    assert count_events(database) == n
     ok = apply(client, changed, **{"If-Match": got.headers["ETag"]})
     assert ok.status_code == 200 and ok.json()["results"][0]["action"] == "updated"
     assert client.get("/podledger/v1/nodes/-/n1", headers=auth("reader")).headers["ETag"] == '"2"'
@@ -146,7 +146,7 @@ def test_if_match_conflict_is_409_and_appends_nothing(client, engine):
     assert apply(client, NODE, **{"If-Match": '"0"'}).status_code == 409  # the stream exists (version 3)
 
 
-def test_delete_get_and_404s(client, engine):
+def test_delete_get_and_404s(client, database):
     assert apply(client, PODS_YAML).status_code == 200
     r = client.get("/podledger/v1/pods/a/p0", headers=auth("reader"))
     assert (
@@ -160,8 +160,8 @@ def test_delete_get_and_404s(client, engine):
         and d.json()["deleted"] == "pod/a/p0"
         and d.json()["event"]["type"] == "PodDeleted"
     )
-    with engine.connect() as c:
-        meta = c.execute(sa.text("SELECT meta FROM events WHERE type = 'PodDeleted'")).scalar_one()
+    with database.connect() as c:
+        meta = scalar(c, "SELECT meta FROM events WHERE type = 'PodDeleted'")
     assert meta["actor"] == "writer"
     assert client.get("/podledger/v1/pods/a/p0", headers=auth("reader")).status_code == 404
     assert client.delete("/podledger/v1/pods/a/p0", headers=auth("writer")).status_code == 404
@@ -317,19 +317,17 @@ def test_whatif_is_an_async_job_with_a_status_url(demo_client):
     assert demo_client.post("/podledger/v1/whatif", json={}, headers=auth("reader")).status_code == 403
 
 
-def test_health_readiness_and_metrics(demo_client, demo_engine):
+def test_health_readiness_and_metrics(demo_client, demo_database):
     assert demo_client.get("/healthz").json() == {"status": "ok", "checks": {}}
     r = demo_client.get("/readyz")
     assert r.status_code == 200 and r.json()["checks"] == {"database": "ok", "migrations": "ok"}
     demo_client.get("/podledger/v1/pods", headers=auth("reader"))
     text = demo_client.get("/metrics", headers=auth("reader")).text
-    with demo_engine.connect() as c:
-        cycles = c.execute(
-            sa.text("SELECT count(*) FROM events WHERE type = 'SchedulingCycleCompleted'")
-        ).scalar_one()
-        pending = c.execute(
-            sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Pending'")
-        ).scalar_one()
+    with demo_database.connect() as c:
+        cycles = scalar(c, "SELECT count(*) FROM events WHERE type = 'SchedulingCycleCompleted'")
+        pending = scalar(
+            c, "SELECT count(*) FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Pending'"
+        )
     assert cycles > 0
     assert f"podledger_scheduling_cycles_total {float(cycles)}" in text
     assert 'podledger_scheduling_attempts_total{result="scheduled"}' in text
@@ -358,15 +356,14 @@ def test_readyz_fails_on_an_unmigrated_database(server_url):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     url = db.with_database(db.libpq_url(server_url), name)
-    engine = db.get_engine(url, migrate_on_start=False)
+    database = db.get_database(url, migrate_on_start=False)
     try:
-        with TestClient(create_app(engine, TOKEN_SPEC)) as c:
+        with TestClient(create_app(database, TOKEN_SPEC)) as c:
             r = c.get("/readyz")
         assert r.status_code == 503 and r.json()["checks"]["database"] == "ok"
         assert r.json()["checks"]["migrations"].startswith("not migrated")
     finally:
-        engine.dispose()
-        db._engines.pop(url, None)
+        db.dispose(url)
 
 
 def test_openapi_is_complete_with_examples(client):
@@ -405,7 +402,7 @@ def test_openapi_is_complete_with_examples(client):
 def test_podledger_routes_live_under_their_own_prefix_not_under_the_kubernetes_paths():
     from api.http.routes.paths import PREFIX
 
-    app = create_app(None, TOKEN_SPEC)  # no request is served: the engine is never opened
+    app = create_app(None, TOKEN_SPEC)  # no request is served: the database is never opened
     paths = set(app.openapi()["paths"])
     assert PREFIX == "/podledger/v1"
     assert not [p for p in paths if p == "/api" or p.startswith(("/api/", "/apis"))]

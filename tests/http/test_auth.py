@@ -32,7 +32,7 @@ def post_node(client: TestClient, headers: dict[str, str]) -> httpx.Response:
     )
 
 
-def test_no_token_or_a_wrong_one_is_401(client, engine):
+def test_no_token_or_a_wrong_one_is_401(client, database):
     for headers in (
         {},
         {"Authorization": "Bearer nope-nope-nope"},
@@ -42,32 +42,32 @@ def test_no_token_or_a_wrong_one_is_401(client, engine):
         assert r.status_code == 401, headers
         assert r.json()["error"] == "unauthorized" and r.headers["WWW-Authenticate"].startswith("Bearer")
         assert post_node(client, headers).status_code == 401
-    assert count_events(engine) == 0
+    assert count_events(database) == 0
 
 
-def test_reader_may_read_but_not_write(client, engine):
+def test_reader_may_read_but_not_write(client, database):
     assert client.get("/podledger/v1/pods", headers=auth("reader")).status_code == 200
     r = post_node(client, auth("reader"))
     assert r.status_code == 403 and r.json()["error"] == "forbidden" and "writer" in r.json()["message"]
     assert client.delete("/podledger/v1/nodes/-/n1", headers=auth("reader")).status_code == 403
     assert client.post("/podledger/v1/whatif", json={}, headers=auth("reader")).status_code == 403
-    assert count_events(engine) == 0
+    assert count_events(database) == 0
     assert post_node(client, auth("writer")).status_code == 200
     assert client.delete("/podledger/v1/nodes/-/n1", headers=auth("admin")).status_code == 200
 
 
-def test_health_and_docs_need_no_token_metrics_does(client, engine):
+def test_health_and_docs_need_no_token_metrics_does(client, database):
     for path in ("/healthz", "/readyz", "/docs", "/openapi.json"):
         assert client.get(path).status_code == 200, path
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers=auth("reader")).status_code == 200
-    with TestClient(create_app(engine, TOKEN_SPEC, metrics_public=True)) as public:
+    with TestClient(create_app(database, TOKEN_SPEC, metrics_public=True)) as public:
         assert public.get("/metrics").status_code == 200
 
 
-def test_several_tokens_per_role_and_named_actors(engine):
+def test_several_tokens_per_role_and_named_actors(database):
     spec = "reader=r-token-0000000001,writer=w-token-0000000001,writer=w-token-0000000002,writer:ci-bot=w-token-0000000003"
-    with TestClient(create_app(engine, spec)) as c:
+    with TestClient(create_app(database, spec)) as c:
         for tok, actor in (
             ("w-token-0000000001", "writer"),
             ("w-token-0000000002", "writer#2"),
@@ -154,11 +154,11 @@ def test_dashboard_signs_in_with_a_token_in_an_httponly_cookie(client):
     assert client.get("/", follow_redirects=False).status_code == 303
 
 
-def test_an_app_without_tokens_refuses_everything_unless_insecure_local(engine):
-    with TestClient(create_app(engine, "")) as c:
+def test_an_app_without_tokens_refuses_everything_unless_insecure_local(database):
+    with TestClient(create_app(database, "")) as c:
         assert c.get("/podledger/v1/pods").status_code == 401
         assert c.get("/", follow_redirects=False).status_code == 303
-    with TestClient(create_app(engine, "", insecure_local=True)) as c:
+    with TestClient(create_app(database, "", insecure_local=True)) as c:
         r = c.post("/podledger/v1/apply", content=NODE)
         assert r.status_code == 200
         assert (
@@ -233,10 +233,10 @@ class FakeClock:
         return self.now
 
 
-def test_failed_tokens_are_throttled_per_address(engine):
+def test_failed_tokens_are_throttled_per_address(database):
     clock = FakeClock()
     throttle = auth_mod.AuthThrottle(limit=5, window=60, clock=clock)
-    app = create_app(engine, TOKEN_SPEC, throttle=throttle)
+    app = create_app(database, TOKEN_SPEC, throttle=throttle)
     wrong = {"Authorization": "Bearer not-a-valid-token-at-all"}
     with TestClient(app, raise_server_exceptions=False) as c:  # the test client's address: "testclient"
         for _ in range(5):
@@ -257,7 +257,7 @@ def test_failed_tokens_are_throttled_per_address(engine):
         assert c.get("/podledger/v1/nodes", headers=auth("reader")).status_code == 200
 
 
-def test_admin_routes_need_the_admin_role(client, engine):
+def test_admin_routes_need_the_admin_role(client, database):
     for role in ("reader", "writer"):
         r = client.post("/podledger/v1/admin/projections/rebuild", headers=auth(role))
         assert r.status_code == 403 and "admin" in r.json()["message"], r.text

@@ -75,10 +75,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def live_url(demo_engine) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def live_url(demo_database) -> Iterator[str]:  # type: ignore[no-untyped-def]
     port = _free_port()
     config = uvicorn.Config(
-        create_app(demo_engine, TOKEN_SPEC), host="127.0.0.1", port=port, log_level="warning"
+        create_app(demo_database, TOKEN_SPEC), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -205,12 +205,12 @@ def _no_horizontal_overflow(page) -> int:  # type: ignore[no-untyped-def]
     return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
 
 
-def test_dashboard_live_refresh_and_narrow_viewport(chromium, live_url, demo_engine):
+def test_dashboard_live_refresh_and_narrow_viewport(chromium, live_url, demo_database):
     """A group applied while the groups page is open appears in its table from the /live SSE
     stream, without a reload; at 400 px wide no page scrolls horizontally (issue 21)."""
     from playwright.sync_api import sync_playwright
 
-    from api.services.objects import apply_manifests
+    from api.services.commands.objects import apply_manifests
 
     OUTPUT.mkdir(exist_ok=True)
     with sync_playwright() as pw:
@@ -228,7 +228,8 @@ def test_dashboard_live_refresh_and_narrow_viewport(chromium, live_url, demo_eng
             navigations: list[str] = []
             page.on("framenavigated", lambda frame: navigations.append(frame.url))
 
-            applied = apply_manifests(demo_engine, LIVE_GROUP, actor="browser-test", source="test")
+            with demo_database.unit_of_work() as uow:  # a whole request: it commits the unit
+                applied = apply_manifests(uow, LIVE_GROUP, actor="browser-test", source="test")
             assert applied.events, applied.results
 
             page.wait_for_selector("a.group-link:text-is('live-arrival')", timeout=15_000)

@@ -139,10 +139,10 @@ def _expand_macros(sql: str) -> str:
     return sql
 
 
-def test_grafana_queries_run_as_the_reporting_role(db_url, engine):
+def test_grafana_queries_run_as_the_reporting_role(db_url, database):
     from tests.http.conftest import load_demo
 
-    load_demo(engine)
+    load_demo(database)
     with psycopg.connect(db_url) as conn:
         conn.execute("SET ROLE podledger_reporting")
         for panel in _dashboard()["panels"]:

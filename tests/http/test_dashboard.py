@@ -21,7 +21,7 @@ def group_names(html: str) -> list[str]:
     return re.findall(r'class="group-link" href="[^"]+">([^<]+)</a>', html)
 
 
-def test_groups_table_with_conditions_wait_times_and_filters(signed_in, demo_engine):
+def test_groups_table_with_conditions_wait_times_and_filters(signed_in, demo_database):
     from markupsafe import escape
 
     from api.services.objects import list_objects
@@ -29,7 +29,8 @@ def test_groups_table_with_conditions_wait_times_and_filters(signed_in, demo_eng
     html = signed_in.get("/").text
     names = group_names(html)
     assert {"llm-pretrain", "resnet-finetune", "bert-sweep", "pipeline-1", "giant"} <= set(names)
-    (giant,) = list_objects(demo_engine, "PodGroup", "team-a", "giant")
+    with demo_database.connect() as conn:
+        (giant,) = list_objects(conn, "PodGroup", "team-a", "giant")
     (cond,) = [c for c in giant.status["conditions"] if c["type"] == "PodGroupInitiallyScheduled"]
     assert cond["status"] == "False" and cond["message"]
     assert f'<td class="msg">{escape(cond["message"])}</td>' in html
@@ -82,10 +83,11 @@ def test_charts_fall_back_to_the_events_without_the_views(signed_in, monkeypatch
     assert re.search(r"<title>\d{2}:\d{2}:\d{2} · Unschedulable: \d+</title>", html)
 
 
-def test_log_viewer_pages_and_filters(signed_in, demo_engine):
+def test_log_viewer_pages_and_filters(signed_in, demo_database):
     from ledger import store
 
-    head = store.head(demo_engine)
+    with demo_database.connect() as conn:
+        head = store.head(conn)
     newest = signed_in.get("/log?limit=10").text
     positions = [int(p) for p in re.findall(r'<tr id="p(\d+)">', newest)]
     assert positions == list(range(head - 9, head + 1))

@@ -5,17 +5,16 @@ its pods; ``v_pending_now`` returns the demo's pending groups with reason codes.
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from api.services.demo import BLOCKED_GROUP
 from api.services.explain import explain, render_explain
+from ledger.sql import rows, scalar
 
 RACK = "topology.kubernetes.io/rack"
 
 
-def test_demo_gang_explain_names_best_domain_need_free_and_unblock(demo_engine):
+def test_demo_gang_explain_names_best_domain_need_free_and_unblock(demo_database):
     ns, name = BLOCKED_GROUP
-    doc = explain(demo_engine, "podgroup", ns, name)
+    doc = explain(demo_database, "podgroup", ns, name)
     why = doc["why"]
     # the need: 2 pods x (16 cpu, 96Gi, 6 GPUs) in one rack (examples/cluster/40-blocked.yaml)
     assert why["need"] == {
@@ -27,11 +26,12 @@ def test_demo_gang_explain_names_best_domain_need_free_and_unblock(demo_engine):
     assert (best["domain"], best["fit"], best["binding"]) == ("rack-4", 1, "resource:nvidia.com/gpu")
     assert all(d["fit"] <= best["fit"] for d in why["domains"])
     # the free GPUs of the best rack agree with v_idle_capacity (every node of rack-4 admits the pods)
-    with demo_engine.connect() as c:
-        idle = c.execute(
-            sa.text("SELECT gpus_free FROM v_idle_capacity WHERE topology_key = :k AND domain = 'rack-4'"),
+    with demo_database.connect() as c:
+        idle = scalar(
+            c,
+            "SELECT gpus_free FROM v_idle_capacity WHERE topology_key = %(k)s AND domain = 'rack-4'",
             {"k": RACK},
-        ).scalar_one()
+        )
     assert best["free"]["nvidia.com/gpu"] == str(idle) and idle >= 6
     assert why["unblock"].startswith(f"free 6 more nvidia.com/gpu in {RACK}=rack-4")
     text = render_explain(doc)
@@ -42,9 +42,9 @@ def test_demo_gang_explain_names_best_domain_need_free_and_unblock(demo_engine):
     assert "Domains (4, best first):" in text
 
 
-def test_demo_gang_nodes_never_fit_where_a_pod_was_rejected(demo_engine):
+def test_demo_gang_nodes_never_fit_where_a_pod_was_rejected(demo_database):
     ns, name = BLOCKED_GROUP
-    doc = explain(demo_engine, "podgroup", ns, name, nodes=True)
+    doc = explain(demo_database, "podgroup", ns, name, nodes=True)
     per_node = doc["gangNodes"]
     assert len(per_node) == 16 and doc["nodeSummary"]
     rejecting = {v["node"] for v in per_node if v["rejected"]}
@@ -64,25 +64,22 @@ def test_demo_gang_nodes_never_fit_where_a_pod_was_rejected(demo_engine):
         assert (node in rejecting) == ("fits" not in line), line
 
 
-def test_pending_now_returns_the_demo_pending_groups_with_codes(demo_engine):
-    with demo_engine.connect() as c:
+def test_pending_now_returns_the_demo_pending_groups_with_codes(demo_database):
+    with demo_database.connect() as c:
         pending = {
             f"{r.namespace}/{r.name}": r
-            for r in c.execute(
-                sa.text(
-                    "SELECT namespace, name, last_codes, last_reason_code, queue_position FROM v_pending_now "
-                    "WHERE kind = 'PodGroup'"
-                )
+            for r in rows(
+                c,
+                "SELECT namespace, name, last_codes, last_reason_code, queue_position FROM v_pending_now "
+                "WHERE kind = 'PodGroup'",
             )
         }
         unscheduled = {
             f"{ns}/{n}"
             for ns, n in c.execute(
-                sa.text(
-                    "SELECT namespace, name FROM objects WHERE kind = 'PodGroup' AND NOT EXISTS ("
-                    "SELECT 1 FROM jsonb_array_elements(coalesce(status->'conditions', '[]')) x "
-                    "WHERE x->>'type' = 'PodGroupInitiallyScheduled' AND x->>'status' = 'True')"
-                )
+                "SELECT namespace, name FROM objects WHERE kind = 'PodGroup' AND NOT EXISTS ("
+                "SELECT 1 FROM jsonb_array_elements(coalesce(status->'conditions', '[]')) x "
+                "WHERE x->>'type' = 'PodGroupInitiallyScheduled' AND x->>'status' = 'True')"
             )
         }
     assert "/".join(BLOCKED_GROUP) in pending and "team-a/giant" in pending

@@ -33,10 +33,10 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _database(demo_engine):  # type: ignore[no-untyped-def]
-    APP.state.ctx._engine = demo_engine
+def _database(demo_database):  # type: ignore[no-untyped-def]
+    APP.state.ctx._db = demo_database
     yield
-    APP.state.ctx._engine = None
+    APP.state.ctx._db = None
 
 
 @schema.parametrize()

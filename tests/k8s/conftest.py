@@ -20,10 +20,10 @@ from typing import Any
 
 import psycopg
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from ledger import db
+from ledger import sql as q
+from ledger.database import Database
 from tests.conftest import _admin, new_database
 from tests.reliability.conftest import wait_until
 
@@ -54,7 +54,7 @@ def free_port() -> int:
 class Server:
     url: str
     db_url: str
-    engine: Engine
+    database: Database
     tmp: Path
     port: int
     cert: Path
@@ -163,11 +163,12 @@ class Server:
     def inputs(self) -> int:
         """Events not written by the test's worker (which keeps retrying unschedulable gangs of
         the example cluster in the background): what a client's request can have appended."""
-        return self.count("coalesce(meta->>'actor', '') <> :w", w=WORKER_NAME)
+        return self.count("coalesce(meta->>'actor', '') <> %(w)s", w=WORKER_NAME)
 
     def count(self, where: str = "TRUE", **params: Any) -> int:
-        with self.engine.connect() as c:
-            return int(c.execute(sa.text(f"SELECT count(*) FROM events WHERE {where}"), params).scalar_one())
+        """Events matching ``where`` (psycopg placeholders ``%(name)s`` for ``params``)."""
+        with self.database.connect() as c:
+            return int(q.scalar(c, f"SELECT count(*) FROM events WHERE {where}", params or None))
 
     def client(self, role: str = "writer") -> Any:
         from kubernetes import client, config
@@ -255,10 +256,10 @@ def k8s(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
     (each test uses its own namespaces)."""
     tmp = tmp_path_factory.mktemp("k8s")
     url = new_database(server_url)
-    engine = db.get_engine(url, migrate_on_start=False)
+    database = db.get_database(url, migrate_on_start=False)
     cert, key = _make_cert(tmp)
     port = free_port()
-    srv = Server(f"https://127.0.0.1:{port}", url, engine, tmp, port, cert, key)
+    srv = Server(f"https://127.0.0.1:{port}", url, database, tmp, port, cert, key)
     for role in ("reader", "writer"):
         out = subprocess.run(
             [PODLEDGER, "kubeconfig", "--role", role, "--server", srv.url, "--tls-cert-file", str(cert)],
@@ -279,7 +280,6 @@ def k8s(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
                 p.kill()
             p.wait(10)
         srv.stop()
-        engine.dispose()
-        db._engines.pop(url, None)
+        db.dispose(url)
         with psycopg.connect(_admin(server_url), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{db.database_name(url)}" WITH (FORCE)')

@@ -7,26 +7,26 @@ from collections.abc import Iterator
 
 import orjson
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
-from tests.http.conftest import TOKEN_SPEC, auth, count_events, demo_engine, load_demo  # noqa: F401
+from ledger.database import Database
+from ledger.sql import scalar
+from tests.http.conftest import TOKEN_SPEC, auth, count_events, demo_database, load_demo  # noqa: F401
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
 @pytest.fixture(scope="module")
-def demo(demo_engine: Engine) -> Iterator[TestClient]:  # noqa: F811
-    with TestClient(create_app(demo_engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+def demo(demo_database: Database) -> Iterator[TestClient]:  # noqa: F811
+    with TestClient(create_app(demo_database, TOKEN_SPEC), raise_server_exceptions=False) as c:
         yield c
 
 
 @pytest.fixture()
-def client(engine: Engine) -> Iterator[TestClient]:
-    with TestClient(create_app(engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+def client(database: Database) -> Iterator[TestClient]:
+    with TestClient(create_app(database, TOKEN_SPEC), raise_server_exceptions=False) as c:
         yield c
 
 
@@ -112,7 +112,7 @@ def test_podgroup_table_shows_min_count_scheduled_reason_and_age(demo: TestClien
     assert cells["giant-0"][2] == "Pending"
 
 
-def test_events_explain_a_pending_gang(demo: TestClient, demo_engine: Engine) -> None:  # noqa: F811
+def test_events_explain_a_pending_gang(demo: TestClient, demo_database: Database) -> None:  # noqa: F811
     uid = demo.get("/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups/giant", headers=R).json()[
         "metadata"
     ]["uid"]
@@ -124,12 +124,11 @@ def test_events_explain_a_pending_gang(demo: TestClient, demo_engine: Engine) ->
         "items"
     ]
     assert [(e["type"], e["reason"]) for e in evs] == [("Warning", "FailedScheduling")]
-    with demo_engine.connect() as c:
-        msg = c.execute(
-            sa.text(
-                "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' AND data->>'group' = 'team-a/giant'"
-            )
-        ).scalar_one()
+    with demo_database.connect() as c:
+        msg = scalar(
+            c,
+            "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' AND data->>'group' = 'team-a/giant'",
+        )
     assert evs[0]["message"] == msg
     v1 = demo.get("/apis/events.k8s.io/v1/namespaces/team-a/events", headers=R).json()["items"]
     assert any(e["reason"] == "Scheduled" and e["regarding"]["name"] == "llm-pretrain-0" for e in v1)
@@ -141,7 +140,7 @@ def test_events_explain_a_pending_gang(demo: TestClient, demo_engine: Engine) ->
 
 
 def test_apply_patch_records_the_field_manager_and_merge_patch_keeps_the_rest(
-    client: TestClient, engine: Engine
+    client: TestClient, database: Database
 ) -> None:
     doc = b"apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {a: x}}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n"
     r = client.patch(
@@ -151,8 +150,8 @@ def test_apply_patch_records_the_field_manager_and_merge_patch_keeps_the_rest(
     )
     assert r.status_code == 201, r.text
     assert r.json()["status"]["allocatable"] == {"cpu": "4", "memory": "8Gi"}
-    with engine.connect() as c:
-        meta = c.execute(sa.text("SELECT meta FROM events ORDER BY position DESC LIMIT 1")).scalar_one()
+    with database.connect() as c:
+        meta = scalar(c, "SELECT meta FROM events ORDER BY position DESC LIMIT 1")
     assert meta["fieldManager"] == "my-tool" and meta["operation"] == "Apply" and meta["actor"] == "writer"
 
     r = client.patch(
@@ -175,7 +174,7 @@ def test_apply_patch_records_the_field_manager_and_merge_patch_keeps_the_rest(
     }
 
     # apply without a field manager is a 400, appending nothing
-    before = count_events(engine)
+    before = count_events(database)
     r = client.patch(
         "/api/v1/nodes/n1", headers={**W, "Content-Type": "application/apply-patch+yaml"}, content=doc
     )
@@ -184,7 +183,7 @@ def test_apply_patch_records_the_field_manager_and_merge_patch_keeps_the_rest(
     rv = client.get("/api/v1/nodes/n1", headers=R).json()["metadata"]["resourceVersion"]
     stale = {"preconditions": {"resourceVersion": str(int(rv) - 1)}}
     r = client.request("DELETE", "/api/v1/nodes/n1", headers=W, content=orjson.dumps(stale))
-    assert r.status_code == 409 and count_events(engine) == before
+    assert r.status_code == 409 and count_events(database) == before
     r = client.request(
         "DELETE",
         "/api/v1/nodes/n1",
@@ -195,9 +194,9 @@ def test_apply_patch_records_the_field_manager_and_merge_patch_keeps_the_rest(
     assert client.get("/api/v1/nodes/n1", headers=R).status_code == 404
 
 
-def test_bad_input_is_a_4xx_status_and_appends_nothing(client: TestClient, engine: Engine) -> None:
-    load_demo(engine)
-    before = count_events(engine)
+def test_bad_input_is_a_4xx_status_and_appends_nothing(client: TestClient, database: Database) -> None:
+    load_demo(database)
+    before = count_events(database)
     bad = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -221,7 +220,7 @@ def test_bad_input_is_a_4xx_status_and_appends_nothing(client: TestClient, engin
         json={"kind": "Pod", "metadata": {"name": "p"}},
     )
     assert r.status_code == 400
-    assert count_events(engine) == before
+    assert count_events(database) == before
 
 
 def _watch(client: TestClient, path: str, **params: str) -> list[dict]:  # type: ignore[type-arg]
@@ -230,7 +229,7 @@ def _watch(client: TestClient, path: str, **params: str) -> list[dict]:  # type:
     return [orjson.loads(line) for line in r.text.splitlines() if line.strip()]
 
 
-def test_watch_follows_selectors_and_tables(client: TestClient, engine: Engine) -> None:
+def test_watch_follows_selectors_and_tables(client: TestClient, database: Database) -> None:
     def pod(name: str, app: str) -> dict:  # type: ignore[type-arg]
         return {
             "apiVersion": "v1",
@@ -249,12 +248,11 @@ def test_watch_follows_selectors_and_tables(client: TestClient, engine: Engine) 
     )
     assert r.status_code == 200
     assert client.request("DELETE", "/api/v1/namespaces/ns-w/pods/b", headers=W).status_code == 200
-    with engine.connect() as c:
+    with database.connect() as c:
         positions = [
             int(p)
             for (p,) in c.execute(
-                sa.text("SELECT position FROM events WHERE position > :s ORDER BY position"),
-                {"s": int(start)},
+                "SELECT position FROM events WHERE position > %(s)s ORDER BY position", {"s": int(start)}
             )
         ]
 

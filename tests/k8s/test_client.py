@@ -6,8 +6,8 @@ import subprocess
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
+from ledger.sql import rows, scalar
 from tests.k8s.conftest import PODLEDGER, Server
 
 kubernetes = pytest.importorskip("kubernetes", reason="the kubernetes client is in the dev extra")
@@ -26,8 +26,8 @@ def _pod(name: str, ns: str, cpu: str = "1", labels: dict[str, str] | None = Non
 
 
 def _head(k8s: Server) -> int:
-    with k8s.engine.connect() as c:
-        return int(c.execute(sa.text("SELECT coalesce(max(position), 0) FROM events")).scalar_one())
+    with k8s.database.connect() as c:
+        return int(scalar(c, "SELECT coalesce(max(position), 0) FROM events"))
 
 
 def _podledger(k8s: Server, *args: str) -> subprocess.CompletedProcess[str]:
@@ -51,12 +51,12 @@ def test_list_carries_the_log_position_as_resource_version(k8s: Server) -> None:
     lst = v1.list_namespaced_pod(ns)
     assert int(lst.metadata.resource_version) == _head(k8s)
     assert [p.metadata.name for p in lst.items] == [f"p-{i}" for i in range(5)]
-    with k8s.engine.connect() as c:
+    with k8s.database.connect() as c:
         rvs = dict(
             c.execute(
-                sa.text("SELECT name, updated_position FROM objects WHERE kind = 'Pod' AND namespace = :n"),
+                "SELECT name, updated_position FROM objects WHERE kind = 'Pod' AND namespace = %(n)s",
                 {"n": ns},
-            ).all()
+            ).fetchall()
         )
     assert {p.metadata.name: int(p.metadata.resource_version) for p in lst.items} == rvs
     assert lst.items[0].spec.containers[0].resources.requests == {"cpu": "1"}
@@ -95,13 +95,11 @@ def test_list_carries_the_log_position_as_resource_version(k8s: Server) -> None:
 
 def _positions(k8s: Server, ns: str, after: int) -> list[int]:
     """Log positions after ``after`` that change a pod of ``ns`` (its inputs and its decisions)."""
-    with k8s.engine.connect() as c:
+    with k8s.database.connect() as c:
         rows = c.execute(
-            sa.text(
-                "SELECT position FROM events WHERE position > :a AND (stream LIKE :i OR "
-                "(stream LIKE :d AND type IN ('PodBound', 'PodNominated', 'PodUnschedulable', 'PodGated', "
-                "'PodPreempted'))) ORDER BY position"
-            ),
+            "SELECT position FROM events WHERE position > %(a)s AND (stream LIKE %(i)s OR "
+            "(stream LIKE %(d)s AND type IN ('PodBound', 'PodNominated', 'PodUnschedulable', 'PodGated', "
+            "'PodPreempted'))) ORDER BY position",
             {"a": after, "i": f"pod/{ns}/%", "d": f"sched/pod/{ns}/%"},
         )
         return [int(r[0]) for r in rows]
@@ -120,9 +118,10 @@ def _collect(v1: Any, ns: str, rv: str, n: int) -> list[tuple[str, str, int]]:
 
 
 def test_watch_resumes_from_a_resource_version_across_a_server_restart(k8s: Server) -> None:
-    from api.services.objects import apply_objects, delete_object, load_documents
+    from api.services.objects import load_documents
     from api.services.schedule import schedule_until_idle
     from ledger.resources.parse import parse_documents
+    from tests.ledger_helpers import apply, delete_object
 
     v1 = client.CoreV1Api(k8s.client())
     ns = "team-watch"
@@ -144,9 +143,9 @@ def test_watch_resumes_from_a_resource_version_across_a_server_restart(k8s: Serv
     )
     objects, errors = load_documents(parse_documents(text, "test"))
     assert not errors
-    assert apply_objects(k8s.engine, objects, actor="test").ok
-    schedule_until_idle(k8s.engine)
-    delete_object(k8s.engine, "Pod", ns, "w-1", actor="test")
+    assert apply(k8s.database, objects, actor="test").ok
+    schedule_until_idle(k8s.database)
+    delete_object(k8s.database, "Pod", ns, "w-1", actor="test")
     k8s.start()
 
     expected = _positions(k8s, ns, last)
@@ -224,10 +223,8 @@ def test_binding_is_a_bind_by_the_caller_and_replay_treats_it_as_input(k8s: Serv
     v1.create_namespaced_binding(ns, body, _preload_content=False)
     pod = v1.read_namespaced_pod("ext", ns)
     assert pod.spec.node_name == "bind-node" and pod.status.phase == "Bound"
-    with k8s.engine.connect() as c:
-        ev = c.execute(
-            sa.text("SELECT data, meta FROM events WHERE stream = 'sched/pod/team-bind/ext'")
-        ).one()
+    with k8s.database.connect() as c:
+        (ev,) = rows(c, "SELECT data, meta FROM events WHERE stream = 'sched/pod/team-bind/ext'")
     assert ev.data["node"] == "bind-node" and ev.meta["actor"] == "writer" and "cycle" not in ev.meta
     with pytest.raises(client.ApiException) as exc:
         v1.create_namespaced_binding(ns, body, _preload_content=False)

@@ -73,7 +73,7 @@ def test_eviction_honours_disruption_budgets(k8s: Server) -> None:
         v1.read_namespaced_pod("web-0", NS)
     assert gone.value.status == 404
     assert (
-        k8s.count("type = 'PodDeleted' AND stream = :s AND meta->>'actor' = 'writer'", s=f"pod/{NS}/web-0")
+        k8s.count("type = 'PodDeleted' AND stream = %(s)s AND meta->>'actor' = 'writer'", s=f"pod/{NS}/web-0")
         == 1
     )
 

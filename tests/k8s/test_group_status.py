@@ -9,12 +9,12 @@ from typing import Any
 
 import orjson
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
 from api.services.replay import verify_replay
+from ledger.database import Database
+from ledger.sql import rows
 from tests.http.conftest import TOKEN_SPEC, auth, count_events
 
 W, R = auth("writer"), auth("reader")
@@ -25,8 +25,8 @@ MERGE = {**W, "Content-Type": "application/merge-patch+json"}
 
 
 @pytest.fixture()
-def client(engine: Engine) -> Iterator[TestClient]:
-    with TestClient(create_app(engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+def client(database: Database) -> Iterator[TestClient]:
+    with TestClient(create_app(database, TOKEN_SPEC), raise_server_exceptions=False) as c:
         for path, obj in (
             (
                 "/apis/scheduling.k8s.io/v1beta1/namespaces/team-s/workloads",
@@ -81,19 +81,15 @@ def conditions(client: TestClient, path: str) -> dict[str, tuple[str, str, str]]
     }
 
 
-def observed(engine: Engine) -> list[Any]:
-    with engine.connect() as c:
-        return list(
-            c.execute(
-                sa.text(
-                    "SELECT type, stream, data, meta FROM events WHERE type LIKE '%ConditionChanged' "
-                    "ORDER BY position"
-                )
-            ).all()
+def observed(database: Database) -> list[Any]:
+    with database.connect() as c:
+        return rows(
+            c,
+            "SELECT type, stream, data, meta FROM events WHERE type LIKE '%ConditionChanged' ORDER BY position",
         )
 
 
-def test_put_and_patch_record_observed_conditions(client: TestClient, engine: Engine) -> None:
+def test_put_and_patch_record_observed_conditions(client: TestClient, database: Database) -> None:
     obj = client.get(f"{PG}/g", headers=R).json()
     obj["status"] = {"conditions": [cond("PodGroupInitiallyScheduled", "False", "Unschedulable", "wait")]}
     obj["spec"]["schedulingPolicy"]["gang"]["minCount"] = 9  # a status write leaves the spec alone
@@ -108,9 +104,9 @@ def test_put_and_patch_record_observed_conditions(client: TestClient, engine: En
     r = client.patch(f"{PG}/g/status", headers=SMP, content=orjson.dumps(patch))
     assert r.status_code == 200, r.text
     assert int(r.json()["metadata"]["resourceVersion"]) > int(rv)
-    before = count_events(engine)
+    before = count_events(database)
     assert client.patch(f"{PG}/g/status", headers=SMP, content=orjson.dumps(patch)).status_code == 200
-    assert count_events(engine) == before
+    assert count_events(database) == before
     extra = {"status": {"conditions": [cond("example.com/Ready", "True", "Checked", "ok")]}}
     assert client.patch(f"{PG}/g/status", headers=SMP, content=orjson.dumps(extra)).status_code == 200
     assert conditions(client, f"{PG}/g") == {
@@ -131,7 +127,7 @@ def test_put_and_patch_record_observed_conditions(client: TestClient, engine: En
     }
     assert client.patch(f"{PG}/g/status", headers=MERGE, content=orjson.dumps(both)).status_code == 200
 
-    rows = observed(engine)
+    rows = observed(database)
     assert [(r[0], r[2]["type"], r[2]["status"], r[2]["message"]) for r in rows] == [
         ("PodGroupConditionChanged", "PodGroupInitiallyScheduled", "False", "wait"),
         ("PodGroupConditionChanged", "PodGroupInitiallyScheduled", "True", ""),
@@ -143,10 +139,10 @@ def test_put_and_patch_record_observed_conditions(client: TestClient, engine: En
         assert meta["observed"] is True and meta["actor"] == "writer" and "cycle" not in meta
         assert meta["subresource"] == "status" and meta["via"] == "k8s"
     # the log with observed conditions still replays: they are inputs, not decisions
-    assert verify_replay(engine).ok
+    assert verify_replay(database).ok
 
 
-def test_composite_pod_group_status(client: TestClient, engine: Engine) -> None:
+def test_composite_pod_group_status(client: TestClient, database: Database) -> None:
     cpg = {
         "apiVersion": "scheduling.k8s.io/v1alpha3",
         "kind": "CompositePodGroup",
@@ -164,7 +160,7 @@ def test_composite_pod_group_status(client: TestClient, engine: Engine) -> None:
     assert conditions(client, f"{CPG}/c") == {
         "CompositePodGroupInitiallyScheduled": ("True", "Scheduled", "")
     }
-    assert [(r[0], r[1]) for r in observed(engine)] == [
+    assert [(r[0], r[1]) for r in observed(database)] == [
         ("CompositePodGroupConditionChanged", "sched/compositepodgroup/team-s/c")
     ]
 
@@ -191,19 +187,19 @@ def test_composite_pod_group_status(client: TestClient, engine: Engine) -> None:
     ],
 )
 def test_a_bad_condition_is_a_422_naming_the_field(
-    client: TestClient, engine: Engine, condition: Any, field: str
+    client: TestClient, database: Database, condition: Any, field: str
 ) -> None:
-    before = count_events(engine)
+    before = count_events(database)
     body = {"status": {"conditions": [condition]}}
     r = client.patch(f"{PG}/g/status", headers=MERGE, content=orjson.dumps(body))
     assert r.status_code == 422, r.text
     assert r.json()["reason"] == "Invalid" and r.json()["details"]["causes"][0]["field"] == field
     assert field in r.json()["message"]
-    assert count_events(engine) == before
+    assert count_events(database) == before
 
 
-def test_refusals(client: TestClient, engine: Engine) -> None:
-    before = count_events(engine)
+def test_refusals(client: TestClient, database: Database) -> None:
+    before = count_events(database)
     body = orjson.dumps({"status": {"conditions": [cond("PodGroupInitiallyScheduled", "True", "Scheduled")]}})
     # a reader may not write the status subresource
     r = client.patch(
@@ -225,4 +221,4 @@ def test_refusals(client: TestClient, engine: Engine) -> None:
     r = client.patch(f"{PG}/g/status", headers={**W, "Content-Type": "text/plain"}, content=body)
     assert r.status_code == 415
     assert client.request("DELETE", f"{PG}/g/status", headers=W).status_code == 404
-    assert count_events(engine) == before
+    assert count_events(database) == before

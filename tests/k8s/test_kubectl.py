@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-import sqlalchemy as sa
-
+from ledger.sql import scalar
 from tests.http.conftest import GIANT
 from tests.k8s.conftest import EXAMPLES, PODLEDGER, Server, needs_kubectl, wait_until
 
@@ -14,10 +13,8 @@ pytestmark = needs_kubectl
 
 def _pods(k8s: Server) -> dict[str, str | None]:
     """namespace/name → node of every pod (the projection)."""
-    with k8s.engine.connect() as c:
-        rows = c.execute(
-            sa.text("SELECT namespace, name, status->>'nodeName' FROM objects WHERE kind = 'Pod'")
-        )
+    with k8s.database.connect() as c:
+        rows = c.execute("SELECT namespace, name, status->>'nodeName' FROM objects WHERE kind = 'Pod'")
         return {f"{ns}/{name}": node for ns, name, node in rows}
 
 
@@ -39,11 +36,11 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
     assert len(applied) == n_docs, out
     assert "pod/llm-pretrain-0 serverside-applied" in out
     # one input event per object, each recording kubectl's field manager and the token's actor
-    with k8s.engine.connect() as c:
+    with k8s.database.connect() as c:
         metas = [
             r[0]
             for r in c.execute(
-                sa.text("SELECT meta FROM events WHERE position > :p ORDER BY position"), {"p": before}
+                "SELECT meta FROM events WHERE position > %(p)s ORDER BY position", {"p": before}
             )
         ]
     # ... plus what the example Job's controller compiles (Workload, PodGroup, 4 pods), recorded
@@ -98,13 +95,12 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
     assert "PodGroupInitiallyScheduled" in text and "Unschedulable" in text
     events = text.split("Events:", 1)[1]
     assert "FailedScheduling" in events and "Warning" in events and "podledger-scheduler" in events
-    with k8s.engine.connect() as c:
-        message = c.execute(
-            sa.text(
-                "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' "
-                "AND data->>'group' = 'team-a/giant' ORDER BY position LIMIT 1"
-            )
-        ).scalar_one()
+    with k8s.database.connect() as c:
+        message = scalar(
+            c,
+            "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' "
+            "AND data->>'group' = 'team-a/giant' ORDER BY position LIMIT 1",
+        )
     assert message.split(",")[0] in events.replace("\n", " ")
 
     # kubectl get events: the scheduler's decisions as core/v1 Events
@@ -178,14 +174,12 @@ def test_kubectl_delete_pod_appends_a_delete(k8s: Server, tmp_path) -> None:  # 
     before = k8s.count()
     out = k8s.kubectl("delete", "pod", "-n", "team-d", "doomed").stdout
     assert 'pod "doomed" deleted' in out
-    with k8s.engine.connect() as c:
+    with k8s.database.connect() as c:
         rows = c.execute(
-            sa.text(
-                "SELECT type, stream, meta->>'actor' FROM events WHERE position > :p "
-                "AND stream = 'pod/team-d/doomed' ORDER BY position"
-            ),
+            "SELECT type, stream, meta->>'actor' FROM events WHERE position > %(p)s "
+            "AND stream = 'pod/team-d/doomed' ORDER BY position",
             {"p": before},
-        ).all()
+        ).fetchall()
     assert [tuple(r) for r in rows] == [("PodDeleted", "pod/team-d/doomed", "writer")]
     # (kubectl reports the namespace, which has no object left, rather than the pod)
     res = k8s.kubectl("get", "pod", "-n", "team-d", "doomed", check=False)
@@ -252,13 +246,12 @@ def test_kubectl_patches_a_podgroups_status_subresource(k8s: Server, tmp_path) -
     assert [(c["type"], c["status"], c["reason"]) for c in doc["status"]["conditions"]] == [
         ("PodGroupInitiallyScheduled", "True", "Scheduled")
     ]
-    with k8s.engine.connect() as c:
-        meta = c.execute(
-            sa.text(
-                "SELECT meta FROM events WHERE type = 'PodGroupConditionChanged' "
-                "AND data->>'group' = 'team-st/st'"
-            )
-        ).scalar_one()
+    with k8s.database.connect() as c:
+        meta = scalar(
+            c,
+            "SELECT meta FROM events WHERE type = 'PodGroupConditionChanged' "
+            "AND data->>'group' = 'team-st/st'",
+        )
     assert meta["observed"] is True and meta["actor"] == "writer"
     # a bad condition is a 422 naming the field; a reader is refused
     bad = {"status": {"conditions": [{**cond, "reason": ""}]}}

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 
 from ledger import store
 from ledger.canonical import GENESIS, canonical, event_hash
 from ledger.errors import ConcurrencyError
+from ledger.sql import scalar
 from ledger.store import COPY_THRESHOLD, NewEvent
 from ledger.verify import verify_chain
 
@@ -57,56 +57,57 @@ def python_chain(db_url: str) -> tuple[int, int]:
     return n, bad
 
 
-def test_all_paths_chain_identically_with_awkward_text(engine, db_url):
+def test_all_paths_chain_identically_with_awkward_text(database, conn, db_url):
     eff = datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)  # before the PostgreSQL epoch
     for i in range(len(ODD)):  # one server call each
-        store.append(engine, [odd_event(i, eff if i == 3 else None)])
-    with engine.begin() as conn:  # the server call inside a caller's transaction
-        store.append(conn, [odd_event(100)])
-    store.append(engine, [odd_event(200 + i) for i in range(5)])  # unnest INSERT
+        store.append(conn, [odd_event(i, eff if i == 3 else None)])
+    with database.transaction() as tx:  # the server call inside a caller's transaction
+        store.append(tx, [odd_event(100)])
+    store.append(conn, [odd_event(200 + i) for i in range(5)])  # unnest INSERT
     big = [odd_event(300 + i, eff if i % 5 == 0 else None) for i in range(COPY_THRESHOLD * 3)]
-    positions = store.append(engine, big)  # binary COPY
+    positions = store.append(conn, big)  # binary COPY
     assert positions == list(range(positions[0], positions[0] + len(big)))
     assert python_chain(db_url) == (len(ODD) + 1 + 5 + len(big), 0)
-    assert verify_chain(engine).ok
-    got = store.read_all(engine, after=positions[0] - 1, limit=len(big))
+    assert verify_chain(database).ok
+    got = store.read_all(conn, after=positions[0] - 1, limit=len(big))
     assert [(e.stream, e.data, e.meta) for e in got] == [(e.stream, e.data, e.meta) for e in big]
     assert got[0].effective_at == eff
 
 
-def test_single_append_conflict_burns_nothing_and_resend_is_idempotent(engine):
-    store.append(engine, [NewEvent("a/1", "NoteRecorded", {"text": "x"})], {"a/1": 0})
+def test_single_append_conflict_burns_nothing_and_resend_is_idempotent(database, conn):
+    store.append(conn, [NewEvent("a/1", "NoteRecorded", {"text": "x"})], {"a/1": 0})
     with pytest.raises(ConcurrencyError) as exc:
-        store.append(engine, [NewEvent("a/1", "NoteRecorded", {"text": "y"})], {"a/1": 0})
+        store.append(conn, [NewEvent("a/1", "NoteRecorded", {"text": "y"})], {"a/1": 0})
     assert (exc.value.expected, exc.value.actual) == (0, 1)
-    assert store.stream_version(engine, "a/1") == 1  # the bump was undone (autocommit call)
+    assert store.stream_version(conn, "a/1") == 1  # the bump was undone (autocommit call)
     eid = uuid.uuid4()
     ev = NewEvent("a/1", "NoteRecorded", {"text": "z"}, event_id=eid)
-    first = store.append(engine, [ev], {"a/1": 1})
-    assert store.append(engine, [ev], {"a/1": 1}) == first  # re-send: same position, no conflict
-    assert first == [2] and store.head(engine) == 2 and store.stream_version(engine, "a/1") == 2
-    with engine.begin() as conn:
-        stored, new = store.append_stored(conn, [ev])
+    first = store.append(conn, [ev], {"a/1": 1})
+    assert store.append(conn, [ev], {"a/1": 1}) == first  # re-send: same position, no conflict
+    assert first == [2] and store.head(conn) == 2 and store.stream_version(conn, "a/1") == 2
+    with database.transaction() as tx:
+        stored, new = store.append_stored(tx, [ev])
     assert not new and stored[0].position == 2 and stored[0].version == 2
 
 
-def test_pooled_connection_killed_by_the_server_is_replaced(engine, db_url):
-    store.append(engine, [NewEvent("k/1", "NoteRecorded", {"text": "x"})])
-    with engine.connect() as c:  # the pooled connection's backend
-        pid = c.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+def test_pooled_connection_killed_by_the_server_is_replaced(database, db_url):
+    with database.connect() as c:
+        store.append(c, [NewEvent("k/1", "NoteRecorded", {"text": "x"})])
+        pid = scalar(c, "SELECT pg_backend_pid()")  # the pooled connection's backend
     with psycopg.connect(db_url, autocommit=True) as su:
         assert su.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
         for _ in range(500):  # wait for the backend to be gone (bounded, no fixed sleep)
             if not su.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
                 break
-    assert store.append(engine, [NewEvent("k/1", "NoteRecorded", {"text": "y"})]) == [2]
-    assert store.head(engine) == 2
+    with database.connect() as c:
+        assert store.append(c, [NewEvent("k/1", "NoteRecorded", {"text": "y"})]) == [2]
+        assert store.head(c) == 2
 
 
-def test_batch_event_ids_are_fresh_version_4_uuids(engine):
+def test_batch_event_ids_are_fresh_version_4_uuids(conn):
     store.append(
-        engine, [NewEvent(f"id/{i}", "NoteRecorded", {"text": "x"}) for i in range(COPY_THRESHOLD * 2)]
+        conn, [NewEvent(f"id/{i}", "NoteRecorded", {"text": "x"}) for i in range(COPY_THRESHOLD * 2)]
     )
-    ids = [e.event_id for e in store.read_all(engine, limit=1000)]
+    ids = [e.event_id for e in store.read_all(conn, limit=1000)]
     assert len(set(ids)) == len(ids) == COPY_THRESHOLD * 2
     assert all(i.version == 4 and i.variant == uuid.RFC_4122 for i in ids)

@@ -9,12 +9,13 @@ import time
 
 import psycopg
 import pytest
-import sqlalchemy as sa
+from psycopg import pq
 
 from alembic import command
 from ledger import db, store
 from ledger.batch_append import COPY_THRESHOLD, COPY_THRESHOLD_TX
 from ledger.errors import ConcurrencyError, EventValidationError
+from ledger.sql import Conn, scalar
 from ledger.store import NewEvent
 from ledger.verify import verify_chain
 
@@ -23,54 +24,51 @@ def note(stream: str, text: str = "x") -> NewEvent:
     return NewEvent(stream, "NoteRecorded", {"text": text})
 
 
-def versions(engine: sa.Engine, streams: list[str]) -> dict[str, int]:
-    return {s: store.stream_version(engine, s) for s in streams}
+def versions(conn: Conn, streams: list[str]) -> dict[str, int]:
+    return {s: store.stream_version(conn, s) for s in streams}
 
 
-def count(engine: sa.Engine) -> int:
-    with engine.connect() as c:
-        return int(c.execute(sa.text("SELECT count(*) FROM events")).scalar_one())
+def count(conn: Conn) -> int:
+    return int(scalar(conn, "SELECT count(*) FROM events"))
 
 
 @pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2])  # unnest INSERT and binary COPY
-def test_mixed_new_and_existing_streams_get_the_next_versions(engine, n):
-    store.append(engine, [note("m/a"), note("m/a"), note("m/c")])
+def test_mixed_new_and_existing_streams_get_the_next_versions(database, conn, n):
+    store.append(conn, [note("m/a"), note("m/a"), note("m/c")])
     # "m/a" and "m/c" exist (versions 2 and 1), the others are new; "m/a" twice more
     batch = [note("m/a"), note("m/b"), note("m/c")] + [note(f"m/n{i}") for i in range(n - 4)] + [note("m/a")]
-    positions = store.append(engine, batch, {"m/a": 2, "m/b": 0, "m/c": 1})
+    positions = store.append(conn, batch, {"m/a": 2, "m/b": 0, "m/c": 1})
     assert len(positions) == n
-    got = [(e.stream, e.version) for e in store.read_all(engine, after=positions[0] - 1, limit=n)]
+    got = [(e.stream, e.version) for e in store.read_all(conn, after=positions[0] - 1, limit=n)]
     assert got[:3] == [("m/a", 3), ("m/b", 1), ("m/c", 2)] and got[-1] == ("m/a", 4)
-    assert versions(engine, ["m/a", "m/b", "m/c", "m/n0"]) == {"m/a": 4, "m/b": 1, "m/c": 2, "m/n0": 1}
+    assert versions(conn, ["m/a", "m/b", "m/c", "m/n0"]) == {"m/a": 4, "m/b": 1, "m/c": 2, "m/n0": 1}
     # a stale expectation on an existing stream still conflicts, nothing appended
-    before = count(engine)
+    before = count(conn)
     with pytest.raises(ConcurrencyError):
-        store.append(
-            engine, [note("m/new")] + [note(f"m/x{i}") for i in range(n)] + [note("m/c")], {"m/c": 1}
-        )
-    assert count(engine) == before and versions(engine, ["m/new", "m/c"]) == {"m/new": 0, "m/c": 2}
-    assert verify_chain(engine).ok
+        store.append(conn, [note("m/new")] + [note(f"m/x{i}") for i in range(n)] + [note("m/c")], {"m/c": 1})
+    assert count(conn) == before and versions(conn, ["m/new", "m/c"]) == {"m/new": 0, "m/c": 2}
+    assert verify_chain(database).ok
 
 
 @pytest.mark.parametrize("tags", [("$j$",), ("$j$", "$j0$", "$j1$")])  # dollar-quoted, hex fallback
-def test_stream_names_with_quotes_and_dollar_tags(engine, tags):
+def test_stream_names_with_quotes_and_dollar_tags(database, conn, tags):
     odd = ["q/'; DROP TABLE streams; --", 'q/"\\', "q/\u00e9\u2028", *(f"q/{t}x" for t in tags)]
-    store.append(engine, [note(odd[0])])
+    store.append(conn, [note(odd[0])])
     batch = [note(s) for s in odd] + [note(f"q/n{i}") for i in range(COPY_THRESHOLD)]
-    positions = store.append(engine, batch, {odd[0]: 1, odd[1]: 0})
-    got = [(e.stream, e.version) for e in store.read_all(engine, after=positions[0] - 1, limit=len(odd))]
+    positions = store.append(conn, batch, {odd[0]: 1, odd[1]: 0})
+    got = [(e.stream, e.version) for e in store.read_all(conn, after=positions[0] - 1, limit=len(odd))]
     assert got == [(odd[0], 2)] + [(s, 1) for s in odd[1:]]
-    assert verify_chain(engine).ok
+    assert verify_chain(database).ok
 
 
-def test_bad_event_after_the_bump_was_sent_appends_nothing(engine):
+def test_bad_event_after_the_bump_was_sent_appends_nothing(conn):
     good = [note(f"v/{i}") for i in range(COPY_THRESHOLD)]
     bad = good[:10] + [NewEvent("v/bad", "NoteRecorded", {"nope": 1})] + good[10:]
     with pytest.raises(EventValidationError, match="NoteRecorded"):
-        store.append(engine, bad)
-    assert count(engine) == 0 and versions(engine, ["v/0", "v/bad"]) == {"v/0": 0, "v/bad": 0}
-    assert store.append(engine, good)[0] >= 1  # the pooled connection is usable again
-    assert versions(engine, ["v/0"]) == {"v/0": 1}
+        store.append(conn, bad)
+    assert count(conn) == 0 and versions(conn, ["v/0", "v/bad"]) == {"v/0": 0, "v/bad": 0}
+    assert store.append(conn, good)[0] >= 1  # the pooled connection is usable again
+    assert versions(conn, ["v/0"]) == {"v/0": 1}
 
 
 def _wait_until_blocked(admin: psycopg.Connection, pid: int) -> None:
@@ -83,21 +81,21 @@ def _wait_until_blocked(admin: psycopg.Connection, pid: int) -> None:
     raise AssertionError("the second append never waited for the first one's stream row")
 
 
-def test_stream_created_concurrently_is_bumped_not_duplicated(engine, db_url):
+def test_stream_created_concurrently_is_bumped_not_duplicated(database, conn, db_url):
     # A (open transaction) creates "r/shared"; B's batch creates it too and must wait for A's
     # row, then (A committed) fall back from the plain INSERT to the upsert.
     result: dict[str, object] = {}
 
-    with engine.connect() as a:
+    with database.transaction() as a:
         # A waits for B on purpose: keep the ledger lock's idle limit out of the way
-        a.execute(sa.text("SET LOCAL podledger.ledger_idle_timeout = '600s'"))
+        a.execute("SET LOCAL podledger.ledger_idle_timeout = '600s'")
         store.append(a, [note("r/shared"), note("r/a")])
 
         def b() -> None:
             try:
-                with engine.begin() as conn:
-                    result["pid"] = store._raw(conn).info.backend_pid
-                    store.append(conn, [note("r/b"), note("r/shared"), note("r/shared")])
+                with database.transaction() as tx:
+                    result["pid"] = tx.info.backend_pid
+                    store.append(tx, [note("r/b"), note("r/shared"), note("r/shared")])
                 result["ok"] = True
             except Exception as exc:  # reported by the assertion below
                 result["error"] = exc
@@ -112,47 +110,54 @@ def test_stream_created_concurrently_is_bumped_not_duplicated(engine, db_url):
         a.commit()
         t.join(60)
     assert result.get("ok") is True, result
-    assert versions(engine, ["r/shared", "r/a", "r/b"]) == {"r/shared": 3, "r/a": 1, "r/b": 1}
-    assert [e.version for e in store.read_stream(engine, "r/shared")] == [1, 2, 3]
-    assert verify_chain(engine).ok
+    assert versions(conn, ["r/shared", "r/a", "r/b"]) == {"r/shared": 3, "r/a": 1, "r/b": 1}
+    assert [e.version for e in store.read_stream(conn, "r/shared")] == [1, 2, 3]
+    assert verify_chain(database).ok
 
 
-def test_upgrade_from_0009_with_events(engine, db_url):
-    db.dispose_all()
+def test_upgrade_from_0009_with_events(db_url):
+    db.dispose_all()  # no pooled connection in the way of the migrations
     command.downgrade(db.alembic_config(db_url), "0009")
     with psycopg.connect(db.libpq_url(db_url)) as c:
         assert c.execute("SELECT to_regprocedure('ledger_begin_batch(text[], int[])')").fetchone() == (None,)
-    for i in range(5):  # written at 0009 (the single-append function exists there)
-        store.append(engine, [note(f"u/{i % 2}", str(i))])
+    database = db.get_database(db_url, migrate_on_start=False)
+    with database.connect() as conn:
+        for i in range(5):  # written at 0009 (the single-append function exists there)
+            store.append(conn, [note(f"u/{i % 2}", str(i))])
     db.dispose_all()
     command.upgrade(db.alembic_config(db_url), "head")
-    positions = store.append(
-        engine, [note("u/0"), note("u/1")] + [note(f"u/new{i}") for i in range(COPY_THRESHOLD)]
-    )
-    assert positions[0] == 6
-    assert versions(engine, ["u/0", "u/1", "u/new0"]) == {"u/0": 4, "u/1": 3, "u/new0": 1}
-    assert verify_chain(engine).ok
+    database = db.get_database(db_url, migrate_on_start=False)
+    with database.connect() as conn:
+        positions = store.append(
+            conn, [note("u/0"), note("u/1")] + [note(f"u/new{i}") for i in range(COPY_THRESHOLD)]
+        )
+        assert positions[0] == 6
+        assert versions(conn, ["u/0", "u/1", "u/new0"]) == {"u/0": 4, "u/1": 3, "u/new0": 1}
+    assert verify_chain(database).ok
 
 
-def test_batch_on_a_pooled_connection_killed_by_the_server(engine, db_url):
-    store.append(engine, [note("k/1"), note("k/2")])
-    with engine.connect() as c:  # the pooled connection's backend
-        pid = c.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+def test_batch_on_a_pooled_connection_killed_by_the_server(database, db_url):
+    with database.connect() as c:
+        store.append(c, [note("k/1"), note("k/2")])
+        pid = scalar(c, "SELECT pg_backend_pid()")  # the pooled connection's backend
     with psycopg.connect(db.libpq_url(db_url), autocommit=True) as su:
         assert su.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
         for _ in range(500):  # wait for the backend to be gone (bounded, no fixed sleep)
             if not su.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
                 break
-    positions = store.append(engine, [note(f"k/{i}") for i in range(COPY_THRESHOLD)])
+    with database.connect() as c:
+        positions = store.append(c, [note(f"k/{i}") for i in range(COPY_THRESHOLD)])
     assert positions == list(range(3, 3 + COPY_THRESHOLD))
-    with engine.connect() as c:  # handed back transactional, not in autocommit
-        c.execute(sa.text("CREATE TEMP TABLE kk (x int)"))
+    with database.connect() as c:  # handed back in autocommit and idle
+        assert c.autocommit and c.info.transaction_status == pq.TransactionStatus.IDLE
+    with database.transaction() as c:  # and a transaction on it still rolls back
+        c.execute("CREATE TEMP TABLE kk (x int)")
         c.rollback()
-        assert c.execute(sa.text("SELECT to_regclass('pg_temp.kk')")).scalar() is None
-    assert verify_chain(engine).ok
+        assert scalar(c, "SELECT to_regclass('pg_temp.kk')") is None
+    assert verify_chain(database).ok
 
 
-def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
+def test_own_transaction_batch_streams_copy_in_chunks(database, conn, monkeypatch):
     from ledger import batch_append
 
     sizes: list[int] = []
@@ -164,28 +169,28 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
 
     monkeypatch.setattr(batch_append, "chain_rows", spy)
     n = batch_append.CHUNK * 2 + 7
-    positions = store.append(engine, [note(f"c/{i % 50}", str(i)) for i in range(n)])
+    positions = store.append(conn, [note(f"c/{i % 50}", str(i)) for i in range(n)])
     assert sizes == [batch_append.CHUNK, batch_append.CHUNK, 7]  # binary COPY, three chunks
     assert positions == list(range(1, n + 1))
-    got = store.read_all(engine, limit=n)
+    got = store.read_all(conn, limit=n)
     assert [(e.stream, e.data["text"]) for e in got] == [(f"c/{i % 50}", str(i)) for i in range(n)]
     assert [e.version for e in got if e.stream == "c/0"] == list(range(1, len(range(0, n, 50)) + 1))
-    assert verify_chain(engine).ok
+    assert verify_chain(database).ok
     # an invalid event in a later chunk: the COPY is aborted, nothing appended
     bad = [note(f"d/{i}") for i in range(n)]
     bad[batch_append.CHUNK + 3] = NewEvent("d/bad", "NoteRecorded", {"nope": 1})
     with pytest.raises(EventValidationError, match="NoteRecorded"):
-        store.append(engine, bad)
-    assert count(engine) == n and versions(engine, ["d/0", "d/bad"]) == {"d/0": 0, "d/bad": 0}
+        store.append(conn, bad)
+    assert count(conn) == n and versions(conn, ["d/0", "d/bad"]) == {"d/0": 0, "d/bad": 0}
     # the aborted COPY may have drawn positions (a rollback leaves a hole, DESIGN.md §3)
-    after = store.append(engine, [note("d/0"), note("d/1")])
-    assert after[0] > n and after[1] == after[0] + 1 and count(engine) == n + 2
-    assert verify_chain(engine).ok
+    after = store.append(conn, [note("d/0"), note("d/1")])
+    assert after[0] > n and after[1] == after[0] + 1 and count(conn) == n + 2
+    assert verify_chain(database).ok
 
 
 @pytest.mark.parametrize("n", [6, COPY_THRESHOLD * 2, COPY_THRESHOLD_TX + 3])  # INSERT, COPY (own tx), COPY
 @pytest.mark.parametrize("own", [True, False])  # its own transaction / a caller's transaction
-def test_resend_in_the_bump_round_trip_bumps_nothing(engine, n, own):
+def test_resend_in_the_bump_round_trip_bumps_nothing(database, conn, n, own):
     """The idempotency check rides in the stream bump's message and gates it: a re-send returns
     the original positions without bumping a stream or burning a position, a partial re-send
     is refused, and the next append continues the versions."""
@@ -198,46 +203,47 @@ def test_resend_in_the_bump_round_trip_bumps_nothing(engine, n, own):
 
     def send(events: list[NewEvent]) -> list[int]:
         if own:
-            return store.append(engine, events)
-        with engine.begin() as conn:
-            return store.append(conn, events)
+            with database.connect() as c:  # autocommit: the append is its own transaction
+                return store.append(c, events)
+        with database.transaction() as tx:
+            return store.append(tx, events)
 
     first = send(batch)
-    before = versions(engine, ["r/0", "r/1", "r/2"])
+    before = versions(conn, ["r/0", "r/1", "r/2"])
     assert send(batch) == first
-    assert versions(engine, ["r/0", "r/1", "r/2"]) == before
+    assert versions(conn, ["r/0", "r/1", "r/2"]) == before
     with pytest.raises(IdempotencyConflict):
         send([batch[0], note("r/0")])
-    assert versions(engine, ["r/0", "r/1", "r/2"]) == before
-    assert count(engine) == n
+    assert versions(conn, ["r/0", "r/1", "r/2"]) == before
+    assert count(conn) == n
     again = send([note("r/0"), note("r/9")])
     assert again == [n + 1, n + 2]
-    assert store.stream_version(engine, "r/0") == before["r/0"] + 1
-    assert verify_chain(engine).ok
+    assert store.stream_version(conn, "r/0") == before["r/0"] + 1
+    assert verify_chain(database).ok
 
 
-def test_copy_in_a_callers_transaction_reports_the_drawn_positions(engine):
+def test_copy_in_a_callers_transaction_reports_the_drawn_positions(database):
     """A COPY-sized batch in a caller's transaction learns its positions from the last position
     drawn before it (read under the lock), without ``currval``: right after a rollback burned
     positions too."""
     import uuid
 
     n = COPY_THRESHOLD_TX + 5
-    with pytest.raises(RuntimeError), engine.begin() as conn:
+    with pytest.raises(RuntimeError), database.transaction() as conn:
         store.append(conn, [note(f"h/{i}") for i in range(n)])  # draws n positions, then rolls back
         raise RuntimeError
     for _ in range(2):
         batch = [
             NewEvent(f"c/{i % 5}", "NoteRecorded", {"text": "x"}, event_id=uuid.uuid4()) for i in range(n)
         ]
-        with engine.begin() as conn:
+        with database.transaction() as conn:
             got = store.append(conn, batch)
-        with engine.connect() as c:
+        with database.connect() as c:
             rows = dict(
                 c.execute(
-                    sa.text("SELECT event_id, position FROM events WHERE event_id = ANY(:ids)"),
-                    {"ids": [ev.event_id for ev in batch]},
-                ).all()
+                    "SELECT event_id, position FROM events WHERE event_id = ANY(%s)",
+                    ([ev.event_id for ev in batch],),
+                ).fetchall()
             )
         assert got == [rows[ev.event_id] for ev in batch]
-    assert verify_chain(engine).ok
+    assert verify_chain(database).ok

@@ -12,7 +12,7 @@ FUNCTIONS = ("ledger_append_one", "ledger_begin_batch", "ledger_notify_append")
 HEAD = "SELECT e.hash FROM events e ORDER BY e.position DESC LIMIT 1"
 
 
-def test_head_reading_functions_disable_seqscan(engine, db_url):
+def test_head_reading_functions_disable_seqscan(db_url):
     with psycopg.connect(db.libpq_url(db_url)) as conn:
         rows = conn.execute(
             "SELECT proname, proconfig FROM pg_proc WHERE proname = ANY(%s)", (list(FUNCTIONS),)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 
 from alembic import command
 from ledger import db, partitions, store
+from ledger.database import Database
 from ledger.errors import IdempotencyConflict
 from ledger.store import NewEvent
 from ledger.verify import verify_chain
@@ -27,6 +27,12 @@ PODLEDGER = str(Path(sys.executable).parent / "podledger")
 
 def note(stream: str, text: str = "x", **kw: object) -> NewEvent:
     return NewEvent(stream, "NoteRecorded", {"text": text}, **kw)  # type: ignore[arg-type]
+
+
+def append(database: Database, events: list[NewEvent], expected: dict[str, int] | None = None) -> list[int]:
+    """``store.append`` on a pooled connection in autocommit mode: an append of its own."""
+    with database.connect() as c:
+        return store.append(c, events, expected)
 
 
 def su(db_url: str) -> psycopg.Connection:
@@ -87,15 +93,15 @@ def small(db_url, monkeypatch):
     cfg = db.alembic_config(db_url)
     command.downgrade(cfg, "0015")
     command.upgrade(cfg, "head")
-    return db.get_engine(db_url, migrate_on_start=False)
+    return db.get_database(db_url, migrate_on_start=False)
 
 
-def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, monkeypatch):
+def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, database, monkeypatch):
     from api.services.simulate import Simulation
     from tests.api.test_audit import STEPS
 
     cfg = db.alembic_config(db_url)
-    Simulation(engine, {}, "part-story").run(STEPS)  # a real log: inputs and scheduling
+    Simulation(database, {}, "part-story").run(STEPS)  # a real log: inputs and scheduling
     rows, before = log_rows(db_url), view_rows(db_url)
     assert len(rows) >= 30 and any(before.values())
     db.dispose_all()
@@ -114,7 +120,8 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, 
     assert bounds[-1] == (None, None)  # the default partition
     assert bounds[0] == (0, 10) and all(hi - lo == 10 for lo, hi in bounds[:-1])
     assert bounds[-2][1] > head + 2 * 10  # two empty partitions ahead of the head's
-    assert verify_chain(engine).ok
+    database = db.get_database(db_url, migrate_on_start=False)  # its pool was closed above
+    assert verify_chain(database).ok
     with su(db_url) as c:
         assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == len(rows)
         assert c.execute("SELECT has_table_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
@@ -128,11 +135,11 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, 
         assert {"events_serialize", "events_no_update", "events_no_truncate", "events_notify"} <= triggers
 
     # the log goes on across partitions; the views and the chain with it
-    Simulation(engine, {}, "part-story-2").run(
+    Simulation(database, {}, "part-story-2").run(
         [{"apply": [STEPS[0]["apply"][0] | {"metadata": {"name": "n2"}}]}]
     )
     more = log_rows(db_url)
-    assert len(more) > len(rows) and verify_chain(engine).ok
+    assert len(more) > len(rows) and verify_chain(database).ok
     assert view_rows(db_url).keys() == before.keys()
 
     db.dispose_all()
@@ -143,24 +150,26 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, 
             r[0] for r in c.execute("SELECT conname FROM pg_constraint WHERE conrelid = 'events'::regclass")
         }
         assert {"events_event_id_key", "events_stream_version_key", "events_pkey"} <= names
-    assert verify_chain(engine).ok
+    database = db.get_database(db_url, migrate_on_start=False)
+    assert verify_chain(database).ok
+    db.dispose_all()
     command.upgrade(cfg, "head")
     assert relkind(db_url) == "p" and log_rows(db_url) == more
 
 
 def test_appends_cross_partition_boundaries_and_the_default_partition(small, db_url):
-    engine = small
+    database = small
     assert ranges(db_url) == [(0, 10), (10, 20), (None, None)]
-    positions = store.append(engine, [note(f"s/{i % 3}", str(i)) for i in range(7)])  # batch (INSERT)
-    positions += [store.append(engine, [note("one", str(i))])[0] for i in range(6)]  # single appends
-    positions += store.append(engine, [note(f"c/{i % 5}", str(i)) for i in range(100)])  # COPY, past 20
+    positions = append(database, [note(f"s/{i % 3}", str(i)) for i in range(7)])  # batch (INSERT)
+    positions += [append(database, [note("one", str(i))])[0] for i in range(6)]  # single appends
+    positions += append(database, [note(f"c/{i % 5}", str(i)) for i in range(100)])  # COPY, past 20
     assert positions == list(range(1, 114))
-    assert verify_chain(engine).ok
+    assert verify_chain(database).ok
     with su(db_url) as c:
         in_default = c.execute("SELECT count(*) FROM events_default").fetchone()[0]
     assert in_default == 113 - 19
 
-    made = partitions.ensure(engine)  # as the application role, like the worker
+    made = partitions.ensure(database)  # as the application role, like the worker
     assert made[0] == "events_p20"  # the default's rows became [20, 120)
     bounds = ranges(db_url)
     assert (20, 120) in bounds and bounds[-2] == (120, 130) and bounds[-1] == (None, None)
@@ -172,19 +181,19 @@ def test_appends_cross_partition_boundaries_and_the_default_partition(small, db_
             c.execute("DELETE FROM events_p20 WHERE position = 50")
         with pytest.raises(psycopg.Error, match="immutable"):
             c.execute("TRUNCATE events_p20")
-    assert partitions.ensure(engine) == []  # nothing more to do
-    assert partitions.ensure(engine, ahead=3, size=50) == ["events_p130", "events_p180", "events_p230"]
-    assert [e.position for e in store.iter_all(engine)] == list(range(1, 114))
-    assert verify_chain(engine).ok
+    assert partitions.ensure(database) == []  # nothing more to do
+    assert partitions.ensure(database, ahead=3, size=50) == ["events_p130", "events_p180", "events_p230"]
+    assert [e.position for e in store.iter_all(database)] == list(range(1, 114))
+    assert verify_chain(database).ok
 
 
 def test_duplicate_event_id_and_stream_version_fail_as_before(small, db_url):
-    engine = small
+    database = small
     eid = uuid.uuid4()
-    [pos] = store.append(engine, [note("a/1", event_id=eid)])
-    assert store.append(engine, [note("a/1", event_id=eid)]) == [pos]  # idempotent re-send
+    [pos] = append(database, [note("a/1", event_id=eid)])
+    assert append(database, [note("a/1", event_id=eid)]) == [pos]  # idempotent re-send
     with pytest.raises(IdempotencyConflict):
-        store.append(engine, [note("a/1", event_id=eid), note("a/2")])
+        append(database, [note("a/1", event_id=eid), note("a/2")])
     row = log_rows(db_url)[0]
     with psycopg.connect(db.app_url(db_url), autocommit=True) as app:
         insert = (
@@ -203,13 +212,13 @@ def test_duplicate_event_id_and_stream_version_fail_as_before(small, db_url):
 
 
 def test_detach_archive_then_verify_and_append(small, db_url):
-    engine = small
-    assert partitions.ensure(engine, ahead=4) == ["events_p20", "events_p30", "events_p40"]
-    store.append(engine, [note("old/1", "only early")])  # a stream wholly in the detached part
-    store.append(engine, [note(f"s/{i % 4}", str(i)) for i in range(33)])
-    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    database = small
+    assert partitions.ensure(database, ahead=4) == ["events_p20", "events_p30", "events_p40"]
+    append(database, [note("old/1", "only early")])  # a stream wholly in the detached part
+    append(database, [note(f"s/{i % 4}", str(i)) for i in range(33)])
+    owner = db.get_database(db_url, migrate_on_start=False, owner=True)
     assert partitions.detach(owner, before=15, archive=True) == [partitions.Detached("events_p0", 0, 10, 9)]
-    res = verify_chain(engine)
+    res = verify_chain(database)
     assert res.ok and res.start == 10 and res.checked == 34 - 9
     gone = partitions.detach(owner, before=20, archive=False)
     assert [(d.name, d.events) for d in gone] == [("events_p10", 10)]
@@ -218,9 +227,9 @@ def test_detach_archive_then_verify_and_append(small, db_url):
         partitions.Detached("events_p20", 20, 30, 10)
     ]
     assert ranges(db_url)[0] == (30, 40)
-    res = verify_chain(engine)
+    res = verify_chain(database)
     assert res.ok and res.start == 30 and res.checked == 5
-    res = verify_chain(engine, archive=True)  # the whole chain: not with a dropped partition
+    res = verify_chain(database, archive=True)  # the whole chain: not with a dropped partition
     assert not res.ok and res.checked == 9 and "events_p10 was dropped" in res.reason
 
     listed = {p.name: p for p in partitions.list_partitions(owner)}
@@ -231,37 +240,39 @@ def test_detach_archive_then_verify_and_append(small, db_url):
         with pytest.raises(psycopg.Error, match="immutable"):
             c.execute("DELETE FROM event_archive.events_p0")
     # ids and stream versions of detached events still count
-    [early] = store.read_all(engine, after=29, limit=1)
+    with database.connect() as c:
+        [early] = store.read_all(c, after=29, limit=1)
     first_id = uuid.uuid4()
-    assert store.append(engine, [note("new/1", event_id=first_id)]) == [35]
-    assert store.append(engine, [note("s/0")], {"s/0": 9}) == [36]  # versions go on past the archive
-    assert partitions.ensure(engine) == []  # never below the detached ranges
-    assert verify_chain(engine).ok
+    assert append(database, [note("new/1", event_id=first_id)]) == [35]
+    assert append(database, [note("s/0")], {"s/0": 9}) == [36]  # versions go on past the archive
+    assert partitions.ensure(database) == []  # never below the detached ranges
+    assert verify_chain(database).ok
     assert view_rows(db_url).keys()  # the views still read the (partial) log
 
     # the first retained event must link to the recorded head of the detached prefix
     with su(db_url) as c:
         c.execute("SET session_replication_role = replica")
         c.execute("DELETE FROM events WHERE position = %s", (early.position,))
-    res = verify_chain(engine)
+    res = verify_chain(database)
     assert not res.ok and res.first_bad_position == early.position + 1 and "detached" in res.reason
 
 
 def test_detach_keeps_old_event_ids_idempotent(small, db_url):
-    engine = small
+    database = small
     eid = uuid.uuid4()
-    store.append(engine, [note("a/1", event_id=eid)])
-    store.append(engine, [note("b/1", str(i)) for i in range(20)])
-    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    append(database, [note("a/1", event_id=eid)])
+    append(database, [note("b/1", str(i)) for i in range(20)])
+    owner = db.get_database(db_url, migrate_on_start=False, owner=True)
     assert [d.name for d in partitions.detach(owner, before=10, archive=False)] == ["events_p0"]
-    assert store.append(engine, [note("a/1", event_id=eid)]) == [1]  # still known: nothing appended
-    assert store.head(engine) == 21
+    assert append(database, [note("a/1", event_id=eid)]) == [1]  # still known: nothing appended
+    with database.connect() as c:
+        assert store.head(c) == 21
 
 
 def test_downgrade_refuses_after_a_dropped_partition(small, db_url):
-    engine = small
-    store.append(engine, [note("b/1", str(i)) for i in range(15)])
-    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    database = small
+    append(database, [note("b/1", str(i)) for i in range(15)])
+    owner = db.get_database(db_url, migrate_on_start=False, owner=True)
     partitions.detach(owner, before=10, archive=False)
     db.dispose_all()
     with pytest.raises(RuntimeError, match="refusing to downgrade"):
@@ -269,8 +280,8 @@ def test_downgrade_refuses_after_a_dropped_partition(small, db_url):
 
 
 def test_cli_partitions_list_ensure_detach(small, db_url):
-    engine = small
-    store.append(engine, [note("b/1", str(i)) for i in range(25)])
+    database = small
+    append(database, [note("b/1", str(i)) for i in range(25)])
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ, PODLEDGER_DATABASE_URL=db_url)
@@ -313,9 +324,9 @@ def test_partition_settings_from_the_environment(monkeypatch):
 def test_worker_ensures_partitions(small, db_url):
     from scheduler.edge.worker import Worker
 
-    engine = small
-    store.append(engine, [note("b/1", str(i)) for i in range(25)])
-    worker = Worker(engine, db.app_url(db_url), name="t")
+    database = small
+    append(database, [note("b/1", str(i)) for i in range(25)])
+    worker = Worker(database, db.app_url(db_url), name="t")
     worker.ensure_partitions()
     assert ranges(db_url) == [(0, 10), (10, 20), (20, 30), (30, 40), (None, None)]
     with su(db_url) as c:
@@ -325,23 +336,23 @@ def test_worker_ensures_partitions(small, db_url):
 def test_detach_waits_for_the_merkle_tree(small, db_url):
     from ledger import anchor
 
-    engine = small
-    store.append(engine, [note("b/1", str(i)) for i in range(15)])
-    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    database = small
+    append(database, [note("b/1", str(i)) for i in range(15)])
+    owner = db.get_database(db_url, migrate_on_start=False, owner=True)
     anchor.update_tree(owner)  # anchored history in use, up to position 15
-    store.append(engine, [note("b/1", str(i)) for i in range(10)])
-    partitions.ensure(engine)
-    with pytest.raises(sa.exc.DBAPIError, match="Merkle tree does not reach position 19"):
+    append(database, [note("b/1", str(i)) for i in range(10)])
+    partitions.ensure(database)
+    with pytest.raises(psycopg.Error, match="Merkle tree does not reach position 19"):
         partitions.detach(owner, before=20, archive=True)
     assert [d.name for d in partitions.detach(owner, before=10, archive=True)] == ["events_p0"]
     anchor.update_tree(owner)  # the tree extends from its last leaf, still in the log
     assert [d.name for d in partitions.detach(owner, before=20, archive=True)] == ["events_p10"]
 
 
-def test_conversion_carries_any_dependent_read_from_the_catalog(db_url, engine):
+def test_conversion_carries_any_dependent_read_from_the_catalog(db_url, database):
     """Not only the v_* views the migrations made: a view on a view, a materialized view with
     its index, comments with quotes and colons, grants to another role, a disabled trigger."""
-    store.append(engine, [note(f"s/{i % 3}", str(i)) for i in range(12)])
+    append(database, [note(f"s/{i % 3}", str(i)) for i in range(12)])
     with su(db_url) as c:
         c.execute("CREATE VIEW x_streams AS SELECT stream, count(*) AS n FROM events GROUP BY stream")
         c.execute("CREATE VIEW x_busy WITH (security_barrier) AS SELECT * FROM x_streams WHERE n > 3")
@@ -387,16 +398,16 @@ def test_appends_never_fail_while_partitions_are_made(small, db_url):
     holds and every row ends in a range partition."""
     import threading
 
-    engine = small
+    database = small
     errors: list[BaseException] = []
 
     def writer(wid: int) -> None:
         try:
             for i in range(40):
                 if i % 5 == 0:
-                    store.append(engine, [note(f"w{wid}/{j % 3}", f"{i}.{j}") for j in range(70)])  # COPY
+                    append(database, [note(f"w{wid}/{j % 3}", f"{i}.{j}") for j in range(70)])  # COPY
                 else:
-                    store.append(engine, [note(f"w{wid}/single", str(i))])
+                    append(database, [note(f"w{wid}/single", str(i))])
         except BaseException as exc:  # noqa: BLE001  (reported below)
             errors.append(exc)
 
@@ -405,13 +416,15 @@ def test_appends_never_fail_while_partitions_are_made(small, db_url):
         t.start()
     made = 0
     while any(t.is_alive() for t in threads):
-        made += len(partitions.ensure(engine, ahead=1, size=10))
+        made += len(partitions.ensure(database, ahead=1, size=10))
     for t in threads:
         t.join()
     assert errors == []
-    partitions.ensure(engine, ahead=1, size=10)
+    partitions.ensure(database, ahead=1, size=10)
     total = 3 * (8 * 70 + 32)
-    assert store.head(engine) == total and verify_chain(engine).ok
+    with database.connect() as c:
+        assert store.head(c) == total
+    assert verify_chain(database).ok
     with su(db_url) as c:
         assert c.execute("SELECT count(*) FROM events_default").fetchone()[0] == 0
         assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == total
@@ -419,21 +432,21 @@ def test_appends_never_fail_while_partitions_are_made(small, db_url):
 
 
 def test_verify_archive_walks_the_archived_partitions_too(small, db_url):
-    engine = small
-    store.append(engine, [note(f"s/{i % 4}", str(i)) for i in range(25)])
-    partitions.ensure(engine)
-    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    database = small
+    append(database, [note(f"s/{i % 4}", str(i)) for i in range(25)])
+    partitions.ensure(database)
+    owner = db.get_database(db_url, migrate_on_start=False, owner=True)
     assert [d.name for d in partitions.detach(owner, before=20, archive=True)] == ["events_p0", "events_p10"]
-    res = verify_chain(engine, archive=True)
+    res = verify_chain(database, archive=True)
     assert res.ok and res.checked == 25 and res.start == 0
     with su(db_url) as c:
         c.execute("SET session_replication_role = replica")
         c.execute('UPDATE event_archive.events_p10 SET data = \'{"text": "forged"}\' WHERE position = 12')
-    assert verify_chain(engine).ok  # the retained log alone is intact
-    res = verify_chain(engine, archive=True)
+    assert verify_chain(database).ok  # the retained log alone is intact
+    res = verify_chain(database, archive=True)
     assert not res.ok and res.first_bad_position == 12 and "modified" in res.reason
     with su(db_url) as c:
         c.execute("SET session_replication_role = replica")
         c.execute("DELETE FROM event_archive.events_p10 WHERE position = 19")
-    res = verify_chain(engine, archive=True)
+    res = verify_chain(database, archive=True)
     assert not res.ok and res.first_bad_position in (12, 19)

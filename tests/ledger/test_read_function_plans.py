@@ -5,10 +5,9 @@ they are large: migration 0019's lesson)."""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
+from ledger.database import Database
 from ledger.queries import objects as objects_q
+from ledger.sql import Conn, scalar
 
 SETTINGS = (
     "enable_seqscan=off",
@@ -18,36 +17,33 @@ SETTINGS = (
 )
 
 
-def _seq_scans(conn: sa.Connection, tables: str = "objects|streams|quota_usage") -> dict[str, int]:
+def _seq_scans(conn: Conn, tables: str = "objects|streams|quota_usage") -> dict[str, int]:
     """Sequential scans by this transaction so far of the tables whose names match ``tables``
     (a regular expression, anchored)."""
     rows = conn.execute(
-        sa.text("SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname ~ :t"),
-        {"t": f"^({tables})$"},
+        "SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname ~ %s", (f"^({tables})$",)
     )
     return {name: int(n) for name, n in rows}
 
 
-def _analyze(engine: Engine, *tables: str) -> None:
+def _analyze(database: Database, *tables: str) -> None:
     """Statistics of the (empty) ``tables``, so that the planner knows they are empty."""
-    with engine.begin() as conn:
+    with database.transaction() as conn:
         for table in tables:
-            conn.execute(sa.text(f"ANALYZE {table}"))
+            conn.execute(f"ANALYZE {table}")  # type: ignore[arg-type]
 
 
-def test_the_functions_pin_their_plan_settings(engine: Engine) -> None:
+def test_the_functions_pin_their_plan_settings(conn: Conn) -> None:
     for name in ("ledger_admission_read", "ledger_projection_read", "ledger_input_changes"):
-        with engine.connect() as conn:
-            config = conn.execute(
-                sa.text("SELECT proconfig FROM pg_proc WHERE proname = :n"), {"n": name}
-            ).scalar_one()
+        config = scalar(conn, "SELECT proconfig FROM pg_proc WHERE proname = %s", (name,))
+        assert config is not None, name
         for setting in SETTINGS:
             assert setting in config, (name, setting, config)
 
 
-def test_admission_read_on_an_empty_ledger_probes_the_keys(engine: Engine) -> None:
-    _analyze(engine, "objects", "streams")
-    with engine.begin() as conn:
+def test_admission_read_on_an_empty_ledger_probes_the_keys(database: Database) -> None:
+    _analyze(database, "objects", "streams")
+    with database.transaction() as conn:
         before = _seq_scans(conn)
         # the session's first call makes the generic plan, on empty tables
         rows = objects_q.manifests_with_versions(
@@ -62,9 +58,10 @@ def test_admission_read_on_an_empty_ledger_probes_the_keys(engine: Engine) -> No
         assert _seq_scans(conn) == before, "the admission read scanned objects or streams"
 
 
-def test_admission_read_returns_manifests_versions_and_the_preloaded_kind(engine: Engine) -> None:
-    from api.services import objects as services
+def test_admission_read_returns_manifests_versions_and_the_preloaded_kind(database: Database) -> None:
+    from api.services.objects import load_documents
     from ledger.resources.parse import Document
+    from tests.ledger_helpers import apply
 
     raws = [
         {
@@ -80,12 +77,10 @@ def test_admission_read_returns_manifests_versions_and_the_preloaded_kind(engine
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
         },
     ]
-    objs, errors = services.load_documents(
-        [Document(index=i + 1, source="t", raw=r) for i, r in enumerate(raws)]
-    )
+    objs, errors = load_documents([Document(index=i + 1, source="t", raw=r) for i, r in enumerate(raws)])
     assert not errors
-    assert services.apply_objects(engine, objs).ok
-    with engine.begin() as conn:
+    assert apply(database, objs).ok
+    with database.transaction() as conn:
         rows = objects_q.manifests_with_versions(
             conn, [("Pod", "ns", "a"), ("Pod", "ns", "zz")], ["pod/ns/a", "pod/ns/zz"], "PriorityClass"
         )
@@ -97,36 +92,37 @@ def test_admission_read_returns_manifests_versions_and_the_preloaded_kind(engine
     assert pc[3]["value"] == 10 and pc[5] is None
 
 
-def test_projection_writes_on_an_empty_ledger_read_by_key(engine: Engine) -> None:
+def test_projection_writes_on_an_empty_ledger_read_by_key(database: Database) -> None:
     """Group commit's writes (the projection read made first on empty tables) scan nothing."""
-    from api.services import objects as services
-    from ledger import writer
+    from api.services.commands import objects as commands
+    from api.services.objects import load_documents
     from ledger.resources.parse import Document
     from tests.ledger.manifests import pod
 
-    _analyze(engine, "objects", "quota_usage")
-    with engine.begin() as conn:
-        before = _seq_scans(conn)
-        tx = services._InTransaction(conn)
+    _analyze(database, "objects", "quota_usage")
+    with database.unit_of_work(grouped=True) as uow:  # one transaction: pg_stat_xact_* counts it
+        before = _seq_scans(uow.conn)
         for i in range(3):
-            objs, errors = services.load_documents([Document(index=1, source="t", raw=pod(f"p{i}"))])
+            objs, errors = load_documents([Document(index=1, source="t", raw=pod(f"p{i}"))])
             assert not errors
-            with writer.grouped(conn):
-                assert services.apply_objects(tx, objs).ok
-            services.delete_objects(tx, [("Pod", "ns", f"p{i}")])
-        assert _seq_scans(conn) == before, "a projection read scanned a table"
-        assert conn.execute(sa.text("SELECT count(*) FROM objects WHERE kind = 'Pod'")).scalar_one() == 0
+            assert commands.apply_objects(uow, objs).ok  # projection deferred (grouped)
+            # reads pod p{i}: the group's projection is written first
+            commands.delete_objects(uow, [("Pod", "ns", f"p{i}")])
+        uow.settle()  # the last deletion's projection
+        assert _seq_scans(uow.conn) == before, "a projection read scanned a table"
+        assert scalar(uow.conn, "SELECT count(*) FROM objects WHERE kind = 'Pod'") == 0
+        uow.commit()
 
 
-def test_input_changes_on_an_empty_ledger_read_by_index(engine: Engine) -> None:
+def test_input_changes_on_an_empty_ledger_read_by_index(database: Database) -> None:
     """explain's input changes: the plan made first on empty tables scans neither the log's
     partitions nor event_keys, and the rows are the inputs of the range in log order."""
     from ledger import store
     from ledger.queries import inputs as inputs_q
     from ledger.store import NewEvent
 
-    _analyze(engine, "events", "event_keys")
-    with engine.begin() as conn:
+    _analyze(database, "events", "event_keys")
+    with database.transaction() as conn:
         before = _seq_scans(conn, "events.*|event_keys")
         assert inputs_q.input_changes(conn, "ns", ["podgroup/ns/g"], 0, 10) == []
         assert _seq_scans(conn, "events.*|event_keys") == before, "input changes scanned the log"
@@ -145,9 +141,10 @@ def test_input_changes_on_an_empty_ledger_read_by_index(engine: Engine) -> None:
         ),
         NewEvent("node/n2", "NodeCreated", {"object": other}),
     ]
-    positions = store.append(engine, evs)
+    with database.connect() as conn:
+        positions = store.append(conn, evs)
     first, last = positions[0], positions[-1]
-    with engine.begin() as conn:
+    with database.transaction() as conn:
         rows = inputs_q.input_changes(conn, "ns", ["podgroup/ns/g"], first - 1, last)
         assert [(r["stream"], r["change"]) for r in rows] == [
             ("node/n1", "created"),

@@ -1,20 +1,21 @@
-"""``store.read_tail`` (the scheduler's catch-up read on a raw pooled connection) returns what
-``read_all`` returns and leaves the pooled connection as it found it."""
+"""``store.read_tail`` (the scheduler's catch-up read on a pooled connection in autocommit mode)
+returns what ``read_all`` returns and leaves the pooled connection as it found it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import sqlalchemy as sa
+from psycopg import pq
 
 from ledger import store
+from ledger.sql import scalar
 from ledger.store import NewEvent
 
 
-def test_read_tail_matches_read_all_and_restores_the_connection(engine):
+def test_read_tail_matches_read_all_and_restores_the_connection(database, conn):
     eff = datetime(2026, 1, 2, 3, 4, 5, 678_901, tzinfo=UTC)
     store.append(
-        engine,
+        conn,
         [
             NewEvent(f"t/{i}", "NoteRecorded", {"text": str(i)}, meta={"i": i}, effective_at=eff)
             for i in range(30)
@@ -26,11 +27,13 @@ def test_read_tail_matches_read_all_and_restores_the_connection(engine):
             (e.position, e.stream, e.version, e.type, e.event_id, e.data, e.meta, e.effective_at) for e in evs
         ]
 
-    assert key(store.read_tail(engine, 0, 1000)) == key(store.read_all(engine, 0, 1000))
-    assert key(store.read_tail(engine, 25, 3)) == key(store.read_all(engine, 25, 3))
-    assert [e.position for e in store.read_tail(engine, 25, 3)] == [26, 27, 28]
-    assert store.read_tail(engine, 30) == []
-    with engine.connect() as conn:  # the pooled connection is transactional again
-        conn.execute(sa.text("CREATE TEMP TABLE rt (x int)"))
-        conn.rollback()
-        assert conn.execute(sa.text("SELECT to_regclass('pg_temp.rt')")).scalar() is None
+    assert key(store.read_tail(conn, 0, 1000)) == key(store.read_all(conn, 0, 1000))
+    assert key(store.read_tail(conn, 25, 3)) == key(store.read_all(conn, 25, 3))
+    assert [e.position for e in store.read_tail(conn, 25, 3)] == [26, 27, 28]
+    assert store.read_tail(conn, 30) == []
+    # the connection is as it was: autocommit, no transaction left open
+    assert conn.autocommit and conn.info.transaction_status == pq.TransactionStatus.IDLE
+    with database.transaction() as tx:  # and a pooled transaction still rolls back
+        tx.execute("CREATE TEMP TABLE rt (x int)")
+        tx.rollback()
+        assert scalar(tx, "SELECT to_regclass('pg_temp.rt')") is None

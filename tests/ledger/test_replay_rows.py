@@ -11,15 +11,15 @@ from ledger import events, replay_rows, store
 from ledger.store import NewEvent
 
 
-def test_rows_match_stored_events_and_page(engine, db_url):
+def test_rows_match_stored_events_and_page(conn, db_url):
     eff = datetime(1999, 12, 31, 23, 0, 0, 1, tzinfo=UTC)
     evs = [
         NewEvent(f"r/{i % 5}", "NoteRecorded", {"text": f"ü{i}", "attributes": {"i": i}}, meta={"m": i})
         for i in range(150)
     ]
     evs.append(NewEvent("r/x", "NoteRecorded", {"text": "old"}, effective_at=eff))
-    store.append(engine, evs)
-    want = store.read_all(engine, limit=1000)
+    store.append(conn, evs)
+    want = store.read_all(conn, limit=1000)
     with replay_rows.connect(db_url) as raw:
         got = list(replay_rows.iter_rows(raw, page=40))
         assert [
@@ -82,8 +82,8 @@ def test_data_is_upcast_only_from_an_older_schema_and_cached():
     assert odd.data == [1]
 
 
-def test_closing_early_ends_the_pipeline_and_hands_back_the_connection(engine, db_url):
-    store.append(engine, [NewEvent(f"s/{i}", "NoteRecorded", {"text": str(i)}) for i in range(200)])
+def test_closing_early_ends_the_pipeline_and_hands_back_the_connection(conn, db_url):
+    store.append(conn, [NewEvent(f"s/{i}", "NoteRecorded", {"text": str(i)}) for i in range(200)])
     with replay_rows.connect(db_url) as raw:
         # the caller leaves after 3 of 100 pages
         rows = replay_rows.iter_rows(raw, page=2)
@@ -99,17 +99,17 @@ def test_closing_early_ends_the_pipeline_and_hands_back_the_connection(engine, d
         assert raw.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
 
 
-def test_large_pages_drain_the_socket_and_keep_every_row(engine, db_url):
+def test_large_pages_drain_the_socket_and_keep_every_row(conn, db_url):
     # pages far above the socket buffer, with rows handed out in drains of _DRAIN
     big = "x" * 2000
-    store.append(engine, [NewEvent(f"b/{i}", "NoteRecorded", {"text": f"{i} {big}"}) for i in range(1203)])
+    store.append(conn, [NewEvent(f"b/{i}", "NoteRecorded", {"text": f"{i} {big}"}) for i in range(1203)])
     with replay_rows.connect(db_url) as raw:
         got = [(r.position, r.data["text"]) for r in replay_rows.iter_rows(raw, page=600)]
     assert got == [(i + 1, f"{i} {big}") for i in range(1203)]
 
 
-def test_a_failing_page_reaches_the_caller_and_no_row_after_it(engine, db_url, monkeypatch):
-    store.append(engine, [NewEvent(f"e/{i}", "NoteRecorded", {"text": str(i)}) for i in range(10)])
+def test_a_failing_page_reaches_the_caller_and_no_row_after_it(conn, db_url, monkeypatch):
+    store.append(conn, [NewEvent(f"e/{i}", "NoteRecorded", {"text": str(i)}) for i in range(10)])
     real = replay_rows._query
 
     def failing(after, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003

@@ -16,7 +16,7 @@ def test_schema_head_is_alembics_head():
     assert db.schema_head() == script.get_current_head()
 
 
-def test_at_schema_head_only_when_migrated(engine, db_url):
+def test_at_schema_head_only_when_migrated(db_url):
     assert db.at_schema_head(db_url)  # the fixture's database is migrated
     with psycopg.connect(db.libpq_url(db_url), autocommit=True) as conn:
         (rev,) = conn.execute("SELECT version_num FROM alembic_version").fetchone()

@@ -22,8 +22,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
-
 RETRY_FOR = 60.0  # seconds a write is retried across a server outage before giving up
 
 
@@ -35,10 +33,10 @@ def _pod(name: str, cpu: str = "100m") -> str:
 
 
 def _connection_error(exc: BaseException) -> bool:
+    """A broken or unreachable server: psycopg's OperationalError (the pool's PoolTimeout, waiting
+    for a connection while the server is down, is one too)."""
     import psycopg
 
-    if isinstance(exc, DBAPIError):
-        return exc.connection_invalidated or isinstance(exc.orig, psycopg.OperationalError)
     return isinstance(exc, psycopg.OperationalError)
 
 
@@ -57,12 +55,14 @@ def _retry(fn: Any, what: str, log: Any) -> Any:
 
 
 def writer(url: str, acks: str, stop: str, prefix: str) -> int:
-    from api.services.objects import apply_objects, load_documents
-    from ledger import db, writer
+    from api.services.objects import load_documents
+    from ledger import db
     from ledger.resources.parse import parse_documents
     from ledger.store import NewEvent
+    from ledger.uow import write
+    from tests.ledger_helpers import apply
 
-    engine = db.get_engine(url, migrate_on_start=False)
+    database = db.get_database(url, migrate_on_start=False)
 
     def log(msg: str) -> None:
         sys.stderr.write(msg + "\n")
@@ -82,14 +82,14 @@ def writer(url: str, acks: str, stop: str, prefix: str) -> int:
             assert not errs, errs
 
             def apply_pod(objs: Any = objs, name: str = name) -> None:
-                res = apply_objects(engine, objs, actor="writer", idempotency_key=name)
+                res = apply(database, objs, actor="writer", idempotency_key=name)
                 assert not res.rejected, res.errors
 
             _retry(apply_pod, f"pod {name}", log)
             ack(f"pod {name}")
             eid = uuid.uuid4()
             note = NewEvent("load/notes", "NoteRecorded", {"text": name}, {"actor": "writer"}, eid)
-            _retry(lambda note=note: writer.write(engine, [note]), f"note {eid}", log)
+            _retry(lambda note=note: write(database, [note]), f"note {eid}", log)
             ack(f"event {eid}")
             i += 1
             time.sleep(0.02)
@@ -99,13 +99,14 @@ def writer(url: str, acks: str, stop: str, prefix: str) -> int:
 def applier(url: str, index: int, rounds: int, out_path: str) -> int:
     """Distinct objects (own pods), shared objects (4 nodes everyone updates) and a shared stream
     appended with expected versions; every acknowledged event id is written to ``out_path``."""
-    from api.services.objects import apply_objects, load_documents
+    from api.services.objects import load_documents
     from ledger import db, store
     from ledger.errors import ConcurrencyError
     from ledger.resources.parse import parse_documents
     from ledger.store import NewEvent
+    from tests.ledger_helpers import apply
 
-    engine = db.get_engine(url, migrate_on_start=False)
+    database = db.get_database(url, migrate_on_start=False)
     acked: list[str] = []
     conflicts = 0
 
@@ -115,7 +116,7 @@ def applier(url: str, index: int, rounds: int, out_path: str) -> int:
         assert not errs, errs
         for _ in range(200):
             try:
-                res = apply_objects(engine, objs, actor=f"applier-{index}", idempotency_key=key)
+                res = apply(database, objs, actor=f"applier-{index}", idempotency_key=key)
             except ConcurrencyError:
                 conflicts += 1
                 continue
@@ -132,11 +133,12 @@ def applier(url: str, index: int, rounds: int, out_path: str) -> int:
         )
         apply_text(node, f"a{index}-{r}-node")
         for _ in range(200):  # a shared stream: read its version, append expecting it
-            version = store.stream_version(engine, "load/shared")
             eid = uuid.uuid4()
             ev = NewEvent("load/shared", "NoteRecorded", {"text": f"a{index}-{r}"}, {}, eid)
             try:
-                store.append(engine, [ev], {"load/shared": version})
+                with database.connect() as conn:  # autocommit: the append is its own transaction
+                    version = store.stream_version(conn, "load/shared")
+                    store.append(conn, [ev], {"load/shared": version})
             except ConcurrencyError:
                 conflicts += 1
                 continue

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from api.services.objects import ApplyResult, apply_objects, load_documents
+from api.services.commands.objects import ApplyResult
+from api.services.objects import load_documents
+from ledger import sql as q
+from ledger.database import Database
 from ledger.resources.parse import parse_documents
+from tests.ledger_helpers import apply
 
 ROOT = Path(__file__).resolve().parents[2]
 PODLEDGER = str(Path(sys.executable).parent / "podledger")
@@ -123,10 +125,10 @@ def unexpected_tracebacks(text: str) -> list[str]:
     return bad
 
 
-def apply_text(engine: Engine, text: str, **kw: Any) -> ApplyResult:
+def apply_text(database: Database, text: str, **kw: Any) -> ApplyResult:
     objs, errs = load_documents(parse_documents(text))
     assert not errs, errs
-    res = apply_objects(engine, objs, **kw)
+    res = apply(database, objs, **kw)
     assert not res.rejected, res.errors
     return res
 
@@ -166,25 +168,26 @@ def pod_yaml(
 # ----------------------------------------------------------------------------- invariants
 
 
-def scalar(engine: Engine, sql: str, **params: Any) -> Any:
-    with engine.connect() as c:
-        return c.execute(sa.text(sql), params).scalar()
+def scalar(database: Database, sql: str, **params: Any) -> Any:
+    """The first column of the first row (psycopg placeholders ``%(name)s`` for ``params``)."""
+    with database.connect() as c:
+        return q.scalar(c, sql, params or None)
 
 
-def rows(engine: Engine, sql: str, **params: Any) -> list[Any]:
-    with engine.connect() as c:
-        return list(c.execute(sa.text(sql), params).all())
+def rows(database: Database, sql: str, **params: Any) -> list[Any]:
+    with database.connect() as c:
+        return c.execute(sql, params or None).fetchall()
 
 
-def event_count(engine: Engine) -> int:
-    return int(scalar(engine, "SELECT count(*) FROM events"))
+def event_count(database: Database) -> int:
+    return int(scalar(database, "SELECT count(*) FROM events"))
 
 
-def double_binds(engine: Engine) -> dict[str, Any]:
+def double_binds(database: Database) -> dict[str, Any]:
     """Pods bound more than once (never preempted) or bound again after their preemption."""
     bad: dict[str, Any] = {}
     for pod, binds, preempted, late in rows(
-        engine,
+        database,
         "SELECT b.pod, b.n, p.first_pre IS NOT NULL, "
         "  (SELECT count(*) FROM events e WHERE e.type = 'PodBound' AND e.data->>'pod' = b.pod "
         "   AND e.position > p.first_pre) "
@@ -197,7 +200,7 @@ def double_binds(engine: Engine) -> dict[str, Any]:
     return bad
 
 
-def decisions_without_cycle(engine: Engine) -> list[Any]:
+def decisions_without_cycle(database: Database) -> list[Any]:
     """Decision events with no SchedulingCycleCompleted of the same cycle, actor and transaction
     after them (``tx_id`` is the inserting transaction). A retry that changed nothing (PodRetried,
     PodGroupRetried with ``attempts``) is a whole cycle in one event: it has none."""
@@ -205,9 +208,9 @@ def decisions_without_cycle(engine: Engine) -> list[Any]:
 
     types = sorted(DECISION_TYPES - {"SchedulingCycleCompleted"})
     return rows(
-        engine,
+        database,
         "SELECT d.position, d.type, d.meta->>'cycle' FROM events d "
-        "WHERE d.type = ANY(:types) AND d.type <> 'PodRetried' "
+        "WHERE d.type = ANY(%(types)s) AND d.type <> 'PodRetried' "
         "AND NOT (d.type = 'PodGroupRetried' AND d.data->'attempts' IS NOT NULL) AND NOT EXISTS ("
         "  SELECT 1 FROM events c WHERE c.type = 'SchedulingCycleCompleted' AND c.tx_id = d.tx_id "
         "  AND c.position > d.position AND c.data->>'cycle' = d.meta->>'cycle' "
@@ -216,10 +219,10 @@ def decisions_without_cycle(engine: Engine) -> list[Any]:
     )
 
 
-def interleaved_transactions(engine: Engine) -> list[Any]:
+def interleaved_transactions(database: Database) -> list[Any]:
     """Transactions whose events do not occupy one contiguous run of positions."""
     return rows(
-        engine,
+        database,
         "SELECT t.tx_id::text, t.lo, t.hi, t.n FROM ("
         "  SELECT tx_id, min(position) AS lo, max(position) AS hi, count(*) AS n FROM events GROUP BY tx_id) t "
         "WHERE EXISTS (SELECT 1 FROM events o WHERE o.position BETWEEN t.lo AND t.hi AND o.tx_id <> t.tx_id) "
@@ -227,10 +230,10 @@ def interleaved_transactions(engine: Engine) -> list[Any]:
     )
 
 
-def stream_gaps(engine: Engine) -> list[Any]:
+def stream_gaps(database: Database) -> list[Any]:
     """Streams whose versions are not exactly 1..n, or whose ``streams`` row disagrees."""
     return rows(
-        engine,
+        database,
         "SELECT e.stream, e.n, e.lo, e.hi, s.version FROM ("
         "  SELECT stream, count(*) AS n, min(version) AS lo, max(version) AS hi FROM events GROUP BY stream) e "
         "FULL JOIN streams s USING (stream) "
@@ -238,20 +241,20 @@ def stream_gaps(engine: Engine) -> list[Any]:
     )
 
 
-def objects_snapshot(engine: Engine) -> list[Any]:
+def objects_snapshot(database: Database) -> list[Any]:
     return rows(
-        engine,
+        database,
         "SELECT kind, namespace, name, uid, object::text, status::text, created_position, updated_position, "
         "created_at, updated_at FROM objects ORDER BY kind, namespace, name",
     )
 
 
-def assert_projection_equals_replay(engine: Engine) -> int:
+def assert_projection_equals_replay(database: Database) -> int:
     from ledger.projections.runner import rebuild_current
 
-    before = objects_snapshot(engine)
-    rebuild_current(engine)
-    after = objects_snapshot(engine)
+    before = objects_snapshot(database)
+    rebuild_current(database)
+    after = objects_snapshot(database)
     if before != after:
         b, a = {r[:3]: r for r in before}, {r[:3]: r for r in after}
         diff = [(k, b.get(k), a.get(k)) for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]

@@ -43,9 +43,9 @@ def _cli(url: str, *args: str, key: Path | None = None) -> tuple[int, str]:
     return p.returncode, out
 
 
-def _inputs(engine, pods: list[tuple[str, str]]) -> None:
-    apply_text(engine, nodes_yaml(2, "4"))
-    apply_text(engine, "---\n".join(pod_yaml(name, cpu) for name, cpu in pods))
+def _inputs(database, pods: list[tuple[str, str]]) -> None:
+    apply_text(database, nodes_yaml(2, "4"))
+    apply_text(database, "---\n".join(pod_yaml(name, cpu) for name, cpu in pods))
 
 
 @contextmanager
@@ -96,14 +96,14 @@ def _restore(su: psycopg.Connection, rows: list[tuple]) -> None:
 
 
 @pytest.mark.timeout(240)
-def test_checkpoint_pins_the_log_against_rewrites(engine, db_url, server_url, tmp_path):
+def test_checkpoint_pins_the_log_against_rewrites(database, db_url, server_url, tmp_path):
     key = tmp_path / "checkpoint.key"
     pods = [(f"p{i}", "500m") for i in range(6)]
-    _inputs(engine, pods)
+    _inputs(database, pods)
     cp1 = tmp_path / "cp1.note"
     rc, out = _cli(db_url, "checkpoint", "--new-key", "-o", str(cp1), key=key)
     assert rc == 0, out
-    n1 = event_count(engine)
+    n1 = event_count(database)
     note = cp1.read_text()
     assert note.split("\n")[1] == str(n1) and "\n\n\u2014 podledger " in note, note
     rc, vkey = _cli(db_url, "checkpoint", "--verifier-key", key=key)
@@ -116,9 +116,9 @@ def test_checkpoint_pins_the_log_against_rewrites(engine, db_url, server_url, tm
     # Ledger 2: the same inputs but one pod asks for 400m, and one more pod; its chain is valid.
     url2 = new_database(server_url)
     try:
-        engine2 = db.get_engine(url2, migrate_on_start=False)
-        _inputs(engine2, [*pods[:3], ("p3", "400m"), *pods[4:], ("p6", "100m")])
-        assert event_count(engine2) > n1
+        database2 = db.get_database(url2, migrate_on_start=False)
+        _inputs(database2, [*pods[:3], ("p3", "400m"), *pods[4:], ("p6", "100m")])
+        assert event_count(database2) > n1
         rc, out = _cli(url2, "verify")
         assert rc == 0 and "hash chain intact" in out, out
         rc, out = _cli(url2, "verify", "--checkpoint", str(cp1), "--public-key", vkey)
@@ -129,8 +129,8 @@ def test_checkpoint_pins_the_log_against_rewrites(engine, db_url, server_url, tm
             conn.execute(f'DROP DATABASE IF EXISTS "{db.database_name(url2)}" WITH (FORCE)')
 
     # Ledger 1 grows and keeps passing; a second checkpoint covers the new events.
-    apply_text(engine, "---\n".join(pod_yaml(f"q{i}") for i in range(3)))
-    assert event_count(engine) > n1
+    apply_text(database, "---\n".join(pod_yaml(f"q{i}") for i in range(3)))
+    assert event_count(database) > n1
     rc, out = _cli(db_url, "verify", "--checkpoint", str(cp1), "--key", str(key))
     assert rc == 0 and f"extends the checkpoint of {n1} events" in out, out
     cp2 = tmp_path / "cp2.note"
@@ -174,9 +174,9 @@ def test_checkpoint_pins_the_log_against_rewrites(engine, db_url, server_url, tm
 
 
 @pytest.mark.timeout(120)
-def test_inclusion_proof_verifies_with_the_public_key_alone(engine, db_url, tmp_path):
+def test_inclusion_proof_verifies_with_the_public_key_alone(database, db_url, tmp_path):
     key = tmp_path / "checkpoint.key"
-    _inputs(engine, [(f"p{i}", "100m") for i in range(4)])
+    _inputs(database, [(f"p{i}", "100m") for i in range(4)])
     rc, out = _cli(db_url, "checkpoint", "--new-key", key=key)
     assert rc == 0, out
     _, vkey = _cli(db_url, "checkpoint", "--verifier-key", key=key)
@@ -221,7 +221,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.timeout(120)
-def test_server_and_worker_sessions_are_not_superuser(engine, db_url, procs, tmp_path):
+def test_server_and_worker_sessions_are_not_superuser(database, db_url, procs, tmp_path):
     from .conftest import log_count, start_worker
 
     key = tmp_path / "checkpoint.key"
@@ -248,7 +248,7 @@ def test_server_and_worker_sessions_are_not_superuser(engine, db_url, procs, tmp
     }
     start_worker(procs, "w", wlog, db_url, env=worker_env)
     wait_until(lambda: log_count(wlog, "leader") >= 1, 30, "the worker to lead")
-    apply_text(engine, nodes_yaml(1) + "---\n" + pod_yaml("p0"))
+    apply_text(database, nodes_yaml(1) + "---\n" + pod_yaml("p0"))
 
     def get() -> httpx.Response | None:
         try:
@@ -267,8 +267,8 @@ def test_server_and_worker_sessions_are_not_superuser(engine, db_url, procs, tmp
     cp = open_checkpoint(r.text, Verifier.parse(vkey.strip()))
     assert cp.size >= 3
     # The worker signs on its schedule too, once the log has grown past the last checkpoint.
-    apply_text(engine, pod_yaml("p1"))
-    n = event_count(engine)
+    apply_text(database, pod_yaml("p1"))
+    n = event_count(database)
 
     def signed_sizes() -> list[int]:
         with psycopg.connect(db_url) as c:
@@ -311,8 +311,8 @@ def test_migrations_run_as_a_non_superuser_owner(server_url):
     url = db.with_login(db.with_database(db.libpq_url(server_url), name), owner, None)
     try:
         db.migrate(url)
-        engine = db.get_engine(url, migrate_on_start=False)
-        apply_text(engine, nodes_yaml(1) + "---\n" + pod_yaml("p0"))
+        database = db.get_database(url, migrate_on_start=False)
+        apply_text(database, nodes_yaml(1) + "---\n" + pod_yaml("p0"))
         with psycopg.connect(url) as c:
             owners = c.execute(
                 "SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
@@ -324,7 +324,7 @@ def test_migrations_run_as_a_non_superuser_owner(server_url):
             ).fetchall()
         assert owners == [(owner,)]
         assert sessions == [("podledger_app", False)], sessions
-        assert event_count(engine) == 2
+        assert event_count(database) == 2
     finally:
         db.dispose(url)
         with psycopg.connect(_admin(server_url), autocommit=True) as su:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
 from api.http.limits import MAX_BODY
 from ledger import db
+from ledger.database import Database
 from tests.http.conftest import TOKEN_SPEC, TOKENS, auth, count_events
 from tests.reliability._served import served
 from tests.reliability.conftest import PODLEDGER
@@ -33,8 +33,8 @@ NODE = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, %s}'
 
 
 @pytest.fixture()
-def client(engine: Engine) -> Iterator[TestClient]:
-    with TestClient(create_app(engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+def client(database: Database) -> Iterator[TestClient]:
+    with TestClient(create_app(database, TOKEN_SPEC), raise_server_exceptions=False) as c:
         yield c
 
 
@@ -49,19 +49,19 @@ def _apply(client: TestClient, body: str | bytes, ctype: str = "application/json
 
 @pytest.mark.parametrize("depth", [200, 5000, 100_000])
 @pytest.mark.parametrize("shape", ["json", "yaml"])
-def test_deep_nesting_is_422(client: TestClient, engine: Engine, depth: int, shape: str) -> None:
+def test_deep_nesting_is_422(client: TestClient, database: Database, depth: int, shape: str) -> None:
     inner = "[" * depth + "]" * depth
     body = NODE % f'"spec": {{"x": {inner}}}' if shape == "json" else f"a: {inner}\n"
-    before = count_events(engine)
+    before = count_events(database)
     r = _apply(client, body, "application/json" if shape == "json" else "application/yaml")
     assert r.status_code == 422, r.text
     assert "nest" in r.json()["message"]
-    assert count_events(engine) == before
+    assert count_events(database) == before
     _healthy(client)
 
 
-def test_big_integer_names_the_field(client: TestClient, engine: Engine) -> None:
-    before = count_events(engine)
+def test_big_integer_names_the_field(client: TestClient, database: Database) -> None:
+    before = count_events(database)
     for value in ("99999999999999999999999", '"99999999999999999999999"', "-99999999999999999999999"):
         body = NODE % f'"status": {{"allocatable": {{"cpu": {value}, "memory": "1Gi"}}}}'
         r = _apply(client, body)
@@ -71,13 +71,13 @@ def test_big_integer_names_the_field(client: TestClient, engine: Engine) -> None
     r = _apply(client, NODE % '"spec": {"big": 123456789012345678901234567890}')
     assert r.status_code == 422, r.text
     assert any(d["field"] == "spec.big" for d in r.json()["details"]), r.json()
-    assert count_events(engine) == before
+    assert count_events(database) == before
     _healthy(client)
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x01", "\x1b", "\x7f"])
-def test_control_characters_in_the_manifest(client: TestClient, engine: Engine, char: str) -> None:
-    before = count_events(engine)
+def test_control_characters_in_the_manifest(client: TestClient, database: Database, char: str) -> None:
+    before = count_events(database)
     import json
 
     for field, doc in (
@@ -92,7 +92,7 @@ def test_control_characters_in_the_manifest(client: TestClient, engine: Engine, 
         r = _apply(client, json.dumps(manifest))
         assert r.status_code == 422, (field, r.text)
         assert any(d["field"] == field for d in r.json()["details"]), (field, r.json())
-    assert count_events(engine) == before
+    assert count_events(database) == before
     _healthy(client)
 
 
@@ -139,12 +139,12 @@ def _raw_response(sock: socket.socket) -> bytes:
     return data
 
 
-def test_a_huge_chunked_body_is_refused_while_reading(engine: Engine) -> None:
+def test_a_huge_chunked_body_is_refused_while_reading(database: Database) -> None:
     """300 MB sent chunked (no Content-Length): the server answers 413 after reading just over
     the 16 MiB limit, long before the client has sent everything, and never buffers the rest."""
-    before = count_events(engine)
+    before = count_events(database)
     chunk = b"[" * 2**20
-    with served(create_app(engine, TOKEN_SPEC)) as (host, port):
+    with served(create_app(database, TOKEN_SPEC)) as (host, port):
         with socket.create_connection((host, port)) as sock:
             sock.sendall(
                 b"POST /podledger/v1/apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -189,15 +189,15 @@ def test_a_huge_chunked_body_is_refused_while_reading(engine: Engine) -> None:
             except (BrokenPipeError, ConnectionResetError):
                 pass
             assert _raw_response(sock).startswith(b"HTTP/1.1 413")
-    assert count_events(engine) == before
+    assert count_events(database) == before
 
 
-def test_a_body_just_over_the_limit_is_413(client: TestClient, engine: Engine) -> None:
-    before = count_events(engine)
+def test_a_body_just_over_the_limit_is_413(client: TestClient, database: Database) -> None:
+    before = count_events(database)
     r = _apply(client, b" " * (MAX_BODY + 1))
     assert r.status_code == 413, r.text
     assert "16 MiB" in r.json()["message"]
-    assert count_events(engine) == before
+    assert count_events(database) == before
     _healthy(client)
 
 
@@ -207,8 +207,8 @@ def test_a_body_just_over_the_limit_is_413(client: TestClient, engine: Engine) -
 @pytest.mark.timeout(120)
 def test_database_down_is_503_with_retry_after(private_server: Server) -> None:  # noqa: F811
     url = db.with_database(private_server.uri, "podledger")
-    engine = db.get_engine(url)  # creates and migrates the database
-    with TestClient(create_app(engine, TOKEN_SPEC), raise_server_exceptions=False) as c:
+    database = db.get_database(url)  # creates and migrates the database
+    with TestClient(create_app(database, TOKEN_SPEC), raise_server_exceptions=False) as c:
         _healthy(c)
         private_server.stop("immediate")
         for method, path, kw in (
@@ -252,8 +252,8 @@ def _one_line_error(res: subprocess.CompletedProcess[bytes], *words: str) -> Non
         assert w in lines[0], (w, err)
 
 
-def test_cli_bad_files_and_no_database(db_url: str, engine: Engine, tmp_path: Path) -> None:
-    before = count_events(engine)
+def test_cli_bad_files_and_no_database(db_url: str, database: Database, tmp_path: Path) -> None:
+    before = count_events(database)
     deep = tmp_path / "deep.json"
     deep.write_text(NODE % f'"spec": {{"x": {"[" * 100_000 + "]" * 100_000}}}')
     _one_line_error(_cli("apply", "-f", str(deep)), "nested")
@@ -266,7 +266,7 @@ def test_cli_bad_files_and_no_database(db_url: str, engine: Engine, tmp_path: Pa
     (folder / "a.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n")
     (folder / "b.yaml").write_bytes(latin.read_bytes())
     _one_line_error(_cli("apply", "-f", str(folder)), "UTF-8")
-    assert count_events(engine) == before
+    assert count_events(database) == before
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -275,10 +275,10 @@ def test_cli_bad_files_and_no_database(db_url: str, engine: Engine, tmp_path: Pa
     _one_line_error(_cli("apply", "-f", str(folder / "a.yaml"), env=env), "database")
 
 
-def test_an_object_over_the_event_size_limit_is_422(client: TestClient, engine: Engine) -> None:
+def test_an_object_over_the_event_size_limit_is_422(client: TestClient, database: Database) -> None:
     """A manifest under the body limit whose event would exceed the ledger's 1 MiB payload limit
     (a huge annotation): 422 naming the limit, nothing appended, the server healthy."""
-    before = count_events(engine)
+    before = count_events(database)
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -289,5 +289,5 @@ def test_an_object_over_the_event_size_limit_is_422(client: TestClient, engine: 
     r = _apply(client, body)
     assert r.status_code == 422, r.text
     assert "1 MiB" in r.json()["message"]
-    assert count_events(engine) == before
+    assert count_events(database) == before
     _healthy(client)

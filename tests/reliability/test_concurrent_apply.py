@@ -32,11 +32,12 @@ PROCS = 8
 ROUNDS = 20  # each: 2 own pods (one transaction), 1 shared node update, 1 shared-stream append
 
 
-def _tail(engine, stop: threading.Event, seen: list[int]) -> None:
+def _tail(database, stop: threading.Event, seen: list[int]) -> None:
     after = 0
     while True:
         done = stop.is_set()  # read once more after the writers finished
-        batch = store.read_all(engine, after=after, limit=500)
+        with database.connect() as conn:
+            batch = store.read_all(conn, after=after, limit=500)
         for ev in batch:
             seen.append(ev.position)
         if batch:
@@ -48,10 +49,10 @@ def _tail(engine, stop: threading.Event, seen: list[int]) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_eight_processes_apply_concurrently(engine, db_url, procs, tmp_path):
+def test_eight_processes_apply_concurrently(database, db_url, procs, tmp_path):
     seen: list[int] = []
     stop = threading.Event()
-    tail = threading.Thread(target=_tail, args=(engine, stop, seen), daemon=True)
+    tail = threading.Thread(target=_tail, args=(database, stop, seen), daemon=True)
     tail.start()
     outs = [tmp_path / f"acked-{i}.txt" for i in range(PROCS)]
     env = dict(os.environ, PODLEDGER_DATABASE_URL=db_url)
@@ -89,29 +90,29 @@ def test_eight_processes_apply_concurrently(engine, db_url, procs, tmp_path):
     assert len(acked) == PROCS * ROUNDS * 4
     assert len(set(acked)) == len(acked)
     # every acknowledged event exactly once, and nothing that was not acknowledged
-    ids = [r[0] for r in rows(engine, "SELECT event_id::text FROM events")]
+    ids = [r[0] for r in rows(database, "SELECT event_id::text FROM events")]
     assert sorted(ids) == sorted(acked)
-    assert event_count(engine) == len(acked)
+    assert event_count(database) == len(acked)
     # versions 1..n per stream, the streams table agrees
-    assert stream_gaps(engine) == []
-    shared = rows(engine, "SELECT count(*), max(version) FROM events WHERE stream = 'load/shared'")[0]
+    assert stream_gaps(database) == []
+    shared = rows(database, "SELECT count(*), max(version) FROM events WHERE stream = 'load/shared'")[0]
     assert tuple(shared) == (PROCS * ROUNDS, PROCS * ROUNDS)
     node_versions = rows(
-        engine, "SELECT stream, max(version) FROM events WHERE stream LIKE 'node/%' GROUP BY 1"
+        database, "SELECT stream, max(version) FROM events WHERE stream LIKE 'node/%' GROUP BY 1"
     )
     assert sum(v for _s, v in node_versions) == PROCS * ROUNDS
     # one transaction = one contiguous run of positions; insert time never goes backwards
-    assert interleaved_transactions(engine) == []
+    assert interleaved_transactions(database) == []
     backwards = rows(
-        engine,
+        database,
         "SELECT position FROM (SELECT position, recorded_at, "
         "lag(recorded_at) OVER (ORDER BY position) AS prev FROM events) t WHERE recorded_at < prev",
     )
     assert backwards == []
     # the tailing reader saw every committed event, in position order, none skipped
-    all_positions = [r[0] for r in rows(engine, "SELECT position FROM events ORDER BY position")]
+    all_positions = [r[0] for r in rows(database, "SELECT position FROM events ORDER BY position")]
     assert seen == all_positions
     assert conflicts > 0  # the shared objects and stream were really contended
-    chain = verify_chain(engine)
+    chain = verify_chain(database)
     assert chain.ok and chain.checked == len(acked)
-    assert_projection_equals_replay(engine)
+    assert_projection_equals_replay(database)

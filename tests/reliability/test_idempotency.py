@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy.engine import Engine
 
 from api.http.app import create_app
+from ledger.database import Database
 from tests.http.conftest import TOKEN_SPEC, auth, count_events
 from tests.reliability._served import served
 
@@ -47,13 +47,13 @@ def _concurrently(n: int, fn: Any) -> list[Any]:
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("round_", range(3))
-def test_concurrent_requests_with_one_key_get_the_first_result(engine: Engine, round_: int) -> None:
+def test_concurrent_requests_with_one_key_get_the_first_result(database: Database, round_: int) -> None:
     rng = random.Random(SEED + round_)
     n = rng.randint(6, 10)
     key = f"key-{rng.getrandbits(48):x}"
     body = _node(f"node-{round_}")
-    before = count_events(engine)
-    with served(create_app(engine, TOKEN_SPEC)) as (host, port):
+    before = count_events(database)
+    with served(create_app(database, TOKEN_SPEC)) as (host, port):
         base = f"http://{host}:{port}"
 
         def apply(_i: int) -> httpx.Response:
@@ -70,12 +70,12 @@ def test_concurrent_requests_with_one_key_get_the_first_result(engine: Engine, r
     bodies = [r.json() for r in responses]
     assert sum(not b["replayed"] for b in bodies) == 1, bodies
     assert len({tuple(e["position"] for e in b["events"]) for b in bodies}) == 1, bodies
-    assert count_events(engine) == before + 1
+    assert count_events(database) == before + 1
 
 
-def test_key_with_a_different_body_is_422_and_keys_are_per_token(engine: Engine) -> None:
+def test_key_with_a_different_body_is_422_and_keys_are_per_token(database: Database) -> None:
     with (
-        served(create_app(engine, TOKEN_SPEC)) as (host, port),
+        served(create_app(database, TOKEN_SPEC)) as (host, port),
         httpx.Client(base_url=f"http://{host}:{port}", timeout=60) as c,
     ):
 
@@ -88,18 +88,18 @@ def test_key_with_a_different_body_is_422_and_keys_are_per_token(engine: Engine)
 
         first = apply(_node("a"), "writer", "shared-key")
         assert first.status_code == 200 and not first.json()["replayed"], first.text
-        before = count_events(engine)
+        before = count_events(database)
         again = apply(_node("a"), "writer", "shared-key")
         assert again.status_code == 200 and again.json()["replayed"], again.text
         other = apply(_node("a", cpu="16"), "writer", "shared-key")
         assert other.status_code == 422, other.text
         assert "shared-key" in other.json()["message"]
         assert other.json()["details"][0]["field"] == "Idempotency-Key"
-        assert count_events(engine) == before
+        assert count_events(database) == before
         # another token's key space: the same key is a new request there
         admin = apply(_node("b"), "admin", "shared-key")
         assert admin.status_code == 200 and not admin.json()["replayed"], admin.text
-        assert count_events(engine) == before + 1
+        assert count_events(database) == before + 1
         # deletes: the same key for another object is refused, a retry replays
         d1 = c.delete("/podledger/v1/nodes/-/a", headers={**auth("writer"), "Idempotency-Key": "del-1"})
         assert d1.status_code == 200 and not d1.json()["replayed"], d1.text
@@ -107,4 +107,4 @@ def test_key_with_a_different_body_is_422_and_keys_are_per_token(engine: Engine)
         assert d2.status_code == 200 and d2.json()["replayed"], d2.text
         d3 = c.delete("/podledger/v1/nodes/-/b", headers={**auth("writer"), "Idempotency-Key": "del-1"})
         assert d3.status_code == 422 and "del-1" in d3.json()["message"], d3.text
-        assert count_events(engine) == before + 2
+        assert count_events(database) == before + 2

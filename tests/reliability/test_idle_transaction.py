@@ -13,11 +13,10 @@ import threading
 import time
 import uuid
 
+import psycopg
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.exc import DBAPIError
 
-from ledger import db, store
+from ledger import store
 from ledger.store import NewEvent
 from ledger.verify import verify_chain
 
@@ -31,15 +30,14 @@ def _note(stream: str, eid: uuid.UUID) -> NewEvent:
 
 
 @pytest.mark.timeout(60)
-def test_idle_lock_holder_cannot_stall_appends(engine, db_url):
-    apply_text(engine, nodes_yaml(1))
+def test_idle_lock_holder_cannot_stall_appends(database, db_url):
+    apply_text(database, nodes_yaml(1))
     idle_id, other_id, api_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    other = db.get_engine(db_url, migrate_on_start=False)
 
-    reader = engine.connect()  # a transaction that only reads, idle as long as the holder
-    reader.execute(sa.text("SELECT count(*) FROM events")).scalar()
-    holder = engine.connect()
-    holder.begin()
+    # two clients of their own, as the application logs in (transactional, like psql)
+    reader = psycopg.connect(database.login_url)  # a transaction that only reads, idle as long as the holder
+    reader.execute("SELECT count(*) FROM events").fetchone()
+    holder = psycopg.connect(database.login_url)
     store.append(holder, [_note("idle/holder", idle_id)])  # holds the ledger lock, never commits
     t_idle = time.monotonic()
 
@@ -47,7 +45,8 @@ def test_idle_lock_holder_cannot_stall_appends(engine, db_url):
 
     def blocked_append() -> None:
         try:
-            store.append(other, [_note("other/writer", other_id)])
+            with database.connect() as other:  # a pooled connection: its own transaction
+                store.append(other, [_note("other/writer", other_id)])
             done["t"] = time.monotonic()
         except BaseException as exc:
             done["error"] = exc
@@ -63,20 +62,20 @@ def test_idle_lock_holder_cannot_stall_appends(engine, db_url):
     assert 3.0 <= waited <= BOUND, f"append waited {waited:.1f}s"  # it was blocked, then freed
 
     # the idle client was terminated and its uncommitted append is gone
-    with pytest.raises(DBAPIError) as exc_info:
-        holder.execute(sa.text("SELECT 1"))
+    with pytest.raises(psycopg.Error) as exc_info:  # IdleInTransactionSessionTimeout
+        holder.execute("SELECT 1")
     assert "idle-in-transaction" in str(exc_info.value), exc_info.value
-    holder.invalidate()
     holder.close()
     # the reader (no append) survived the same idle time
-    assert reader.execute(sa.text("SELECT 1")).scalar() == 1
+    assert reader.execute("SELECT 1").fetchone() == (1,)
     reader.close()
 
-    found = dict(rows(engine, "SELECT event_id::text, count(*) FROM events GROUP BY 1"))
+    found = dict(rows(database, "SELECT event_id::text, count(*) FROM events GROUP BY 1"))
     assert str(idle_id) not in found
     assert found[str(other_id)] == 1
-    assert scalar(engine, "SELECT count(*) FROM streams WHERE stream = 'idle/holder'") == 0
+    assert scalar(database, "SELECT count(*) FROM streams WHERE stream = 'idle/holder'") == 0
     # later appends are unaffected
-    store.append(engine, [_note("after/writer", api_id)])
-    assert stream_gaps(engine) == []
-    assert verify_chain(engine).ok
+    with database.connect() as c:
+        store.append(c, [_note("after/writer", api_id)])
+    assert stream_gaps(database) == []
+    assert verify_chain(database).ok

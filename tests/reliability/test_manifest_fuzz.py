@@ -25,9 +25,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.services.objects import apply_objects, load_documents
+from api.services.objects import load_documents
 from ledger.errors import LedgerError
 from ledger.resources.parse import iter_documents
+from tests.ledger_helpers import apply
 
 from .conftest import PODLEDGER, ROOT, rows, scalar
 
@@ -157,30 +158,30 @@ def request_text(draw: Any) -> tuple[str, str]:
     return "yaml", text
 
 
-def _state(engine) -> tuple[int, int, int]:
+def _state(database) -> tuple[int, int, int]:
     r = rows(
-        engine,
+        database,
         "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM objects), "
         "(SELECT coalesce(max(updated_position), 0) FROM objects)",
     )[0]
     return int(r[0]), int(r[1]), int(r[2])
 
 
-def run_request(engine, text: str) -> tuple[str, list[str]]:
+def run_request(database, text: str) -> tuple[str, list[str]]:
     """Apply like the CLI does; return (outcome, messages) after checking the event counts."""
-    events0, objects0, upd0 = _state(engine)
+    events0, objects0, upd0 = _state(database)
     messages: list[str]
     try:
         objs, errors = load_documents(iter_documents(text, "fuzz"))
         if errors or not objs:
             outcome, messages = "invalid", errors or ["no objects"]
         else:
-            res = apply_objects(engine, objs, actor="fuzz")
+            res = apply(database, objs, actor="fuzz")
             outcome = "rejected" if res.rejected else "applied"
             messages = res.errors
     except LedgerError as exc:
         outcome, messages = "ledger-error", [str(exc)]
-    events1, objects1, upd1 = _state(engine)
+    events1, objects1, upd1 = _state(database)
     if outcome == "applied":
         assert events1 - events0 == len(res.events) <= len(objs)
         last: dict[tuple[str, str, str], int] = {}  # a request may name one object twice
@@ -189,8 +190,8 @@ def run_request(engine, text: str) -> tuple[str, list[str]]:
             last[(obj["kind"], obj["metadata"].get("namespace") or "", obj["metadata"]["name"])] = ev.position
         for (kind, ns, name), position in last.items():
             pos = scalar(
-                engine,
-                "SELECT updated_position FROM objects WHERE kind = :k AND namespace = :n AND name = :m",
+                database,
+                "SELECT updated_position FROM objects WHERE kind = %(k)s AND namespace = %(n)s AND name = %(m)s",
                 k=kind,
                 n=ns,
                 m=name,
@@ -198,7 +199,9 @@ def run_request(engine, text: str) -> tuple[str, list[str]]:
             assert pos == position, (kind, ns, name, position, pos)
     elif outcome == "rejected":
         assert events1 == events0 + 1
-        assert scalar(engine, "SELECT type FROM events ORDER BY position DESC LIMIT 1") == "AdmissionRejected"
+        assert (
+            scalar(database, "SELECT type FROM events ORDER BY position DESC LIMIT 1") == "AdmissionRejected"
+        )
         assert (objects1, upd1) == (objects0, upd0)
         assert messages
     else:
@@ -209,7 +212,7 @@ def run_request(engine, text: str) -> tuple[str, list[str]]:
 
 
 @pytest.mark.timeout(150)
-def test_generated_manifests_never_partially_append(engine):
+def test_generated_manifests_never_partially_append(database):
     seen: Counter[str] = Counter()
 
     @settings(
@@ -226,7 +229,7 @@ def test_generated_manifests_never_partially_append(engine):
     @given(request_text())
     def check(req: tuple[str, str]) -> None:
         label, text = req
-        outcome, _ = run_request(engine, text)
+        outcome, _ = run_request(database, text)
         seen[outcome] += 1
         seen[f"{label}:{outcome}"] += 1
 
@@ -269,15 +272,15 @@ def _cli_apply(db_url: str, path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.timeout(120)
-def test_cli_apply_broken_manifests(engine, db_url, tmp_path):
+def test_cli_apply_broken_manifests(database, db_url, tmp_path):
     results = {}
     for label, text in CLI_CASES.items():
         path = tmp_path / f"{label}.yaml"
         path.write_text(text)
-        before = _state(engine)[0]
+        before = _state(database)[0]
         p = _cli_apply(db_url, path)
         out = p.stdout + p.stderr
-        appended = _state(engine)[0] - before
+        appended = _state(database)[0] - before
         results[label] = (p.returncode, appended)
         assert "Traceback" not in out, (label, out[-3000:])
         if label == "valid":
@@ -290,7 +293,7 @@ def test_cli_apply_broken_manifests(engine, db_url, tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_cli_errors_quote_user_text_verbatim(engine, db_url, tmp_path):
+def test_cli_errors_quote_user_text_verbatim(database, db_url, tmp_path):
     path = tmp_path / "markup.yaml"
     path.write_text(
         'apiVersion: v1\nkind: Node\nmetadata: {name: "n[bold]x"}\n---\napiVersion: v1\nkind: "[/x]"\n'

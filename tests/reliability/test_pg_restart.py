@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
-from api.services.objects import apply_objects, load_documents
+from api.services.objects import load_documents
 from ledger import db
 from ledger.resources.parse import parse_documents
 from ledger.verify import verify_chain
+from tests.ledger_helpers import apply
 
 from .conftest import (
     assert_projection_equals_replay,
@@ -102,24 +103,24 @@ def _acks(path: Path) -> tuple[list[str], list[str]]:
     return pods, events
 
 
-def _bound_pods(engine) -> set[str]:
-    return {r[0] for r in rows(engine, "SELECT data->>'pod' FROM events WHERE type = 'PodBound'")}
+def _bound_pods(database) -> set[str]:
+    return {r[0] for r in rows(database, "SELECT data->>'pod' FROM events WHERE type = 'PodBound'")}
 
 
 def _api_apply(url: str, name: str) -> Any:
     objs, errs = load_documents(parse_documents(pod_yaml(name)))
     assert not errs
-    # the API's way to get an engine: the process-wide cached one, created before the restart
-    return apply_objects(db.get_engine(url), objs, actor="api")
+    # the API's way to get a database: the process-wide cached one, created before the restart
+    return apply(db.get_database(url), objs, actor="api")
 
 
 @pytest.mark.timeout(150)
 def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatch):
     url = db.with_database(private_server.uri, "podledger")
     monkeypatch.setenv("PODLEDGER_DATABASE_URL", url)
-    engine = db.get_engine(url)  # creates and migrates the database
+    database = db.get_database(url)  # creates and migrates the database
     objs, _ = load_documents(parse_documents(nodes_yaml(2, "64")))
-    assert apply_objects(engine, objs).ok
+    assert apply(database, objs).ok
 
     wlog, writer_log = tmp_path / "worker.log", tmp_path / "writer.log"
     acks, stop = tmp_path / "acks.txt", tmp_path / "stop"
@@ -153,7 +154,7 @@ def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatc
             wait_until(lambda a=acked_before: len(_acks(acks)[0]) >= a + 10, 30, "the writer to resume")
             fresh = set(_acks(acks)[0][acked_before : acked_before + 10])
             wait_until(
-                lambda f=fresh: {f"default/{p}" for p in f} <= _bound_pods(engine),
+                lambda f=fresh: {f"default/{p}" for p in f} <= _bound_pods(database),
                 30,
                 f"the worker to bind pods created after restart {n + 1}",
             )
@@ -166,7 +167,7 @@ def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatc
         assert writer.wait(30) == 0, writer_log.read_text()[-2000:]
         assert unexpected_tracebacks(writer_log.read_text()) == []
         wait_until(
-            lambda: {f"default/{p}" for p in _acks(acks)[0]} <= _bound_pods(engine), 30, "every pod bound"
+            lambda: {f"default/{p}" for p in _acks(acks)[0]} <= _bound_pods(database), 30, "every pod bound"
         )
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(30) == 0, wlog.read_text()[-2000:]
@@ -184,7 +185,7 @@ def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatc
     # every acknowledged write is present exactly once
     created = dict(
         rows(
-            engine,
+            database,
             "SELECT stream, count(*) FROM events WHERE type IN ('PodCreated', 'PodUpdated') GROUP BY 1",
         )
     )
@@ -192,24 +193,24 @@ def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatc
     assert missing == [], (missing[:10], info)
     found = dict(
         rows(
-            engine,
-            "SELECT event_id::text, count(*) FROM events WHERE event_id = ANY(CAST(:ids AS uuid[])) GROUP BY 1",
+            database,
+            "SELECT event_id::text, count(*) FROM events WHERE event_id = ANY(CAST(%(ids)s AS uuid[])) GROUP BY 1",
             ids=events,
         )
     )
     assert {e: found.get(e, 0) for e in events if found.get(e) != 1} == {}, info
     # and nothing beyond them: no duplicate from a retry, no write that was never acknowledged
-    notes = int(scalar(engine, "SELECT count(*) FROM events WHERE type = 'NoteRecorded'"))
+    notes = int(scalar(database, "SELECT count(*) FROM events WHERE type = 'NoteRecorded'"))
     assert notes == len(events), info
     by_writer = rows(
-        engine, "SELECT stream FROM events WHERE type = 'PodCreated' AND meta->>'actor' = 'writer'"
+        database, "SELECT stream FROM events WHERE type = 'PodCreated' AND meta->>'actor' = 'writer'"
     )
     assert sorted(r[0] for r in by_writer) == sorted(f"pod/default/{p}" for p in pods), info
     # and the log is sound after two restarts (one of them a crash)
-    assert double_binds(engine) == {}, info
-    assert decisions_without_cycle(engine) == [], info
-    assert stream_gaps(engine) == [], info
-    assert_projection_equals_replay(engine)
-    chain = verify_chain(engine)
-    assert chain.ok and chain.checked == event_count(engine), (chain, info)
+    assert double_binds(database) == {}, info
+    assert decisions_without_cycle(database) == [], info
+    assert stream_gaps(database) == [], info
+    assert_projection_equals_replay(database)
+    chain = verify_chain(database)
+    assert chain.ok and chain.checked == event_count(database), (chain, info)
     db.dispose_all()

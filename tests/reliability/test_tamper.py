@@ -59,11 +59,11 @@ def _superuser(db_url: str) -> Iterator[psycopg.Connection]:
 
 
 @pytest.mark.timeout(90)
-def test_verify_finds_modified_and_deleted_events(engine, db_url):
-    apply_text(engine, nodes_yaml(3))
+def test_verify_finds_modified_and_deleted_events(database, db_url):
+    apply_text(database, nodes_yaml(3))
     for i in range(6):
-        apply_text(engine, pod_yaml(f"p-{i}"))
-    n = event_count(engine)
+        apply_text(database, pod_yaml(f"p-{i}"))
+    n = event_count(database)
     assert n == 9
     code, out = _verify_cli(db_url)
     assert code == 0 and f"ok: {n} events" in out, out
@@ -81,7 +81,7 @@ def test_verify_finds_modified_and_deleted_events(engine, db_url):
         )
     code, out = _verify_cli(db_url)
     assert code == 1 and "BROKEN at position 4" in out and "modified" in out, out
-    assert verify_chain(engine).first_bad_position == 4
+    assert verify_chain(database).first_bad_position == 4
 
     # 2. the same change with the event's own hash recomputed: found at the next event
     with _superuser(db_url) as su:
@@ -101,14 +101,14 @@ def test_verify_finds_modified_and_deleted_events(engine, db_url):
         su.execute("DELETE FROM events WHERE position = 6")
     code, out = _verify_cli(db_url)
     assert code == 1 and "BROKEN at position 7" in out and "missing" in out, out
-    res = verify_chain(engine)
+    res = verify_chain(database)
     assert not res.ok and res.first_bad_position == 7 and res.checked == 5
 
 
 @pytest.mark.timeout(60)
-def test_verify_finds_a_deleted_newest_event(engine, db_url):
-    apply_text(engine, nodes_yaml(3))
-    n = event_count(engine)
+def test_verify_finds_a_deleted_newest_event(database, db_url):
+    apply_text(database, nodes_yaml(3))
+    n = event_count(database)
     with _superuser(db_url) as su:
         su.execute("DELETE FROM events WHERE position = %s", (n,))
     code, out = _verify_cli(db_url)

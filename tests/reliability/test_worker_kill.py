@@ -65,20 +65,20 @@ CREATE TRIGGER test_slow_decisions AFTER INSERT ON events REFERENCING NEW TABLE 
 IN_TX = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL"
 
 
-def _bound(engine) -> tuple[int, int]:
+def _bound(database) -> tuple[int, int]:
     """(pods bound now, high-priority pods among them), from the projection."""
     r = rows(
-        engine,
+        database,
         "SELECT count(*), count(*) FILTER (WHERE object->'spec'->>'priorityClassName' = 'high') "
         "FROM objects WHERE kind = 'Pod' AND status->>'phase' = 'Bound'",
     )
     return int(r[0][0]), int(r[0][1])
 
 
-def _per_node(engine) -> dict[str, int]:
+def _per_node(database) -> dict[str, int]:
     return dict(
         rows(
-            engine,
+            database,
             "SELECT status->>'nodeName', count(*) FROM objects "
             "WHERE kind = 'Pod' AND status->>'phase' = 'Bound' GROUP BY 1",
         )
@@ -102,13 +102,13 @@ def _preemptions_computed(log) -> int:
     return n
 
 
-def _fill(engine, procs, tmp_path, db_url) -> None:
+def _fill(database, procs, tmp_path, db_url) -> None:
     """Bind CAPACITY low-priority pods with a worker that is then stopped cleanly."""
-    apply_text(engine, PRIORITY_CLASSES + "---\n" + nodes_yaml(4, "4"))
-    apply_text(engine, "---\n".join(pod_yaml(f"low-{i}", "200m", "low") for i in range(CAPACITY)))
+    apply_text(database, PRIORITY_CLASSES + "---\n" + nodes_yaml(4, "4"))
+    apply_text(database, "---\n".join(pod_yaml(f"low-{i}", "200m", "low") for i in range(CAPACITY)))
     log = tmp_path / "fill.log"
     w = start_worker(procs, "fill", log, db_url)
-    wait_until(lambda: _bound(engine) == (CAPACITY, 0), 60, "the nodes to fill with low-priority pods")
+    wait_until(lambda: _bound(database) == (CAPACITY, 0), 60, "the nodes to fill with low-priority pods")
     w.send_signal(signal.SIGTERM)
     assert w.wait(30) == 0
 
@@ -121,17 +121,17 @@ def _done(kills: list[dict[str, object]]) -> bool:
     )
 
 
-def _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills: list[dict[str, object]]) -> int:
+def _kill_loop(su, rng, procs, tmp_path, db_url, database, kills: list[dict[str, object]]) -> int:
     """Returns the number of high-priority pods applied."""
     life = high = 0
     while life < LIVES or (not _done(kills) and life < MAX_LIVES):
         name = f"w{life}"
         log = tmp_path / f"{name}.log"
-        before = event_count(engine)
+        before = event_count(database)
         w = start_worker(procs, name, log, db_url, env={"PGAPPNAME": name})
         wait_until(lambda log=log: log_count(log, "leader") >= 1, 30, f"worker {name} to lead")
         apply_text(
-            engine, "---\n".join(pod_yaml(f"high-{high + j}", "200m", "high") for j in range(HIGH_PER_LIFE))
+            database, "---\n".join(pod_yaml(f"high-{high + j}", "200m", "high") for j in range(HIGH_PER_LIFE))
         )
         high += HIGH_PER_LIFE
         if life % 2 == 0:
@@ -158,7 +158,7 @@ def _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills: list[dict[str, o
                 "life": life,
                 "mode": mode,
                 "in_tx": bool(in_tx),
-                "appended": event_count(engine) - before,
+                "appended": event_count(database) - before,
                 "computed": _preemptions_computed(log),
                 "committed": int(committed),
             }
@@ -168,21 +168,21 @@ def _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills: list[dict[str, o
 
 
 @pytest.mark.timeout(200)
-def test_kill9_worker_at_random_points(engine, db_url, procs, tmp_path):
+def test_kill9_worker_at_random_points(database, db_url, procs, tmp_path):
     rng = random.Random(SEED)
-    _fill(engine, procs, tmp_path, db_url)
+    _fill(database, procs, tmp_path, db_url)
     kills: list[dict[str, object]] = []
     with psycopg.connect(db_url, autocommit=True) as su:  # superuser: fault injection, inspection
         su.execute(SLOW_DECISIONS)
         try:
-            high = _kill_loop(su, rng, procs, tmp_path, db_url, engine, kills)
+            high = _kill_loop(su, rng, procs, tmp_path, db_url, database, kills)
         finally:
             su.execute("DROP TRIGGER test_slow_decisions ON events")
     # The next worker must converge from whatever the killed ones left behind.
     log = tmp_path / "final.log"
     w = start_worker(procs, "final", log, db_url)
     wait_until(lambda: log_count(log, "leader") >= 1, 30, "the final worker to lead")
-    wait_until(lambda: _bound(engine) == (CAPACITY, high), 30, "every high-priority pod bound, nodes full")
+    wait_until(lambda: _bound(database) == (CAPACITY, high), 30, "every high-priority pod bound, nodes full")
     w.send_signal(signal.SIGTERM)
     assert w.wait(30) == 0
     assert log_count(log, "stopped") == 1
@@ -190,34 +190,34 @@ def test_kill9_worker_at_random_points(engine, db_url, procs, tmp_path):
     info = f"seed={SEED} high={high} kills={kills}"
     print(info)
     assert _done(kills), info
-    assert double_binds(engine) == {}, info
-    assert _per_node(engine) == {f"node-{i}": 20 for i in range(4)}, info  # 20 x 200m = 4 cpu each
+    assert double_binds(database) == {}, info
+    assert _per_node(database) == {f"node-{i}": 20 for i in range(4)}, info  # 20 x 200m = 4 cpu each
     # Exactly one preemption per high-priority pod: none lost with a killed life, none doubled
     # by the life after it, and every victim a low-priority pod.
     preempted = rows(
-        engine,
+        database,
         "SELECT count(*), count(DISTINCT data->>'victim'), "
         "count(*) FILTER (WHERE data->>'victim' LIKE 'default/low-%%') FROM events WHERE type = 'PodPreempted'",
     )[0]
     assert tuple(preempted) == (high, high, high), (preempted, info)
-    assert decisions_without_cycle(engine) == [], info
-    assert interleaved_transactions(engine) == [], info
-    assert stream_gaps(engine) == [], info
-    assert assert_projection_equals_replay(engine) == 2 + 4 + CAPACITY + high
-    chain = verify_chain(engine)
-    assert chain.ok and chain.checked == event_count(engine), (chain, info)
-    rep = verify_replay(engine)
+    assert decisions_without_cycle(database) == [], info
+    assert interleaved_transactions(database) == [], info
+    assert stream_gaps(database) == [], info
+    assert assert_projection_equals_replay(database) == 2 + 4 + CAPACITY + high
+    chain = verify_chain(database)
+    assert chain.ok and chain.checked == event_count(database), (chain, info)
+    rep = verify_replay(database)
     assert rep.ok, (rep.mismatches[:3], info)
-    starts = int(scalar(engine, "SELECT count(*) FROM events WHERE type = 'SchedulerStarted'"))
+    starts = int(scalar(database, "SELECT count(*) FROM events WHERE type = 'SchedulerStarted'"))
     assert rep.runs >= starts >= 2, (rep.runs, starts, info)
 
 
 @pytest.mark.timeout(90)
-def test_worker_survives_its_session_killed_mid_append(engine, db_url, procs, tmp_path):
+def test_worker_survives_its_session_killed_mid_append(database, db_url, procs, tmp_path):
     """The worker's database session dies inside an append (pg_terminate_backend) while its
     leader-lock session survives: the uncommitted decisions must not stay in its memory, so the
     pods of that append are bound after all, once each."""
-    apply_text(engine, nodes_yaml(2, "8"))
+    apply_text(database, nodes_yaml(2, "8"))
     log = tmp_path / "w.log"
     with psycopg.connect(db_url, autocommit=True) as su:
         su.execute(SLOW_DECISIONS)
@@ -225,7 +225,7 @@ def test_worker_survives_its_session_killed_mid_append(engine, db_url, procs, tm
         wait_until(lambda: log_count(log, "leader") >= 1, 30, "the worker to lead")
         killed = 0
         for round_ in range(3):
-            apply_text(engine, "---\n".join(pod_yaml(f"r{round_}-{i}") for i in range(5)))
+            apply_text(database, "---\n".join(pod_yaml(f"r{round_}-{i}") for i in range(5)))
             # its append transaction sleeps 100 ms in the trigger: terminate that session
             pid = wait_until(
                 lambda: su.execute(
@@ -239,14 +239,14 @@ def test_worker_survives_its_session_killed_mid_append(engine, db_url, procs, tm
         su.execute("DROP TRIGGER test_slow_decisions ON events")
         want = {f"default/r{r}-{i}" for r in range(3) for i in range(5)}
         bound = "SELECT data->>'pod' FROM events WHERE type = 'PodBound'"
-        wait_until(lambda: want <= {r[0] for r in rows(engine, bound)}, 30, "every pod bound")
+        wait_until(lambda: want <= {r[0] for r in rows(database, bound)}, 30, "every pod bound")
         assert w.poll() is None
         w.send_signal(signal.SIGTERM)
         assert w.wait(30) == 0
     text = log.read_text()
     assert killed == 3 and log_count(log, "db-error") >= 3, text[-2000:]
     assert "raised an exception" not in text, text[-2000:]
-    assert double_binds(engine) == {}
-    assert decisions_without_cycle(engine) == []
-    assert_projection_equals_replay(engine)
-    assert verify_replay(engine).ok
+    assert double_binds(database) == {}
+    assert decisions_without_cycle(database) == []
+    assert_projection_equals_replay(database)
+    assert verify_replay(database).ok

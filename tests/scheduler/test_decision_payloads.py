@@ -19,6 +19,7 @@ def _generic_bound(dec: d.PodBound) -> dict[str, Any]:
         del data["gpus"]
     else:
         data["gpus"] = list(dec.gpus)
+    data["requests"] = None  # the bridge fills in the pod's requests
     return data
 
 
