@@ -9,7 +9,7 @@ it breaks every tie of equal priority and timestamp.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 CPU = "cpu"
@@ -38,6 +38,21 @@ class Toleration:
     effect: str = ""  # empty matches every effect
 
 
+def parse_int64(v: str) -> int | None:
+    """strconv.ParseInt(v, 10, 64) semantics (optional sign, decimal digits only)."""
+    s = v[1:] if v[:1] in ("+", "-") else v
+    if not s or not s.isascii() or not s.isdigit():
+        return None
+    n = int(v)
+    if n < -(2**63) or n >= 2**63:
+        return None
+    return n
+
+
+# The operators of a metav1.LabelSelector requirement (pods, namespaces, PDBs): no Gt/Lt.
+LABEL_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
 @dataclass(frozen=True, slots=True)
 class Requirement:
     """A node selector / label selector requirement."""
@@ -46,12 +61,61 @@ class Requirement:
     operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
     values: tuple[str, ...] = ()
 
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Do ``labels`` satisfy the requirement? The one implementation of the operators (node
+        affinity, pod and namespace label selectors, PDB selectors): NotIn and DoesNotExist match
+        labels without the key; Gt/Lt parse both sides as int64 (``parse_int64``) and never
+        match when either does not parse or ``values`` is not one value; an unknown operator
+        matches nothing."""
+        v = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return v is not None and v in self.values
+        if op == "NotIn":
+            return v is None or v not in self.values
+        if op == "Exists":
+            return v is not None
+        if op == "DoesNotExist":
+            return v is None
+        if op == "Gt" or op == "Lt":
+            if v is None or len(self.values) != 1:
+                return False
+            a, b = parse_int64(v), parse_int64(self.values[0])
+            if a is None or b is None:
+                return False
+            return a > b if op == "Gt" else a < b
+        return False
+
+
+def label_selector_matches(
+    match_labels: Iterable[tuple[str, str]],
+    match_expressions: Iterable[Requirement],
+    labels: Mapping[str, str],
+) -> bool:
+    """metav1.LabelSelectorAsSelector(selector).Matches(labels): every ``match_labels`` pair and
+    every requirement holds (an empty selector matches everything). A requirement with an
+    operator a label selector does not have (Gt, Lt: refused by validation; upstream's
+    conversion fails) matches nothing."""
+    for k, v in match_labels:
+        if labels.get(k) != v:
+            return False
+    for r in match_expressions:
+        if r.operator not in LABEL_SELECTOR_OPERATORS or not r.matches(labels):
+            return False
+    return True
+
 
 @dataclass(frozen=True, slots=True)
 class NodeSelectorTerm:
     """Requirements of one term are ANDed; terms of a list are ORed."""
 
     match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """A term without requirements matches nothing."""
+        if not self.match_expressions:
+            return False
+        return all(r.matches(labels) for r in self.match_expressions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +135,9 @@ class LabelSelector:
     @property
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return label_selector_matches(self.match_labels, self.match_expressions, labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +323,12 @@ class PodDisruptionBudget:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def matches(self, pod: Pod) -> bool:
+        """Does the budget cover ``pod`` (same namespace, selector matches its labels)?"""
+        return pod.namespace == self.namespace and label_selector_matches(
+            self.match_labels.items(), self.match_expressions, pod.labels
+        )
 
 
 @dataclass(frozen=True, slots=True)

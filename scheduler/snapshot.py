@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Taint
+from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Taint, parse_int64
 
 I64 = npt.NDArray[np.int64]
 _IntArray = TypeVar("_IntArray", npt.NDArray[np.int32], npt.NDArray[np.int64])
@@ -120,17 +120,6 @@ class LabelColumn:
         self.values = list(value_of)
         self.ints = ints
         self.int_ok = int_ok
-
-
-def parse_int64(v: str) -> int | None:
-    """strconv.ParseInt(v, 10, 64) semantics (optional sign, decimal digits only)."""
-    s = v[1:] if v[:1] in ("+", "-") else v
-    if not s or not s.isascii() or not s.isdigit():
-        return None
-    n = int(v)
-    if n < -(2**63) or n >= 2**63:
-        return None
-    return n
 
 
 class Domains:

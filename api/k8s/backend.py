@@ -267,7 +267,7 @@ def blocking_budget(conn: Connection, pod: Row) -> tuple[str, int, int] | None:
     not bound does not use up the budget."""
     from types import SimpleNamespace
 
-    from scheduler.preemption.pdb import Budgets, pdb_matches
+    from scheduler.preemption.pdb import Budgets
     from scheduler.translate import pdb_from, pod_from
 
     if not (pod["status"] or {}).get("nodeName"):
@@ -284,8 +284,8 @@ def blocking_budget(conn: Connection, pod: Row) -> tuple[str, int, int] | None:
         state.pdbs[pdb.key] = pdb
     target = pod_from(pod["object"], 0, 0.0, pod["status"])
     for pdb, allowed in Budgets(state).pdbs:  # type: ignore[arg-type]
-        if pdb_matches(pdb, target) and allowed < 1:
-            matching = [p for p in state.pods.values() if pdb_matches(pdb, p)]
+        if pdb.matches(target) and allowed < 1:
+            matching = [p for p in state.pods.values() if pdb.matches(p)]
             healthy = sum(1 for p in matching if p.node_name is not None)
             return pdb.name, healthy - allowed, healthy
     return None

@@ -3,32 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from scheduler.model import Pod, PodDisruptionBudget, Requirement
+from scheduler.model import PodDisruptionBudget
 from scheduler.preemption.units import Unit
 from scheduler.state import State
-
-
-def _req_match(r: Requirement, labels: Mapping[str, str]) -> bool:
-    v = labels.get(r.key)
-    if r.operator == "In":
-        return v is not None and v in r.values
-    if r.operator == "NotIn":
-        return v is None or v not in r.values
-    if r.operator == "Exists":
-        return v is not None
-    if r.operator == "DoesNotExist":
-        return v is None
-    return False
-
-
-def pdb_matches(pdb: PodDisruptionBudget, pod: Pod) -> bool:
-    if pod.namespace != pdb.namespace:
-        return False
-    if any(pod.labels.get(k) != v for k, v in pdb.match_labels.items()):
-        return False
-    return all(_req_match(r, pod.labels) for r in pdb.match_expressions)
 
 
 def _scaled(v: int | str, expected: int) -> int:
@@ -46,7 +25,7 @@ class Budgets:
             pdb = state.pdbs[key]
             healthy = expected = 0
             for p in state.pods.values():
-                if pdb_matches(pdb, p):
+                if pdb.matches(p):
                     expected += 1
                     if p.node_name is not None:
                         healthy += 1
@@ -65,7 +44,7 @@ class Budgets:
             if p is None:
                 continue
             for i, (pdb, _) in enumerate(self.pdbs):
-                if pdb_matches(pdb, p):
+                if pdb.matches(p):
                     out[i] += 1
         return out
 
