@@ -25,10 +25,12 @@ BOOL = npt.NDArray[np.bool_]
 
 
 def requirement_mask(snap: Snapshot, req: Requirement) -> BOOL:
-    key = ("req", req)
-    cached = snap.mask_cache.get(key)
+    """The nodes whose labels match ``req`` (``Requirement.matches``, vectorized), kept until
+    the node set changes."""
+    masks = snap.caches.requirement_masks
+    cached = masks.get(req)
     if cached is not None:
-        return cached  # type: ignore[return-value]
+        return cached
     col = snap.label(req.key)
     n = len(col.ids)
     op = req.operator
@@ -55,7 +57,7 @@ def requirement_mask(snap: Snapshot, req: Requirement) -> BOOL:
             mask = col.int_ok & cmp
     else:
         mask = np.zeros(n, dtype=np.bool_)
-    snap.mask_cache[key] = mask
+    masks[req] = mask
     return mask
 
 

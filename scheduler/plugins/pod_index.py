@@ -302,10 +302,9 @@ class _Counts:
 
 def index_of(snap: Snapshot) -> PodIndex:
     """The snapshot's PodIndex, brought up to date."""
-    ix = snap.mask_cache.get("pod_index")
-    if not isinstance(ix, PodIndex):
-        ix = PodIndex()
-        snap.mask_cache["pod_index"] = ix
+    ix = snap.caches.pod_index
+    if ix is None:
+        ix = snap.caches.pod_index = PodIndex()
     return ix.sync(snap)
 
 
