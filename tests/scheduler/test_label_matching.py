@@ -102,7 +102,6 @@ def test_label_selectors_pods_and_budgets_share_the_rule() -> None:
     assert not PodDisruptionBudget("other", "b", {"zone": "a"}).matches(pod)  # namespace
     assert not PodDisruptionBudget("ns", "b", {"zone": "b"}).matches(pod)
     assert not PodDisruptionBudget("ns", "b", match_expressions=(gt,)).matches(pod)
-    assert PodDisruptionBudget("ns", "b").matches(pod)  # empty selector: every pod of the namespace
 
     term = PodAffinityTerm("zone", sel)
     assert term_matches(term, "ns", pod)
