@@ -187,6 +187,7 @@ def measure(database: Any, info: dict[str, Any], reps: int, verify: bool = True)
     from ledger import store
     from ledger.projections import temporal
     from ledger.queries.state import list_objects_at
+    from tests.api.explain_oracle import explain_by_queries  # the baseline (run from a checkout)
 
     with database.connect() as c:
         head = store.head(c)
@@ -223,12 +224,8 @@ def measure(database: Any, info: dict[str, Any], reps: int, verify: bool = True)
     live_g = _time(lambda: explain_service.explain(database, "PodGroup", BIG, live_group), reps)
     live_p = _time(lambda: explain_service.explain(database, "Pod", BIG, pod), reps)
     # baseline, same run: live explain one query at a time (before issue 14's one statement)
-    explain_service.LIVE_ONE_STATEMENT = False
-    try:
-        live_g0 = _time(lambda: explain_service.explain(database, "PodGroup", BIG, live_group), reps)
-        live_p0 = _time(lambda: explain_service.explain(database, "Pod", BIG, pod), reps)
-    finally:
-        explain_service.LIVE_ONE_STATEMENT = True
+    live_g0 = _time(lambda: explain_by_queries(database, "PodGroup", BIG, live_group), reps)
+    live_p0 = _time(lambda: explain_by_queries(database, "Pod", BIG, pod), reps)
     step("explain --at and get pods --at at 10 positions")
     at_g: list[float] = []
     at_g0: list[float] = []
@@ -240,14 +237,9 @@ def measure(database: Any, info: dict[str, Any], reps: int, verify: bool = True)
     for p in positions:
         at_g += _time(lambda p=p: explain_service.explain(database, "PodGroup", BIG, groups[p], at=p), per)
         at_p += _time(lambda p=p: explain_service.explain(database, "Pod", BIG, pod, at=p), per)
-        explain_service.AT_ONE_STATEMENT = False  # baseline: one query at a time, a temporary view
-        try:
-            at_g0 += _time(
-                lambda p=p: explain_service.explain(database, "PodGroup", BIG, groups[p], at=p), per
-            )
-            at_p0 += _time(lambda p=p: explain_service.explain(database, "Pod", BIG, pod, at=p), per)
-        finally:
-            explain_service.AT_ONE_STATEMENT = True
+        # baseline: one query at a time, a temporary view
+        at_g0 += _time(lambda p=p: explain_by_queries(database, "PodGroup", BIG, groups[p], at=p), per)
+        at_p0 += _time(lambda p=p: explain_by_queries(database, "Pod", BIG, pod, at=p), per)
         print(f"    position {p:,} done", file=sys.stderr, flush=True)
 
         def get_pods(p: int = p) -> int:  # what `get pods -n big --at P` reads for its table

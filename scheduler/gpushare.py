@@ -146,12 +146,9 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
         rows = np.array([row for _, row in held], dtype=np.intp)
         free[:, np.array([i for i, _ in held], dtype=np.intp)] += snap.free[np.ix_(rows, idx)].T
     free[np.arange(w)[None, :] >= cnt[:, None]] = -1
-    mids = snap.mask_cache.get(("gpushare", "mid"))
+    mids = snap.caches.gpu_model_ids
     if mids is None:
-        mids = snap.mask_cache[("gpushare", "mid")] = model_ids(
-            nd.labels.get(GPU_MODEL, "") for nd in snap.nodes
-        )
-    assert isinstance(mids, np.ndarray)
+        mids = snap.caches.gpu_model_ids = model_ids(nd.labels.get(GPU_MODEL, "") for nd in snap.nodes)
     tags: dict[str, I64] = {}
     if with_tags:
         for name, row in ri.items():

@@ -9,8 +9,10 @@ it breaks every tie of equal priority and timestamp.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import enum
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -38,6 +40,21 @@ class Toleration:
     effect: str = ""  # empty matches every effect
 
 
+def parse_int64(v: str) -> int | None:
+    """strconv.ParseInt(v, 10, 64) semantics (optional sign, decimal digits only)."""
+    s = v[1:] if v[:1] in ("+", "-") else v
+    if not s or not s.isascii() or not s.isdigit():
+        return None
+    n = int(v)
+    if n < -(2**63) or n >= 2**63:
+        return None
+    return n
+
+
+# The operators of a metav1.LabelSelector requirement (pods, namespaces, PDBs): no Gt/Lt.
+LABEL_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
 @dataclass(frozen=True, slots=True)
 class Requirement:
     """A node selector / label selector requirement."""
@@ -46,12 +63,61 @@ class Requirement:
     operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
     values: tuple[str, ...] = ()
 
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Do ``labels`` satisfy the requirement? The one implementation of the operators (node
+        affinity, pod and namespace label selectors, PDB selectors): NotIn and DoesNotExist match
+        labels without the key; Gt/Lt parse both sides as int64 (``parse_int64``) and never
+        match when either does not parse or ``values`` is not one value; an unknown operator
+        matches nothing."""
+        v = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return v is not None and v in self.values
+        if op == "NotIn":
+            return v is None or v not in self.values
+        if op == "Exists":
+            return v is not None
+        if op == "DoesNotExist":
+            return v is None
+        if op == "Gt" or op == "Lt":
+            if v is None or len(self.values) != 1:
+                return False
+            a, b = parse_int64(v), parse_int64(self.values[0])
+            if a is None or b is None:
+                return False
+            return a > b if op == "Gt" else a < b
+        return False
+
+
+def label_selector_matches(
+    match_labels: Iterable[tuple[str, str]],
+    match_expressions: Iterable[Requirement],
+    labels: Mapping[str, str],
+) -> bool:
+    """metav1.LabelSelectorAsSelector(selector).Matches(labels): every ``match_labels`` pair and
+    every requirement holds (an empty selector matches everything). A requirement with an
+    operator a label selector does not have (Gt, Lt: refused by validation; upstream's
+    conversion fails) matches nothing."""
+    for k, v in match_labels:
+        if labels.get(k) != v:
+            return False
+    for r in match_expressions:
+        if r.operator not in LABEL_SELECTOR_OPERATORS or not r.matches(labels):
+            return False
+    return True
+
 
 @dataclass(frozen=True, slots=True)
 class NodeSelectorTerm:
     """Requirements of one term are ANDed; terms of a list are ORed."""
 
     match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """A term without requirements matches nothing."""
+        if not self.match_expressions:
+            return False
+        return all(r.matches(labels) for r in self.match_expressions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +137,9 @@ class LabelSelector:
     @property
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return label_selector_matches(self.match_labels, self.match_expressions, labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +326,12 @@ class PodDisruptionBudget:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    def matches(self, pod: Pod) -> bool:
+        """Does the budget cover ``pod`` (same namespace, selector matches its labels)?"""
+        return pod.namespace == self.namespace and label_selector_matches(
+            self.match_labels.items(), self.match_expressions, pod.labels
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaNode:
@@ -320,7 +395,13 @@ class SchedulerConfig:
         return bool(self.feature_gates.get(name, GATE_DEFAULTS.get(name, True)))
 
 
-_POD_SLOTS: tuple[str, ...] = tuple(Pod.__slots__)
+class _Keep(enum.Enum):
+    """The default of ``copy_pod``'s parameters: keep the pod's value."""
+
+    KEEP = enum.auto()
+
+
+_KEEP: Final = _Keep.KEEP
 
 
 class _PodDraft:
@@ -329,27 +410,84 @@ class _PodDraft:
     then makes it a Pod by assigning ``__class__`` (Python allows it between classes of one
     layout); the result is an ordinary Pod."""
 
-    __slots__ = _POD_SLOTS
+    __slots__ = tuple(Pod.__slots__)
 
 
-def _pod_copier() -> Callable[..., Pod]:
-    """``copy_pod``, generated once (as ``dataclasses`` generates ``__init__``): every field a
-    keyword-only parameter defaulting to a marker, one plain store per field into a
-    ``_PodDraft`` (the pod's value unless given), no loop and no name lookups. About three times
-    as fast as storing through the frozen Pod's slot setters (the fold and every bind copy a
-    pod)."""
-    env: dict[str, object] = {"_new": object.__new__, "_Draft": _PodDraft, "Pod": Pod, "_KEEP": object()}
-    params = ", ".join(f"{name}=_KEEP" for name in _POD_SLOTS)
-    lines = [f"def copy_pod(pod, /, *, {params}):", "    new = _new(_Draft)"]
-    lines += [f"    new.{name} = pod.{name} if {name} is _KEEP else {name}" for name in _POD_SLOTS]
-    lines += ["    new.__class__ = Pod", "    return new"]
-    exec("\n".join(lines), env)  # noqa: S102 - source built above from the field names only
-    copy = env["copy_pod"]
-    assert callable(copy)
-    copy.__module__ = __name__
-    copy.__doc__ = """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``:
-    ``copy_pod(pod, node_name="n")`` (a name that is not a field raises TypeError)."""
-    return copy
+_new_draft: Callable[[type[_PodDraft]], Any] = object.__new__
 
 
-copy_pod = _pod_copier()
+def copy_pod(
+    pod: Pod,
+    /,
+    *,
+    namespace: str | _Keep = _KEEP,
+    name: str | _Keep = _KEEP,
+    requests: Mapping[str, int] | _Keep = _KEEP,
+    uid: str | _Keep = _KEEP,
+    labels: Mapping[str, str] | _Keep = _KEEP,
+    node_selector: Mapping[str, str] | _Keep = _KEEP,
+    required_terms: tuple[NodeSelectorTerm, ...] | _Keep = _KEEP,
+    preferred_terms: tuple[PreferredTerm, ...] | _Keep = _KEEP,
+    tolerations: tuple[Toleration, ...] | _Keep = _KEEP,
+    priority: int | _Keep = _KEEP,
+    preemption_policy: str | _Keep = _KEEP,
+    scheduler_name: str | _Keep = _KEEP,
+    scheduling_gates: tuple[str, ...] | _Keep = _KEEP,
+    node_name: str | None | _Keep = _KEEP,
+    nominated_node: str | None | _Keep = _KEEP,
+    pod_group: str | None | _Keep = _KEEP,
+    has_controller: bool | _Keep = _KEEP,
+    seq: int | _Keep = _KEEP,
+    created_at: float | _Keep = _KEEP,
+    start_time: float | None | _Keep = _KEEP,
+    spec_node_name: str | None | _Keep = _KEEP,
+    host_ports: tuple[HostPort, ...] | _Keep = _KEEP,
+    affinity_required: tuple[PodAffinityTerm, ...] | _Keep = _KEEP,
+    affinity_preferred: tuple[WeightedPodAffinityTerm, ...] | _Keep = _KEEP,
+    anti_affinity_required: tuple[PodAffinityTerm, ...] | _Keep = _KEEP,
+    anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] | _Keep = _KEEP,
+    spread_constraints: tuple[TopologySpreadConstraint, ...] | _Keep = _KEEP,
+    gpu: GpuShare | None | _Keep = _KEEP,
+) -> Pod:
+    """``dataclasses.replace`` for the frozen, slotted Pod without re-running ``__init__``:
+    ``copy_pod(pod, node_name="n")``; every field a keyword-only parameter, the pod's value
+    unless given. One plain store per field into a ``_PodDraft``, no loop over the fields:
+    about three times as fast as storing through the frozen Pod's slot setters (the fold and
+    every bind copy a pod). A new field of Pod is a new parameter and a new line here
+    (``tests/scheduler/test_fold_paths.py`` checks both)."""
+    new = _new_draft(_PodDraft)
+    new.namespace = pod.namespace if namespace is _KEEP else namespace
+    new.name = pod.name if name is _KEEP else name
+    new.requests = pod.requests if requests is _KEEP else requests
+    new.uid = pod.uid if uid is _KEEP else uid
+    new.labels = pod.labels if labels is _KEEP else labels
+    new.node_selector = pod.node_selector if node_selector is _KEEP else node_selector
+    new.required_terms = pod.required_terms if required_terms is _KEEP else required_terms
+    new.preferred_terms = pod.preferred_terms if preferred_terms is _KEEP else preferred_terms
+    new.tolerations = pod.tolerations if tolerations is _KEEP else tolerations
+    new.priority = pod.priority if priority is _KEEP else priority
+    new.preemption_policy = pod.preemption_policy if preemption_policy is _KEEP else preemption_policy
+    new.scheduler_name = pod.scheduler_name if scheduler_name is _KEEP else scheduler_name
+    new.scheduling_gates = pod.scheduling_gates if scheduling_gates is _KEEP else scheduling_gates
+    new.node_name = pod.node_name if node_name is _KEEP else node_name
+    new.nominated_node = pod.nominated_node if nominated_node is _KEEP else nominated_node
+    new.pod_group = pod.pod_group if pod_group is _KEEP else pod_group
+    new.has_controller = pod.has_controller if has_controller is _KEEP else has_controller
+    new.seq = pod.seq if seq is _KEEP else seq
+    new.created_at = pod.created_at if created_at is _KEEP else created_at
+    new.start_time = pod.start_time if start_time is _KEEP else start_time
+    new.spec_node_name = pod.spec_node_name if spec_node_name is _KEEP else spec_node_name
+    new.host_ports = pod.host_ports if host_ports is _KEEP else host_ports
+    new.affinity_required = pod.affinity_required if affinity_required is _KEEP else affinity_required
+    new.affinity_preferred = pod.affinity_preferred if affinity_preferred is _KEEP else affinity_preferred
+    new.anti_affinity_required = (
+        pod.anti_affinity_required if anti_affinity_required is _KEEP else anti_affinity_required
+    )
+    new.anti_affinity_preferred = (
+        pod.anti_affinity_preferred if anti_affinity_preferred is _KEEP else anti_affinity_preferred
+    )
+    new.spread_constraints = pod.spread_constraints if spread_constraints is _KEEP else spread_constraints
+    new.gpu = pod.gpu if gpu is _KEEP else gpu
+    new.__class__ = Pod
+    copied: Pod = new
+    return copied

@@ -123,8 +123,7 @@ def schedule(pod: Pod, nodes: Sequence[RefNode], config: SchedulerConfig) -> int
         wt = int(w.get(taint_toleration.NAME, 3))
         total = [t + s * wt for t, s in zip(total, _normalize(taint_raw, True), strict=True)]
     aff_raw = [
-        sum(p.weight for p in pod.preferred_terms if node_affinity.term_matches(nodes[i].node.labels, p.term))
-        for i in feasible
+        sum(p.weight for p in pod.preferred_terms if p.term.matches(nodes[i].node.labels)) for i in feasible
     ]
     if pod.preferred_terms and min(aff_raw) != max(aff_raw):
         wa = int(w.get(node_affinity.NAME, 2))

@@ -13,6 +13,8 @@ Layout (resource-major so that one resource of all nodes is one contiguous row):
   cpu request as 100m and without a memory request as 200Mi).
 * label index: per key the value id of every node (``-1`` = label absent); masks for
   ``(key, operator, values)`` are cached until the node set changes (``generation``).
+* ``caches``: what plugins derive from the snapshot, in named, typed slots (``NodeSetCaches``),
+  all dropped when the node set changes.
 * taint sets: ``taint_set[n]`` indexes a small list of distinct taint tuples.
 
 ``assume``/``forget`` change the arrays in place. ``backup()`` returns a mark and starts journaling;
@@ -25,14 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Taint
+from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Requirement, Taint, parse_int64
+
+if TYPE_CHECKING:
+    from scheduler.framework import FilterSignature
+    from scheduler.plugins.pod_index import PodIndex
 
 I64 = npt.NDArray[np.int64]
 _IntArray = TypeVar("_IntArray", npt.NDArray[np.int32], npt.NDArray[np.int64])
@@ -122,17 +128,6 @@ class LabelColumn:
         self.int_ok = int_ok
 
 
-def parse_int64(v: str) -> int | None:
-    """strconv.ParseInt(v, 10, 64) semantics (optional sign, decimal digits only)."""
-    s = v[1:] if v[:1] in ("+", "-") else v
-    if not s or not s.isascii() or not s.isdigit():
-        return None
-    n = int(v)
-    if n < -(2**63) or n >= 2**63:
-        return None
-    return n
-
-
 class Domains:
     """Partition of the nodes by the value of one topology label key."""
 
@@ -168,6 +163,24 @@ class Domains:
         return out
 
 
+@dataclass(slots=True)
+class NodeSetCaches:
+    """The snapshot's caches for plugins, one typed slot each. A new instance replaces the old
+    one when the node set changes (``Snapshot._rebuild``: a node added, removed or changed), the
+    invalidation every slot shares; a slot that also follows the pods says how."""
+
+    # NodeAffinity (``requirement_mask``): per requirement, the nodes whose labels match it
+    requirement_masks: dict[Requirement, BOOL] = field(default_factory=dict)
+    # gpushare (``view_of``): per node, the id of its GPU model label (``gpushare.model_id``)
+    gpu_model_ids: IDX | None = None
+    # the structured why (``cycle/why.py``): per filter signature, per node the first node filter
+    # that rejects a pod of that signature whatever the node's load (None: none does)
+    why_rejections: dict[FilterSignature, list[str | None]] = field(default_factory=dict)
+    # the scheduled-pod index of the pod-aware plugins (``plugins/pod_index.py``): follows
+    # ``pod_log`` pod by pod and rebuilds itself when ``epoch`` changes
+    pod_index: PodIndex | None = None
+
+
 class Snapshot:
     """Mutable cluster view used by the scheduling cycles (see module docstring)."""
 
@@ -199,7 +212,7 @@ class Snapshot:
         self._all_nodes: BOOL = np.zeros(0, dtype=np.bool_)
         self._labels: dict[str, LabelColumn] = {}
         self._domains: dict[str, Domains] = {}
-        self.mask_cache: dict[object, object] = {}
+        self.caches = NodeSetCaches()
         # scheduled pods per node / per group (assigned + assumed), on known nodes or not
         self.node_pods: dict[str, set[str]] = {}
         self.group_pods: dict[str, dict[str, str]] = {}
@@ -287,7 +300,7 @@ class Snapshot:
         self._all_nodes = np.ones(n, dtype=np.bool_)
         self._labels = {}
         self._domains = {}
-        self.mask_cache = {}
+        self.caches = NodeSetCaches()
         self.generation += 1
         self.epoch += 1
         self.log = []

@@ -150,8 +150,10 @@ class State:
         out.sort()
         return [(kind, k) for _, _, kind, k in out]
 
-    def tree(self, root: str) -> tuple[list[str], list[str]]:
-        """(leaf PodGroup keys, CPG keys) reachable from a CPG root, pre-order, cycle-safe."""
+    def subtree(self, cpg_key: str) -> tuple[list[str], list[str]]:
+        """The walk of a CompositePodGroup's subtree (the only one): (leaf PodGroup keys, keys
+        of the CompositePodGroups that exist, ``cpg_key`` first), pre-order with children in
+        forest order, each CompositePodGroup visited once (a parent cycle ends the walk)."""
         leaves: list[str] = []
         cpgs: list[str] = []
         seen: set[str] = set()
@@ -164,13 +166,17 @@ class State:
                 cpgs.append(k)
             for kind, ck in self.children(k):
                 if kind == PG:
-                    if self.chain(self.pod_groups[ck]).root == root:
-                        leaves.append(ck)
+                    leaves.append(ck)
                 else:
                     visit(ck)
 
-        visit(root)
+        visit(cpg_key)
         return leaves, cpgs
+
+    def tree(self, root: str) -> tuple[list[str], list[str]]:
+        """``subtree`` of a root, its leaves limited to those whose chain ends at ``root``."""
+        leaves, cpgs = self.subtree(root)
+        return [lk for lk in leaves if self.chain(self.pod_groups[lk]).root == root], cpgs
 
     def entity_of(self, pod: Pod) -> str:
         """Queue entity key of a pending pod."""

@@ -2,6 +2,8 @@
 
 - ``ledger`` imports neither ``scheduler`` nor ``api`` (the ledger is the bottom layer);
 - no module of ``scheduler`` imports ``api`` (the worker and the bridge included);
+- no module of ``api``, ``ledger`` or ``scheduler`` imports ``tests`` (test oracles, such as
+  explain read one query at a time, live there and stay out of the product);
 - the scheduling core (``scheduler`` except its edge, ``scheduler.edge``: the modules that fold
   the log, append decisions and run the worker) imports nothing of ``ledger``, no database
   driver (sqlalchemy, psycopg) and not its own edge;
@@ -95,6 +97,8 @@ def forbidden_imports(graph: dict[str, set[str]]) -> list[str]:
                 problems.append(f"{mod} -> {t} (ledger imports neither scheduler nor api)")
             if _within(mod, "scheduler") and _within(t, "api"):
                 problems.append(f"{mod} -> {t} (scheduler never imports api)")
+            if _within(t, "tests"):
+                problems.append(f"{mod} -> {t} (the product never imports tests)")
             if (
                 _within(mod, "scheduler")
                 and not _within(mod, SCHEDULER_EDGE)
@@ -221,13 +225,14 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
             "scheduler/cycle.py": "from ledger.db import get_database\n",
             "scheduler/why.py": "from ledger.resources.quantity import f\nfrom scheduler.edge import bridge\n",
             "api/__init__.py": "",
-            "api/a.py": "from api import b\n",
+            "api/a.py": "from api import b\nfrom tests.api.explain_oracle import gather\n",
             "api/b.py": "def g():\n    from .c import h\n",
             "api/c.py": "import api.a\n" + "x = 1\n" * 600,
         },
     )
     graph = import_graph(root)
     assert forbidden_imports(graph) == [
+        "api.a -> tests.api.explain_oracle (the product never imports tests)",
         "ledger.store -> scheduler.edge.bridge (ledger imports neither scheduler nor api)",
         "scheduler.cycle -> ledger.db (the scheduling core imports neither the ledger nor its edge)",
         "scheduler.edge.worker -> api.services.objects (scheduler never imports api)",

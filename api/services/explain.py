@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -10,11 +9,8 @@ from api.services import explain_reads as reads
 from api.services.errors import NotFound
 from api.services.history import canonical_kind
 from api.services.jobs import job_pod_group
-from ledger.projections.temporal import quota_used
 from ledger.queries import explain as explain_q
 from ledger.queries import log as log_q
-from ledger.queries import objects as objects_q
-from ledger.queries.state import objects_at
 from ledger.resources.job import owning_job
 from ledger.sql import Conn
 from scheduler.edge.bridge import Bridge, config_from
@@ -22,11 +18,6 @@ from scheduler.edge.bridge import Bridge, config_from
 if TYPE_CHECKING:
     from ledger.database import Database
 
-# live explain reads everything in one statement (ledger.queries.explain); False: one query at a
-# time, as --at does (tests compare the two)
-LIVE_ONE_STATEMENT = True
-# explain --at likewise, over the temporal projection (False: one query at a time, a temporary view)
-AT_ONE_STATEMENT = True
 GROUP_DECISIONS = (
     "PodGroupUnschedulable",
     "PodGroupScheduled",
@@ -77,36 +68,45 @@ def explain(
     # one pooled connection for every read (checkouts cost), and one snapshot: the head and
     # the objects read with it agree
     with db.snapshot() as conn:
-        return _explain(db, conn, kind, namespace, name, at, nodes, job)
+        inputs = read_inputs(conn, kind, namespace, name, at)
+        return document(db, conn, kind, namespace, name, inputs, nodes, job)
 
 
-def _explain(
-    db: Database, conn: Conn, kind: str, namespace: str, name: str, at: Any, nodes: bool, job: Any
+def read_inputs(conn: Conn, kind: str, namespace: str, name: str, at: int | str | None) -> dict[str, Any]:
+    """What explain reads, in one statement (``ledger.queries.explain``): live, or as of ``at``
+    over the temporal projection. Raises NotFound when the object does not exist there."""
+    pos = None if at is None or at == "" else resolve_at(conn, at)
+    inputs = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS, pos)
+    if inputs is None:
+        where = log_q.head(conn) if pos is None else pos
+        raise NotFound(f"{kind} {namespace}/{name} not found at position {where}")
+    return inputs
+
+
+def document(
+    db: Database,
+    conn: Conn,
+    kind: str,
+    namespace: str,
+    name: str,
+    inputs: dict[str, Any],
+    nodes: bool = False,
+    job: str | None = None,
 ) -> dict[str, Any]:
-    live = None
-    # a composite root's decisions also come from its group stream (see _gather): one query at a time
-    if kind != "CompositePodGroup":
-        if LIVE_ONE_STATEMENT and (at is None or at == ""):
-            live = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS)
-        elif AT_ONE_STATEMENT and not (at is None or at == ""):
-            at_pos = resolve_at(conn, at)
-            live = explain_q.explain_inputs(conn, kind, namespace, name, GROUP_DECISIONS, at_pos)
-    if live is not None:
-        pos = live["head"]
-        obj, status = live["object"], live["status"]
-        pods, quota, used = live["pods"], live["quota"], live["used"]
-        group = (
-            (((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName"))
-            if kind == "Pod"
-            else None
-        )
-        if kind == "PodGroup":
-            group = name
-        decisions, pod_events, preempted = live["decisions"], live["pod_events"], live["preempted"]
-    else:
-        pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted = _gather(
-            db, conn, kind, namespace, name, at
-        )
+    """The explain document of ``kind namespace/name`` from what ``read_inputs`` read (``head``,
+    ``object``, ``status``, ``pods``, ``quota``, ``used``, ``decisions``, ``pod_events``,
+    ``preempted`` and ``observed``, None: the shadow section reads the observations itself)."""
+    pos = inputs["head"]
+    obj, status = inputs["object"], inputs["status"]
+    pods, quota, used = inputs["pods"], inputs["quota"], inputs["used"]
+    group = (
+        (((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName"))
+        if kind == "Pod"
+        else None
+    )
+    if kind == "PodGroup":
+        group = name
+    decisions, pod_events, preempted = inputs["decisions"], inputs["pod_events"], inputs["preempted"]
 
     ctype = {
         "PodGroup": "PodGroupInitiallyScheduled",
@@ -265,8 +265,7 @@ def _explain(
             for p in pods
         ],
     }
-    observed = live["observed"] if live is not None else None
-    shadow = reads.shadow_section(conn, namespace, doc["pods"], pos, observed)
+    shadow = reads.shadow_section(conn, namespace, doc["pods"], pos, inputs["observed"])
     if shadow:
         doc["shadow"] = shadow
     if nodes:
@@ -280,57 +279,6 @@ def _explain(
         doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = table
         doc["nodesAt"] = int(snap) if snap is not None else pos
     return doc
-
-
-def _gather(
-    db: Database, conn0: Conn, kind: str, namespace: str, name: str, at: int | str | None
-) -> tuple[Any, ...]:
-    """What explain reads as of ``at``, one query at a time (the --at path, and the live path's
-    reference: ``ledger.queries.explain`` reads the same in one statement). The log on ``conn0``;
-    a past state on a connection of its own (its temporary view lives in a rolled-back transaction)."""
-    key = f"{namespace}/{name}"
-    head = log_q.head(conn0)
-    pos = resolve_at(conn0, at)
-    with objects_at(db, pos) if pos < head else nullcontext(conn0) as conn:
-        row = objects_q.get_object(conn, kind, namespace, name)
-        if row is None:
-            raise NotFound(f"{kind} {key} not found at position {pos}")
-        obj, status, _created_at = row
-        if kind == "Pod":
-            pods = [(name, obj, status)]
-            group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-        else:
-            group = name if kind == "PodGroup" else None
-            if kind == "PodGroup":
-                pods = objects_q.group_pods(conn, namespace, name)
-            else:
-                pods = objects_q.composite_pods(conn, namespace, name)
-        quota = objects_q.namespace_quota(conn, namespace)
-        # the usage projection, not a scan of every bound pod of the namespace
-        used = quota_used(conn, namespace, pos if pos < head else None) if quota is not None else {}
-
-    subject = f"{namespace}/{group}" if group else None
-    if kind == "CompositePodGroup":
-        # the root's PodGroupUnschedulable/Scheduled carry ``group`` = the composite's key
-        decisions = sorted(
-            log_q.stream_events(conn0, [f"sched/compositepodgroup/{key}"], pos)
-            + log_q.group_decisions(conn0, key, GROUP_DECISIONS, pos),
-            key=lambda e: e["position"],
-        )
-    elif subject:
-        decisions = log_q.group_decisions(conn0, subject, GROUP_DECISIONS, pos)
-    else:
-        decisions = []
-    pod_keys = [f"{namespace}/{p[0]}" for p in pods]
-    pod_events = log_q.stream_events(conn0, [f"sched/pod/{k}" for k in pod_keys], pos)
-    preemptor_keys = [subject] if subject else []
-    if kind == "Pod":
-        preemptor_keys.append(key)
-    if kind == "CompositePodGroup":
-        preemptor_keys.append(key)
-    preempted = log_q.preemptions_by(conn0, preemptor_keys, pos)
-
-    return pos, obj, status, pods, group, quota, used, decisions, pod_events, preempted
 
 
 def node_table(
@@ -541,4 +489,13 @@ def render_composite_why(why: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["explain", "node_table", "render_explain", "render_nodes", "render_why", "resolve_at"]
+__all__ = [
+    "document",
+    "explain",
+    "node_table",
+    "read_inputs",
+    "render_explain",
+    "render_nodes",
+    "render_why",
+    "resolve_at",
+]

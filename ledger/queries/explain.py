@@ -5,7 +5,8 @@ per round trip on a loaded machine; here the head, the object, its pods, the nam
 usage, the group's decisions, the pods' scheduler streams, the preemptions they caused and the cluster's observed bindings come
 back as one JSON document built by the server, from one snapshot (so every part is as of the same
 head, which the multi-query path only approximates). The shapes are those of the per-query
-functions, so ``api/services/explain.py`` uses either.
+functions: ``tests/api/explain_oracle.py`` reads the same one query at a time, the oracle the
+tests compare this statement with.
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ _PODS = {
 }
 _DECISIONS = {
     # the group whose decisions explain reads: the pod's PodGroup, the PodGroup itself, or the
-    # CompositePodGroup's own stream
+    # CompositePodGroup's own stream and the root decisions whose ``group`` is the composite
+    # (a root's PodGroupUnschedulable/Scheduled carry the composite's key)
     "Pod": f"e.data->>'group' = %(n)s || '/' || {_GROUP_OF_POD} AND e.type = ANY(%(t)s)",
     "PodGroup": "e.data->>'group' = %(n)s || '/' || %(m)s AND e.type = ANY(%(t)s)",
-    "CompositePodGroup": "e.position IN (SELECT k.position FROM event_keys k "
-    "WHERE k.stream = 'sched/compositepodgroup/' || %(n)s || '/' || %(m)s)",
+    "CompositePodGroup": "(e.position IN (SELECT k.position FROM event_keys k "
+    "WHERE k.stream = 'sched/compositepodgroup/' || %(n)s || '/' || %(m)s) "
+    "OR (e.data->>'group' = %(n)s || '/' || %(m)s AND e.type = ANY(%(t)s)))",
 }
 _PREEMPTORS = {
     "Pod": f"ARRAY[%(n)s || '/' || %(m)s, %(n)s || '/' || {_GROUP_OF_POD}]",
@@ -114,7 +117,7 @@ def explain_inputs(
     that position, the temporal projection for the state), in one round trip; None when the
     object does not exist. Keys: ``head``; ``object`` and ``status``; ``pods`` [(name, manifest,
     status)] by name; ``quota`` (name, manifest) or None; ``used`` {resource: total};
-    ``decisions`` (the group's events of ``group_types``, or the composite's stream), ``pod_events``
+    ``decisions`` (the group's events of ``group_types``; for a composite also its stream), ``pod_events``
     (the pods' scheduler streams) and ``preempted`` (PodPreempted by the object or its group), each
     a list of {position, type, stream, data, meta, at} in position order; ``observed`` the
     cluster's last observed binding per pod on a shadow ledger (``log.observed_bindings``)."""

@@ -115,18 +115,6 @@ def group_decisions(conn: Conn, group: str, types: Sequence[str], upto: int) -> 
     )
 
 
-def preemptions_by(conn: Conn, preemptors: Sequence[str], upto: int) -> list[dict[str, Any]]:
-    """PodPreempted events whose preemptor is one of ``preemptors``, up to ``upto``."""
-    if not preemptors:
-        return []
-    return _brief(
-        conn,
-        f"SELECT {_BRIEF_COLS} FROM events WHERE type = 'PodPreempted' AND data->>'preemptor' = ANY(%(k)s) "
-        "AND position <= %(p)s ORDER BY position",
-        {"k": list(preemptors), "p": upto},
-    )
-
-
 def object_history(
     conn: Conn, kind: str, key: str, name: str, streams: Sequence[str]
 ) -> list[dict[str, Any]]:
@@ -286,7 +274,6 @@ __all__ = [
     "payloads",
     "position_at_time",
     "preemptions",
-    "preemptions_by",
     "read_events",
     "rejections",
     "stream_events",

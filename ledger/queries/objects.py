@@ -165,21 +165,6 @@ def group_pods(conn: Conn, namespace: str, group: str) -> list[tuple[str, dict[s
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def composite_pods(
-    conn: Conn, namespace: str, composite: str
-) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(name, manifest, status) of the pods of every PodGroup under CompositePodGroup
-    ``namespace/composite``, by name."""
-    rows = conn.execute(
-        "SELECT p.name, p.object, p.status FROM objects p JOIN objects g ON g.kind = 'PodGroup' "
-        "AND g.namespace = p.namespace AND g.object->'spec'->>'parentCompositePodGroupName' = %(c)s "
-        "AND p.object->'spec'->'schedulingGroup'->>'podGroupName' = g.name "
-        "WHERE p.kind = 'Pod' AND p.namespace = %(n)s ORDER BY p.name",
-        {"n": namespace, "c": composite},
-    )
-    return [(r[0], r[1], r[2]) for r in rows]
-
-
 def child_groups(conn: Conn, namespace: str, composite: str) -> list[str]:
     """Names of the PodGroups whose parent is CompositePodGroup ``namespace/composite``."""
     rows = conn.execute(
@@ -188,15 +173,6 @@ def child_groups(conn: Conn, namespace: str, composite: str) -> list[str]:
         {"n": namespace, "c": composite},
     )
     return [r[0] for r in rows]
-
-
-def namespace_quota(conn: Conn, namespace: str) -> tuple[str, dict[str, Any]] | None:
-    """(name, manifest) of the namespace's ElasticQuota, or None."""
-    row = conn.execute(
-        "SELECT name, object FROM objects WHERE kind = 'ElasticQuota' AND namespace = %(n)s",
-        {"n": namespace},
-    ).fetchone()
-    return (row[0], row[1]) if row else None
 
 
 def bound_pod_specs(conn: Conn, namespace: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
@@ -238,7 +214,6 @@ __all__ = [
     "all_objects",
     "bound_pod_specs",
     "child_groups",
-    "composite_pods",
     "get_object",
     "group_pods",
     "list_objects",
@@ -247,7 +222,6 @@ __all__ = [
     "manifest",
     "manifests",
     "manifests_with_versions",
-    "namespace_quota",
     "stream_versions",
 ]
 

@@ -22,23 +22,6 @@ class Algorithm(LeafAlgorithm):
     """One attempt's root algorithm on the shared snapshot: leaves and CompositePodGroups."""
 
     # ------------------------------------------------------ §7.2 CPG
-    def subtree_leaves(self, cpg_key: str) -> list[str]:
-        out: list[str] = []
-        seen: set[str] = set()
-
-        def visit(k: str) -> None:
-            if k in seen:
-                return
-            seen.add(k)
-            for kind, ck in self.state.children(k):
-                if kind == PG:
-                    out.append(ck)
-                else:
-                    visit(ck)
-
-        visit(cpg_key)
-        return out
-
     def schedule_cpg(self, cpg: CompositePodGroup, parent: BOOL | None) -> Status:
         """§7.2: evaluate the CPG in each of its placements (children in forest order, greedy,
         recursive, each evaluation reverted), score the successful ones, then re-assume the
@@ -48,7 +31,7 @@ class Algorithm(LeafAlgorithm):
         snap.refresh()
         parent_mask = snap.all_nodes if parent is None else parent
         key = cpg.topology_key if self.tas else None
-        leaves = self.subtree_leaves(cpg.key)
+        leaves = self.state.subtree(cpg.key)[0]
         sched_nodes = [nd for lk in leaves for nd in snap.group_pods.get(lk, {}).values()]
         placements, gst = self.generate(key, parent_mask, sched_nodes)
         self.c.generated += len(placements)

@@ -26,7 +26,7 @@ codes name them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from scheduler.framework import signature_of
 from scheduler.model import PODS, Pod
@@ -41,17 +41,18 @@ _FREE_ANY = make_demand({})
 
 def _rejections(snap: Snapshot, pod: Pod) -> list[str | None]:
     """Per node, the first node filter that rejects ``pod`` whatever the node's load (None: it
-    lets the pod on). It reads the nodes and the pod's filter signature only: kept in the
-    snapshot's per-node-set cache."""
-    key = ("why.rejections", signature_of(pod))
-    hit = snap.mask_cache.get(key)
+    lets the pod on). It reads the nodes and the pod's filter signature only: kept per
+    signature until the node set changes (``NodeSetCaches.why_rejections``)."""
+    cache = snap.caches.why_rejections
+    sig = signature_of(pod)
+    hit = cache.get(sig)
     if hit is not None:
-        return cast(list[str | None], hit)
+        return hit
     out: list[str | None] = []
     for nd in snap.nodes:
         rej = filter_node(pod, _FREE_ANY, RefNode(nd))
         out.append(rej[0] if rej is not None else None)
-    snap.mask_cache[key] = out
+    cache[sig] = out
     return out
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import Code, FilterResult, FilterSignature
-from scheduler.model import NodeSelectorTerm, PreferredTerm, Requirement
-from scheduler.snapshot import Snapshot, parse_int64
+from scheduler.model import NodeSelectorTerm, PreferredTerm, Requirement, parse_int64
+from scheduler.snapshot import Snapshot
 
 NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -25,10 +25,12 @@ BOOL = npt.NDArray[np.bool_]
 
 
 def requirement_mask(snap: Snapshot, req: Requirement) -> BOOL:
-    key = ("req", req)
-    cached = snap.mask_cache.get(key)
+    """The nodes whose labels match ``req`` (``Requirement.matches``, vectorized), kept until
+    the node set changes."""
+    masks = snap.caches.requirement_masks
+    cached = masks.get(req)
     if cached is not None:
-        return cached  # type: ignore[return-value]
+        return cached
     col = snap.label(req.key)
     n = len(col.ids)
     op = req.operator
@@ -55,7 +57,7 @@ def requirement_mask(snap: Snapshot, req: Requirement) -> BOOL:
             mask = col.int_ok & cmp
     else:
         mask = np.zeros(n, dtype=np.bool_)
-    snap.mask_cache[key] = mask
+    masks[req] = mask
     return mask
 
 
@@ -107,40 +109,13 @@ def score_raw(preferred: tuple[PreferredTerm, ...], snap: Snapshot) -> npt.NDArr
 
 
 # ----------------------------------------------------------------- node-by-node (reference)
-def requirement_matches(labels: Mapping[str, str], req: Requirement) -> bool:
-    v = labels.get(req.key)
-    op = req.operator
-    if op == "In":
-        return v is not None and v in req.values
-    if op == "NotIn":
-        return v is None or v not in req.values
-    if op == "Exists":
-        return v is not None
-    if op == "DoesNotExist":
-        return v is None
-    if op in ("Gt", "Lt"):
-        if v is None or len(req.values) != 1:
-            return False
-        a, b = parse_int64(v), parse_int64(req.values[0])
-        if a is None or b is None:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
-
-
-def term_matches(labels: Mapping[str, str], term: NodeSelectorTerm) -> bool:
-    if not term.match_expressions:
-        return False
-    return all(requirement_matches(labels, r) for r in term.match_expressions)
-
-
 def node_matches(
     labels: Mapping[str, str], node_selector: Mapping[str, str], terms: tuple[NodeSelectorTerm, ...]
 ) -> bool:
     for k, v in node_selector.items():
         if labels.get(k) != v:
             return False
-    if terms and not any(term_matches(labels, t) for t in terms):
+    if terms and not any(t.matches(labels) for t in terms):
         return False
     return True
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.model import HostPort, LabelSelector, Pod, PodAffinityTerm, Requirement
+from scheduler.model import HostPort, LabelSelector, Pod, PodAffinityTerm
 from scheduler.snapshot import Snapshot
 
 I64 = npt.NDArray[np.int64]
@@ -29,28 +29,9 @@ ANTI_REQ, AFF_REQ, AFF_PREF, ANTI_PREF = "anti_req", "aff_req", "aff_pref", "ant
 Anchor = tuple[str, str] | None
 
 
-def requirement_matches(r: Requirement, labels: Mapping[str, str]) -> bool:
-    v = labels.get(r.key)
-    op = r.operator
-    if op == "In":
-        return v is not None and v in r.values
-    if op == "NotIn":
-        return v is None or v not in r.values
-    if op == "Exists":
-        return v is not None
-    if op == "DoesNotExist":
-        return v is None
-    return False
-
-
 def selector_matches(sel: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """metav1.LabelSelectorAsSelector(sel).Matches(labels); None matches nothing."""
-    if sel is None:
-        return False
-    for k, v in sel.match_labels:
-        if labels.get(k) != v:
-            return False
-    return all(requirement_matches(r, labels) for r in sel.match_expressions)
+    return sel is not None and sel.matches(labels)
 
 
 def namespace_labels(ns: str) -> dict[str, str]:
@@ -321,10 +302,9 @@ class _Counts:
 
 def index_of(snap: Snapshot) -> PodIndex:
     """The snapshot's PodIndex, brought up to date."""
-    ix = snap.mask_cache.get("pod_index")
-    if not isinstance(ix, PodIndex):
-        ix = PodIndex()
-        snap.mask_cache["pod_index"] = ix
+    ix = snap.caches.pod_index
+    if ix is None:
+        ix = snap.caches.pod_index = PodIndex()
     return ix.sync(snap)
 
 

@@ -121,7 +121,7 @@ from scheduler.preemption.common import (
     Choice,
     QuotaCtx,
 )
-from scheduler.preemption.pdb import Budgets, pdb_matches
+from scheduler.preemption.pdb import Budgets
 from scheduler.preemption.plugin import Preemption
 from scheduler.preemption.units import RANK_CPG, RANK_PG, RANK_POD, Unit, Units
 
@@ -155,5 +155,4 @@ __all__ = [
     "QuotaCtx",
     "Unit",
     "Units",
-    "pdb_matches",
 ]

@@ -3,32 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
-from scheduler.model import Pod, PodDisruptionBudget, Requirement
+from scheduler.model import Pod, PodDisruptionBudget
 from scheduler.preemption.units import Unit
 from scheduler.state import State
-
-
-def _req_match(r: Requirement, labels: Mapping[str, str]) -> bool:
-    v = labels.get(r.key)
-    if r.operator == "In":
-        return v is not None and v in r.values
-    if r.operator == "NotIn":
-        return v is None or v not in r.values
-    if r.operator == "Exists":
-        return v is not None
-    if r.operator == "DoesNotExist":
-        return v is None
-    return False
-
-
-def pdb_matches(pdb: PodDisruptionBudget, pod: Pod) -> bool:
-    if pod.namespace != pdb.namespace:
-        return False
-    if any(pod.labels.get(k) != v for k, v in pdb.match_labels.items()):
-        return False
-    return all(_req_match(r, pod.labels) for r in pdb.match_expressions)
 
 
 def _scaled(v: int | str, expected: int) -> int:
@@ -41,7 +20,7 @@ def allowed_disruptions(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> tuple[
     """(disruptions ``pdb`` allows now, its healthy pods) among ``pods``: a bound pod is healthy."""
     healthy = expected = 0
     for p in pods:
-        if pdb_matches(pdb, p):
+        if pdb.matches(p):
             expected += 1
             if p.node_name is not None:
                 healthy += 1
@@ -60,7 +39,7 @@ def budget_blocks(
     """The first PDB (by key) whose budget evicting ``target`` alone would violate, as (name,
     healthy pods it needs, healthy pods it has), or None (the Eviction API's check)."""
     for pdb in sorted(pdbs, key=lambda b: b.key):
-        if pdb_matches(pdb, target):
+        if pdb.matches(target):
             allowed, healthy = allowed_disruptions(pdb, pods)
             if allowed < 1:
                 return pdb.name, healthy - allowed, healthy
@@ -83,7 +62,7 @@ class Budgets:
             if p is None:
                 continue
             for i, (pdb, _) in enumerate(self.pdbs):
-                if pdb_matches(pdb, p):
+                if pdb.matches(p):
                     out[i] += 1
         return out
 

@@ -69,22 +69,7 @@ class Units:
 
     def _subtree_pods(self, kind: str, key: str) -> list[str]:
         st = self.state
-        leaves: list[str] = []
-        if kind == "PodGroup":
-            leaves = [key]
-        else:
-            seen: set[str] = set()
-            stack = [key]
-            while stack:
-                c = stack.pop()
-                if c in seen:
-                    continue
-                seen.add(c)
-                for ck, child in st.children(c):
-                    if ck == "pg":
-                        leaves.append(child)
-                    else:
-                        stack.append(child)
+        leaves = [key] if kind == "PodGroup" else st.subtree(key)[0]
         out: list[str] = []
         for lk in leaves:
             for pk in st.snap.group_pods.get(lk, {}):

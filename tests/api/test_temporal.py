@@ -9,8 +9,8 @@ and, at every position:
 - ``quota_used`` of every namespace equals the bound-pod scan of the folded table;
 - where a scheduling run's recorded decisions end (and live, at the head), ``explain`` of every
   pod, pod group and composite pod group alive there, and at every other decision the explain of
-  what it changed (and of the groups above it), equals the explain the old implementation gave
-  (its reads answered by the oracle's table and the namespace scan).
+  what it changed (and of the groups above it), equals explain read one query at a time
+  (``tests/api/explain_oracle.py``, its reads answered by the oracle's table and the namespace scan).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from ledger.projections.current import project
 from ledger.projections.runner import rebuild_current
 from ledger.sql import Conn, dicts
 from scheduler.edge.bridge import DECISION_TYPES
+from tests.api.explain_oracle import explain_by_queries
 
 SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml"))
 COLUMNS = (
@@ -72,9 +73,7 @@ class Oracle:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_temporal_state_equals_full_fold_at_every_position(
-    database: Database, path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_temporal_state_equals_full_fold_at_every_position(database: Database, path: Path) -> None:
     _run(database, path)
     events = list(store.iter_all(database))
     assert events, "the scenario appended nothing"
@@ -132,16 +131,17 @@ def test_temporal_state_equals_full_fold_at_every_position(
                     new = explain_service.explain(
                         database, r["kind"], r["namespace"], r["name"], at=None if live else p
                     )
-                    with monkeypatch.context() as mp:
-                        # the reference: one query at a time (`new` is one statement, live at the
-                        # head, over the temporal projection before it)
-                        mp.setattr(explain_service, "LIVE_ONE_STATEMENT", False)
-                        mp.setattr(explain_service, "AT_ONE_STATEMENT", False)
-                        mp.setattr(explain_service, "objects_at", oracle.objects_at)
-                        mp.setattr(
-                            explain_service, "quota_used", lambda c, ns, _p: temporal.scan_quota_used(c, ns)
-                        )
-                        old = explain_service.explain(database, r["kind"], r["namespace"], r["name"], at=p)
+                    # the reference: one query at a time (`new` is one statement, live at the
+                    # head, over the temporal projection before it)
+                    old = explain_by_queries(
+                        database,
+                        r["kind"],
+                        r["namespace"],
+                        r["name"],
+                        at=p,
+                        objects_at=oracle.objects_at,
+                        quota_used=lambda c, ns, _p: temporal.scan_quota_used(c, ns),
+                    )
                     assert new == old, f"{path.stem}: explain {r['kind']} {r['name']} differs at {p}"
                     explained += 1
     finally:

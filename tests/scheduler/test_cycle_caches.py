@@ -1,17 +1,19 @@
 """The caches of the cycle against a computation from scratch: NodeResourcesFit's incremental
 per-demand scores (``scheduler.fitcache``), the per-shape PodInfo of ``PodScheduler.info``, the
-per-node filter verdicts of ``cycle.why``; and the plain pods' PreFilter fast path against the
-extension point."""
+per-node filter verdicts of ``cycle.why``, the snapshot's typed cache slots (``NodeSetCaches``);
+and the plain pods' PreFilter fast path against the extension point."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from scheduler import reference
+from scheduler import gpushare, reference
 from scheduler.cycle.why import _rejections, group_why
 from scheduler.decisions import PodUnschedulable
 from scheduler.fitcache import DynamicInfo
@@ -27,9 +29,11 @@ from scheduler.model import (
     Taint,
     Toleration,
 )
+from scheduler.plugins import node_affinity
 from scheduler.plugins.elastic_quota import ElasticQuota
+from scheduler.plugins.pod_index import index_of
 from scheduler.scheduler import Scheduler
-from scheduler.snapshot import R_PODS, Snapshot, make_demand
+from scheduler.snapshot import R_PODS, NodeSetCaches, Snapshot, make_demand
 from tests.scheduler.sched_helpers import GI, Sim, node, pod
 
 CONFIGS = (
@@ -203,6 +207,53 @@ def test_group_why_with_cached_rejections_equals_a_fresh_snapshot() -> None:
                     caps = [max(int(snap.free[snap.res_index[r], j]), 0) // v for r, v in req.items()]
                     room += max(0, min([int(snap.free[R_PODS, j]), *caps]))
             assert got["domains"][0]["fit"] == room, step
+
+
+def test_node_set_caches_are_dropped_with_the_node_set() -> None:
+    """Every slot of ``Snapshot.caches`` is filled by its reader, survives pod changes (the pod
+    index follows them), and is dropped when a node changes; the values read again then reflect
+    the new nodes."""
+    snap = Snapshot()
+    for i in range(4):
+        labels = {"zone": "a" if i % 2 else "b", gpushare.GPU_MODEL: "T4" if i else "A10"}
+        snap.upsert_node(Node(f"n{i}", {"cpu": 4000, "nvidia.com/gpu": 1}, labels, seq=i))
+    snap.refresh()
+    zone_a = Requirement("zone", "In", ("a",))
+    plain = Pod("ns", "p", {"cpu": 100})
+
+    def fill() -> None:
+        node_affinity.requirement_mask(snap, zone_a)
+        gpushare.view_of(snap, np.arange(snap.n, dtype=np.intp))
+        _rejections(snap, plain)
+        index_of(snap)
+
+    fill()
+    caches = snap.caches
+    assert list(caches.requirement_masks) == [zone_a]
+    assert caches.gpu_model_ids is not None and len(caches.gpu_model_ids) == 4
+    assert list(caches.why_rejections) == [signature_of(plain)]
+    assert caches.pod_index is not None
+    snap.resolve = lambda key: plain if key == plain.key else None
+    snap.add_pod(plain.key, "n1", make_demand(plain.requests), None)
+    fill()
+    assert snap.caches is caches and caches.pod_index is not None
+    assert caches.pod_index.node_of == {plain.key: "n1"}  # the index followed the pod
+
+    snap.upsert_node(Node("n0", {"cpu": 4000}, {"zone": "a"}, seq=0))  # relabelled, no GPU model
+    snap.refresh()
+    assert snap.caches == NodeSetCaches()  # a new, empty set of slots
+    fill()
+    assert node_affinity.requirement_mask(snap, zone_a).tolist() == [True, True, False, True]
+    ids = snap.caches.gpu_model_ids
+    assert ids is not None and ids[0] == gpushare.model_id("")
+    assert snap.caches.pod_index is not None and snap.caches.pod_index.node_of == {plain.key: "n1"}
+
+
+def test_every_cache_slot_is_in_the_architecture_table() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    table = doc[doc.index("## Caches") :]
+    missing = [f.name for f in dataclasses.fields(NodeSetCaches) if f"`caches.{f.name}`" not in table]
+    assert missing == []
 
 
 @dataclass

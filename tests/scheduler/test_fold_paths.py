@@ -1,12 +1,15 @@
 """The fold's fast paths equal the plain computations they replace: ``copy_pod`` (a mutable
-draft turned into a Pod), ``Workload``'s counts by type fields, the snapshot's cells written through
+draft turned into a Pod; one typed keyword per field), ``Workload``'s counts by type fields, the snapshot's cells written through
 memoryviews and the controller flag read from the translated pod; and a plain pod's queue entity
 is what ``_touch`` makes."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import random
+import textwrap
 from collections import Counter
 
 import numpy as np
@@ -48,6 +51,26 @@ def test_copy_pod_equals_dataclasses_replace_for_every_field() -> None:
     assert copy_pod(p, **every) == other
     assert copy_pod(p) == p and copy_pod(p) is not p
     assert copy_pod(p, name="x").key == "ns/x"
+
+
+def test_copy_pod_has_one_typed_keyword_per_field() -> None:
+    """Every field of Pod, in order, is a keyword-only parameter typed as the field (or the
+    keep marker), and the body stores each of them: a field added to Pod without its line in
+    ``copy_pod`` fails here (and its copies would lack the slot)."""
+    params = list(inspect.signature(copy_pod).parameters.values())
+    assert params[0].name == "pod" and params[0].kind is inspect.Parameter.POSITIONAL_ONLY
+    fields = dataclasses.fields(Pod)
+    assert [p.name for p in params[1:]] == [f.name for f in fields]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
+    assert [p.annotation for p in params[1:]] == [f"{f.type} | _Keep" for f in fields]
+    body = ast.parse(textwrap.dedent(inspect.getsource(copy_pod))).body[0]
+    stores = {ast.unparse(n) for n in ast.walk(body) if isinstance(n, ast.Assign)}
+    missing = [
+        f.name
+        for f in fields
+        if f"new.{f.name} = pod.{f.name} if {f.name} is _KEEP else {f.name}" not in stores
+    ]
+    assert missing == []
 
 
 def test_copied_pods_stay_frozen_and_reject_unknown_fields() -> None:
