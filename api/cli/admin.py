@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from api.cli.console import UserError, app, db_app, engine, err, out, proj_app
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 
 @db_app.command("upgrade")
@@ -198,7 +198,7 @@ def _print_events(events: list[Any], output: str, *, header: bool = True) -> Non
             )
         return
     # the whole payload, wrapped (issue 21: no truncation)
-    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", show_header=header, fold_last=True)
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", show_header=header, wrap_last=True)
     for ev in events:
         table.add_row(str(ev.position), ev.stream, str(ev.version), ev.type, orjson.dumps(ev.data).decode())
     out.print(table)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from api.cli.console import UserError, app, engine, err, out, split_ref
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 
 def _age(ts: datetime) -> str:
@@ -121,7 +121,7 @@ def _detail(kind: str, r: Any) -> str:
 
 
 def _table(info: Any, rows: list[Any], output: str, *, namespaces: bool, header: bool = True) -> Table:
-    table = Table(pad_edge=False, show_header=header)
+    table = Table(show_header=header)
     cols = (["NAMESPACE"] if namespaces else []) + ["NAME", "STATUS"]
     if info.kind == "Pod":
         cols += ["NODE"]

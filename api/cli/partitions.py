@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from api.cli.console import UserError, db_app, out
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 partitions_app = typer.Typer(no_args_is_help=True, help="Partitions of the events table (by position range).")
 db_app.add_typer(partitions_app, name="partitions")
