@@ -46,11 +46,11 @@ def apply(
     objects, errors = load_documents(_iter_sources(filename))
     if errors:
         for e in errors:
-            err.print(e if e.startswith("error:") else f"error: {e}")
+            err.error(e.removeprefix("error: "))
         err.print(f"nothing applied: {len(errors)} error(s)")
         raise typer.Exit(1)
     if not objects:
-        err.print("error: no objects passed to apply")
+        err.error("no objects passed to apply")
         raise typer.Exit(1)
     result = apply_objects(engine(), objects, actor="cli", source=",".join(filename))
     if result.rejected:
