@@ -9,7 +9,8 @@ compile ~25 modules from source, ~15 ms that no user pays).
 
 ``BENCH_STARTUP_BASELINE=DIR`` also measures the checkout in DIR (e.g. ``git archive main``
 unpacked there), run as ``python -m api.cli`` in the same run, for a before/after comparison
-on a busy machine.
+on a busy machine. The commands are run in turn, one run of each per round with the order
+rotated every round, so that a change of load reaches the before and the after alike.
 
 Wall time is what a user waits, but on a shared, loaded machine it mostly measures the wait for a
 core; the CPU time (user + system) of the same runs is reported too ("cpu" rows), with the same
@@ -37,18 +38,28 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def best_of(cmd: list[str], env: dict[str, str], runs: int = RUNS, cwd: Path = ROOT) -> tuple[float, float]:
-    """(best wall time, best CPU time) of ``runs`` runs of ``cmd``."""
-    times, cpu = [], []
-    for _ in range(runs):
-        c0 = _children_cpu()
-        t0 = time.perf_counter()
-        res = subprocess.run(cmd, capture_output=True, cwd=cwd, env=env)
-        times.append(time.perf_counter() - t0)
-        cpu.append(_children_cpu() - c0)
-        if res.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed: {res.stderr.decode()[-500:]}")
-    return min(times), min(cpu)
+def one_run(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
+    """(wall time, CPU time) of one run of ``cmd``."""
+    c0 = _children_cpu()
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, cwd=cwd, env=env)
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {res.stderr.decode()[-500:]}")
+    return wall, _children_cpu() - c0
+
+
+def best_of_alternating(
+    cases: list[tuple[list[str], Path]], env: dict[str, str], runs: int = RUNS
+) -> list[tuple[float, float]]:
+    """(best wall time, best CPU time) of each case, the cases run in turn in every round and
+    the order rotated from round to round, so that a change of load reaches them alike."""
+    seen: list[list[tuple[float, float]]] = [[] for _ in cases]
+    for r in range(runs):
+        for k in range(len(cases)):
+            i = (k + r) % len(cases)
+            seen[i].append(one_run(cases[i][0], env, cases[i][1]))
+    return [(min(w for w, _ in s), min(c for _, c in s)) for s in seen]
 
 
 def compile_tree(root: Path) -> None:
@@ -67,7 +78,6 @@ def run() -> list[Metric]:
     env = dict(os.environ, PODLEDGER_DATABASE_URL=url)
     compile_tree(ROOT)
     load = os.getloadavg()[0]
-    floor, floor_cpu = best_of([sys.executable, "-c", "pass"], env)
     out = [Metric("load average (1 min) at start", load, "", goal="(reported)", met=True)]
     cases = [
         ("podledger --help", [PODLEDGER, "--help"], 0.25, ROOT),
@@ -81,8 +91,9 @@ def run() -> list[Metric]:
             ("baseline tree: --help", [*cli, "--help"], 0.25, Path(base)),
             ("baseline tree: get pods -A", [*cli, "get", "pods", "-A"], 0.4, Path(base)),
         ]
-    for name, cmd, goal, cwd in cases:
-        value, cpu = best_of(cmd, env, cwd=cwd)
+    runs = [([sys.executable, "-c", "pass"], ROOT)] + [(cmd, cwd) for _, cmd, _, cwd in cases]
+    (floor, floor_cpu), *measured = best_of_alternating(runs, env)
+    for (name, _, goal, _), (value, cpu) in zip(cases, measured, strict=True):
         out.append(
             Metric(name, value, "s", "python -c pass", floor, value / floor, f"<= {goal:g} s", value <= goal)
         )

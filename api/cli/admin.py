@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from api.cli.console import UserError, app, database, db_app, err, out, proj_app
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 if TYPE_CHECKING:
     from ledger.database import Database
@@ -201,7 +201,7 @@ def _print_events(events: list[Any], output: str, *, header: bool = True) -> Non
             )
         return
     # the whole payload, wrapped (issue 21: no truncation)
-    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", show_header=header, fold_last=True)
+    table = Table("POS", "STREAM", "VER", "TYPE", "DATA", show_header=header, wrap_last=True)
     for ev in events:
         table.add_row(str(ev.position), ev.stream, str(ev.version), ev.type, orjson.dumps(ev.data).decode())
     out.print(table)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from api.cli.console import UserError, app, database, db_app, err, out
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 KeyOpt = Annotated[
     str | None,

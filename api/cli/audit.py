@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from api.cli.console import UserError, app, database, err, out
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 
 def _ref(ref: str) -> tuple[str, str]:
@@ -48,7 +48,7 @@ def explain(
     if output == "json":
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
     else:
-        out.print(render_explain(doc, limit=limit or None), markup=False)
+        out.print(render_explain(doc, limit=limit or None))
 
 
 @app.command()
@@ -70,7 +70,7 @@ def history(
     if output == "json":
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
-    table = Table("POS", "T", "TYPE", "WHAT", fold_last=True)  # whole summaries, wrapped
+    table = Table("POS", "T", "TYPE", "WHAT", wrap_last=True)  # whole summaries, wrapped
     for r in rows:
         table.add_row(str(r["position"]), r["relative"], r["type"], r["summary"])
     out.print(table)

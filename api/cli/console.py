@@ -1,24 +1,19 @@
-"""The Typer app every command registers on, the output consoles, and user errors.
+"""The Typer app every command registers on, the printers (``out``, ``err``: ``api.cli.printer``)
+and user errors.
 
 Exit codes: 0 success, 1 user error (bad input, failed expectation, conflict), 2 usage.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
-from api.cli import light_params
+from api.cli.printer import err, out
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ledger.database import Database
-
-light_params.install()  # str parameters without pydantic (Typer's own path if its internals moved)
 
 app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
@@ -31,72 +26,6 @@ db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 proj_app = typer.Typer(no_args_is_help=True, help="Projections.")
 app.add_typer(db_app, name="db")
 app.add_typer(proj_app, name="projections")
-
-_WIDTH = None if sys.stdout.isatty() else 180  # Rich falls back to 80 columns when piped
-
-
-class LazyConsole:
-    """``print`` as Rich's Console prints, without importing Rich when the output is not a
-    terminal and ``api.cli.plain`` can lay the text or table out itself (the same characters);
-    ``.rich`` is the Rich Console, created on first need (a terminal, progress bars, anything
-    ``plain`` declines)."""
-
-    def __init__(self, *, stderr: bool = False) -> None:
-        self.stderr = stderr
-        self._rich: Console | None = None
-
-    @property
-    def rich(self) -> Console:
-        if self._rich is None:
-            from rich.console import Console
-
-            # markup=False: messages quote user input (names, kinds, field values) verbatim;
-            # Rich markup in them must neither crash nor vanish.
-            self._rich = Console(
-                stderr=self.stderr, highlight=False, soft_wrap=True, width=_WIDTH, markup=False
-            )
-        return self._rich
-
-    def _plain_stream(self) -> Any:
-        """The stream to write plain text to, or None when Rich must print (a terminal, or
-        the environment asks Rich to treat the stream as one)."""
-        if _WIDTH is None or os.environ.get("TTY_COMPATIBLE") or os.environ.get("FORCE_COLOR") is not None:
-            return None
-        stream = sys.stderr if self.stderr else sys.stdout
-        stream = getattr(stream, "rich_proxied_file", stream)
-        try:
-            if stream is None or stream.isatty():
-                return None
-        except (AttributeError, ValueError):
-            return None
-        return stream
-
-    def print(self, obj: Any = "", *, markup: bool | None = None) -> None:
-        from api.cli import plain
-
-        stream = self._plain_stream() if markup in (None, False) else None
-        if stream is not None:
-            text = None
-            if isinstance(obj, str):
-                text = plain.render_text(obj)
-            elif isinstance(obj, plain.Table):
-                text = obj.render(_WIDTH or 80)
-            if text is not None:
-                stream.write(text)
-                stream.flush()
-                return
-        if isinstance(obj, plain.Table):
-            obj = obj.to_rich()
-        self.rich.print(obj, markup=markup)
-
-    def __getattr__(self, name: str) -> Any:  # anything else: the Rich Console's
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.rich, name)
-
-
-out = LazyConsole()
-err = LazyConsole(stderr=True)
 
 
 class UserError(Exception):

@@ -64,14 +64,14 @@ def main() -> None:
     try:
         app_for(sys.argv[1:])()
     except (UserError, LedgerError, ServiceError) as exc:
-        err.print(f"error: {exc}")
+        err.error(str(exc))
         sys.exit(1)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # one clear line instead of a traceback
         if os.environ.get("PODLEDGER_DEBUG"):
             raise
-        err.print(f"error: {one_line_error(exc)}")
+        err.error(one_line_error(exc))
         sys.exit(1)
 
 

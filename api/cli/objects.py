@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from api.cli.console import UserError, app, database, err, out, split_ref
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 if TYPE_CHECKING:
     from ledger.database import Database
@@ -50,11 +50,11 @@ def apply(
     objects, errors = load_documents(_iter_sources(filename))
     if errors:
         for e in errors:
-            err.print(e if e.startswith("error:") else f"error: {e}")
+            err.error(e.removeprefix("error: "))
         err.print(f"nothing applied: {len(errors)} error(s)")
         raise typer.Exit(1)
     if not objects:
-        err.print("error: no objects passed to apply")
+        err.error("no objects passed to apply")
         raise typer.Exit(1)
     with database().unit_of_work() as uow:
         result = apply_objects(uow, objects, actor="cli", source=",".join(filename))
@@ -130,7 +130,7 @@ def _detail(kind: str, r: Any) -> str:
 
 
 def _table(info: Any, rows: list[Any], output: str, *, namespaces: bool, header: bool = True) -> Table:
-    table = Table(pad_edge=False, show_header=header)
+    table = Table(show_header=header)
     cols = (["NAMESPACE"] if namespaces else []) + ["NAME", "STATUS"]
     if info.kind == "Pod":
         cols += ["NODE"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from api.cli.console import UserError, db_app, out
-from api.cli.plain import Table
+from api.cli.printer import Table
 
 if TYPE_CHECKING:
     from ledger.database import Database

@@ -16,11 +16,14 @@ if TYPE_CHECKING:
 
 
 def schedule_until_idle(target: Database, *, progress: bool = True) -> list[Any]:
-    """Run cycles until idle (``api.services.schedule``), with a progress bar on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    """Run cycles until idle (``api.services.schedule``), with a progress bar on stderr when
+    ``progress`` and stderr is a terminal."""
     from api.services.schedule import bound_count
     from api.services.schedule import schedule_until_idle as run
+
+    if not (progress and err.is_terminal()):
+        return run(target, actor="cli")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
         TextColumn("scheduling"),
@@ -28,8 +31,7 @@ def schedule_until_idle(target: Database, *, progress: bool = True) -> list[Any]
         MofNCompleteColumn(),
         TextColumn("pending pods"),
         TimeElapsedColumn(),
-        console=err.rich,
-        disable=not progress,
+        console=err.console,
         transient=True,
     ) as bar:
         task = bar.add_task("cycles", total=1)
@@ -51,7 +53,7 @@ def schedule(
     from api.services.schedule import bound_count
 
     t0 = time.perf_counter()
-    results = schedule_until_idle(database(), progress=sys.stderr.isatty())
+    results = schedule_until_idle(database())
     counts: dict[str, int] = {}
     for r in results:
         counts[r.result] = counts.get(r.result, 0) + 1
@@ -125,9 +127,8 @@ def demo(
 ) -> None:
     """The story in a minute: a gang that cannot fit, why (explain), capacity joins, it is
     scheduled, its history, and the proof that every decision replays."""
-    from rich.table import Table
-
     from api.cli.audit import history, replay
+    from api.cli.printer import Table
     from api.services.demo import BLOCKED_GROUP, demo_report, first_position
     from api.services.explain import explain, render_explain
     from api.services.log import head as log_head
@@ -151,19 +152,15 @@ def demo(
 
     report = demo_report(target)
     for kind, rows in report.groups.items():
-        table = Table(title=f"{kind}s", title_justify="left")
-        for c in ("NAMESPACE", "NAME", "CONDITION", "REASON"):
-            table.add_column(c)
+        table = Table("NAMESPACE", "NAME", "CONDITION", "REASON", title=f"{kind}s")
         for row in rows:
             table.add_row(*row[:4])
         out.print(table)
     for job, group in report.jobs:
         out.print(f"Job {job} (batch/v1, .spec.scheduling) → PodGroup {group}  (podledger explain job {job})")
-    table = Table(title="Nodes", title_justify="left")
-    for c in ("NODE", "RACK", "ZONE", "CPU (used/alloc)", "MEMORY (GiB)", "GPU", "PODS"):
-        table.add_column(c)
-    for row in report.nodes:
-        table.add_row(*row)
+    table = Table("NODE", "RACK", "ZONE", "CPU (used/alloc)", "MEMORY (GiB)", "GPU", "PODS", title="Nodes")
+    for node in report.nodes:
+        table.add_row(*node)
     out.print(table)
 
     ns, name = BLOCKED_GROUP

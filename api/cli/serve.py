@@ -67,7 +67,7 @@ def serve(
         if not _is_loopback(host):
             raise UserError(f"--insecure-local binds to 127.0.0.1 only; refusing --host {host}")
         host = "127.0.0.1"
-        err.print("[yellow]warning:[/yellow] --insecure-local: no authentication, every caller is admin")
+        err.warning("--insecure-local: no authentication, every caller is admin")
     database = db.get_database()  # migrates on start; fails here, not on the first request
     application = create_app(
         database, tokens, insecure_local=insecure_local and not tokens, metrics_public=metrics_public

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
+from api.cli.printer import Table, render_plain
 from ledger.sql import scalar
 from tests.http.conftest import GIANT
 from tests.k8s.conftest import EXAMPLES, PODLEDGER, Server, needs_kubectl, wait_until
@@ -111,6 +113,58 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
     assert _podledger(k8s, "verify").returncode == 0
     rep = _podledger(k8s, "replay", "--verify")
     assert rep.returncode == 0 and " 0 mismatches" in rep.stdout, rep.stdout + rep.stderr
+
+
+def _kubectl_cells(text: str) -> Table:
+    """kubectl's table cut into cells at its header's column starts (a header such as
+    ``NOMINATED NODE`` holds single spaces; columns are at least three spaces apart)."""
+    header, *rows = text.splitlines()
+    found = list(re.finditer(r"\S+(?: \S+)*", header))
+    starts = [m.start() for m in found]
+    table = Table(*(m.group() for m in found))
+    for row in rows:
+        ends = [*starts[1:], len(row)]
+        table.add_row(*(row[a:b].rstrip() for a, b in zip(starts, ends, strict=True)))
+    return table
+
+
+def test_podledgers_plain_tables_are_laid_out_as_kubectl_lays_out_its_own(k8s: Server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """kubectl is the oracle of ``api.cli.printer``'s layout: its own tables, cut into cells
+    and laid out again by the printer, come out byte for byte (widths, padding, the minimal
+    width, the unpadded last column)."""
+    f = tmp_path / "layout.yaml"
+    f.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: layout-node}\n"
+        "status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n"
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: layout-gang, namespace: team-layout}\n"
+        "spec: {schedulingPolicy: {gang: {minCount: 2}}}\n"
+        + "".join(
+            f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: team-layout}}\n"
+            "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n"
+            for name in ("a", "layout-with-a-rather-long-name", "mid-size")
+        )
+    )
+    k8s.kubectl("apply", "--server-side", "-f", str(f))
+    for args in (
+        ("get", "pods", "-n", "team-layout"),
+        ("get", "pods", "-A", "-o", "wide"),
+        ("get", "podgroups", "-A"),
+        ("get", "nodes", "-o", "wide"),
+        # a column narrower than the minimal width: C (the container "c") is 6 wide, not 4
+        (
+            "get",
+            "pods",
+            "-n",
+            "team-layout",
+            "-o",
+            "custom-columns=C:.spec.containers[0].name,NAME:.metadata.name",
+        ),
+    ):
+        text = k8s.kubectl(*args).stdout
+        table = _kubectl_cells(text)
+        assert table.rows, (args, text)
+        assert render_plain(table)[0] == text, args
 
 
 def test_kubectl_get_pods_watch_prints_binds_as_they_happen(k8s: Server, tmp_path) -> None:  # type: ignore[no-untyped-def]
