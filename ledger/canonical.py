@@ -1,8 +1,11 @@
-"""Canonical JSON bytes and the sha256 hash chain over events.
+"""Canonical JSON bytes and the sha256 hash chain over events (docs/transparency.md defines
+both byte by byte).
 
-The hash of an event covers its stream, version, type, schema version, event id, data, meta
-and effective time, chained to the previous event's hash: changing, removing or reordering a
-stored event breaks the chain from that position on, which ``podledger verify`` reports.
+The hash of an event covers its stream, version, type, schema version, event id, data, meta,
+effective time and (hash version 2, migration 0024) the time the server recorded it, chained to
+the previous event's hash: changing, removing or reordering a stored event breaks the chain from
+that position on, which ``podledger verify`` reports. Events stored before migration 0024 keep
+the hash of version 1 (no recorded time); ``event_hash_versions`` says where version 2 starts.
 """
 
 from __future__ import annotations
@@ -39,9 +42,14 @@ def event_hash(
     data_bytes: bytes,
     meta_bytes: bytes,
     effective_at: datetime,
+    recorded_at: datetime | None = None,
 ) -> bytes:
+    """The chain hash: ``recorded_at`` given, hash version 2; None, version 1."""
     h = hashlib.sha256(prev_hash)
-    header = canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)])
+    fields: list[Any] = [stream, version, type, schema_version, str(event_id), iso(effective_at)]
+    if recorded_at is not None:
+        fields.append(iso(recorded_at))
+    header = canonical(fields)
     for part in (header, data_bytes, meta_bytes):
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)

@@ -17,10 +17,10 @@ from ledger.store import _raw
 def objects_at(engine: Engine, position: int) -> Iterator[Connection]:
     """A connection on which ``objects`` is the projection as of ``position`` (rolled back after).
 
-    A temporary view named ``objects`` over the temporal projection (``object_versions``)
-    shadows the real table for this session only (pg_temp is searched first): no fold, whatever
-    the position, and every query of ``ledger.queries.objects`` answers as of that position on
-    this connection.
+    The view ``podledger_as_of.objects`` over the temporal projection (``object_versions``)
+    shadows the real table for this transaction only (``shadow_objects``: transaction-local
+    position and search_path): no fold, whatever the position, and every query of
+    ``ledger.queries.objects`` answers as of that position on this connection.
     """
     with engine.connect() as conn:
         trans = conn.begin()

@@ -146,9 +146,11 @@ def test_batch_on_a_pooled_connection_killed_by_the_server(engine, db_url):
     positions = store.append(engine, [note(f"k/{i}") for i in range(COPY_THRESHOLD)])
     assert positions == list(range(3, 3 + COPY_THRESHOLD))
     with engine.connect() as c:  # handed back transactional, not in autocommit
-        c.execute(sa.text("CREATE TEMP TABLE kk (x int)"))
+        # a transaction-local setting outlives its statement and ends with the rollback
+        c.execute(sa.text("SELECT set_config('podledger.probe', 'kk', true)"))
+        assert c.execute(sa.text("SELECT current_setting('podledger.probe')")).scalar() == "kk"
         c.rollback()
-        assert c.execute(sa.text("SELECT to_regclass('pg_temp.kk')")).scalar() is None
+        assert c.execute(sa.text("SELECT current_setting('podledger.probe', true)")).scalar() in ("", None)
     assert verify_chain(engine).ok
 
 
@@ -158,9 +160,9 @@ def test_own_transaction_batch_streams_copy_in_chunks(engine, monkeypatch):
     sizes: list[int] = []
     real = batch_append.chain_rows
 
-    def spy(chunk, parts, prev):  # type: ignore[no-untyped-def]
+    def spy(chunk, *args):  # type: ignore[no-untyped-def]
         sizes.append(len(chunk))
-        return real(chunk, parts, prev)
+        return real(chunk, *args)
 
     monkeypatch.setattr(batch_append, "chain_rows", spy)
     n = batch_append.CHUNK * 2 + 7

@@ -117,7 +117,10 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, engine, 
     assert verify_chain(engine).ok
     with su(db_url) as c:
         assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == len(rows)
-        assert c.execute("SELECT has_table_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
+        assert c.execute("SELECT has_any_column_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
+        assert not c.execute(
+            "SELECT has_column_privilege('podledger_app', 'events', 'position', 'INSERT')"
+        ).fetchone()[0]
         assert not c.execute("SELECT has_table_privilege('podledger_app', 'events', 'UPDATE')").fetchone()[0]
         assert not c.execute(
             "SELECT has_table_privilege('podledger_app', 'event_keys', 'INSERT')"
@@ -188,8 +191,8 @@ def test_duplicate_event_id_and_stream_version_fail_as_before(small, db_url):
     row = log_rows(db_url)[0]
     with psycopg.connect(db.app_url(db_url), autocommit=True) as app:
         insert = (
-            "INSERT INTO events (stream, version, type, event_id, data, effective_at, prev_hash, hash) "
-            "VALUES (%s, %s, 'NoteRecorded', %s, '{}', now(), ''::bytea, ''::bytea)"
+            "INSERT INTO events (stream, version, type, event_id, data, effective_at, recorded_at, prev_hash, hash) "
+            "VALUES (%s, %s, 'NoteRecorded', %s, '{}', now(), now(), ''::bytea, ''::bytea)"
         )
         with pytest.raises(psycopg.errors.UniqueViolation) as exc:
             app.execute(insert, ("b/1", 1, eid))

@@ -31,6 +31,8 @@ def test_read_tail_matches_read_all_and_restores_the_connection(engine):
     assert [e.position for e in store.read_tail(engine, 25, 3)] == [26, 27, 28]
     assert store.read_tail(engine, 30) == []
     with engine.connect() as conn:  # the pooled connection is transactional again
-        conn.execute(sa.text("CREATE TEMP TABLE rt (x int)"))
+        # a transaction-local setting outlives its statement and ends with the rollback
+        conn.execute(sa.text("SELECT set_config('podledger.probe', 'rt', true)"))
+        assert conn.execute(sa.text("SELECT current_setting('podledger.probe')")).scalar() == "rt"
         conn.rollback()
-        assert conn.execute(sa.text("SELECT to_regclass('pg_temp.rt')")).scalar() is None
+        assert conn.execute(sa.text("SELECT current_setting('podledger.probe', true)")).scalar() in ("", None)
