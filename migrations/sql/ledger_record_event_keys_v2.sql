@@ -18,9 +18,12 @@
 -- checkpoint recompute it.
 --
 -- search_path is pinned with pg_temp last: a temporary table named event_keys or events in the
--- caller's session is never used by this function.
+-- caller's session is never used by this function. Sequential scans, hash and merge joins are
+-- off: every look-up is an index probe per new row (a hashed anti-join would read all of
+-- event_keys on every append), and the head reads stay backward index scans (migration 0019).
 CREATE OR REPLACE FUNCTION ledger_record_event_keys() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
   v_first bigint;
   v_last bigint;
@@ -54,9 +57,7 @@ BEGIN
            WHEN c.prev_hash IS DISTINCT FROM coalesce(c.link, v_prev)
              THEN 'prev_hash is not the hash of the event before it'
            WHEN octet_length(c.hash) <> 32 THEN 'hash is not 32 bytes'
-           WHEN c.recorded_at < now() OR c.recorded_at > clock_timestamp()
-             THEN 'recorded_at is not the server''s time of this transaction'
-           ELSE 'version is neither 1 nor the successor of a stored version of its stream'
+           ELSE 'recorded_at is not the server''s time of this transaction'
          END AS why
   INTO v_bad
   FROM (SELECT n.position, n.stream, n.version, n.prev_hash, n.hash, n.recorded_at,
@@ -65,11 +66,18 @@ BEGIN
   WHERE c.prev_hash IS DISTINCT FROM coalesce(c.link, v_prev)
      OR octet_length(c.hash) <> 32
      OR c.recorded_at < now() OR c.recorded_at > clock_timestamp()
-     OR c.version < 1
-     OR (c.version > 1 AND NOT EXISTS (SELECT 1 FROM event_keys k
-                                       WHERE k.stream = c.stream AND k.version = c.version - 1))
   ORDER BY c.position
   LIMIT 1;
+  IF NOT FOUND THEN
+    SELECT n.position, n.stream, n.version,
+           'version is neither 1 nor the successor of a stored version of its stream' AS why
+    INTO v_bad
+    FROM new_events n
+    WHERE n.version > 1
+      AND NOT EXISTS (SELECT 1 FROM event_keys k WHERE k.stream = n.stream AND k.version = n.version - 1)
+    ORDER BY n.position
+    LIMIT 1;
+  END IF;
   IF FOUND THEN
     RAISE EXCEPTION 'event refused at position % (stream %, version %): %',
       v_bad.position, v_bad.stream, v_bad.version, v_bad.why
