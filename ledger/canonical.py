@@ -22,8 +22,31 @@ MAX_EVENT_BYTES = 1 << 20  # 1 MiB per payload
 
 
 def canonical(value: Any) -> bytes:
-    """Deterministic JSON: sorted keys, no whitespace, UTF-8; rejects NaN and non-JSON types."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8; rejects NaN and non-JSON types.
+
+    A double the database's jsonb cannot give back as written (a magnitude of 10^16 or more,
+    which jsonb prints as an integer, and -0.0) is written as the number jsonb keeps (the integer
+    it equals, 0.0), so that the JSON read back from the log has the same canonical bytes as the
+    JSON appended (otherwise such an event could never be verified). orjson writes exactly
+    those doubles with ``e+`` or as ``-0.0``: other payloads pay one bytes search."""
+    out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    if b"e+" in out or b"-0.0" in out:
+        return orjson.dumps(_jsonb_numbers(value), option=orjson.OPT_SORT_KEYS)
+    return out
+
+
+def _jsonb_numbers(value: Any) -> Any:
+    if isinstance(value, float):
+        if value == 0:
+            return 0.0
+        if abs(value) >= 1e16 and value == int(value):
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        return {k: _jsonb_numbers(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonb_numbers(v) for v in value]
+    return value
 
 
 def iso(ts: datetime) -> str:
