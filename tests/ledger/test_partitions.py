@@ -440,3 +440,18 @@ def test_verify_archive_walks_the_archived_partitions_too(small, db_url):
         c.execute("DELETE FROM event_archive.events_p10 WHERE position = 19")
     res = verify_chain(engine, archive=True)
     assert not res.ok and res.first_bad_position in (12, 19)
+
+
+def test_appends_go_on_after_every_partition_was_detached(small, db_url):
+    """With no event left in ``events``, the next append chains to the hash recorded for the
+    last detached event (the insert trigger of migration 0024 requires that link)."""
+    engine = small
+    store.append(engine, [note(f"s/{i}", str(i)) for i in range(9)])  # positions 1-9: all of events_p0
+    owner = db.get_engine(db_url, migrate_on_start=False, owner=True)
+    assert partitions.detach(owner, before=10, archive=True) == [partitions.Detached("events_p0", 0, 10, 9)]
+    assert log_rows(db_url) == []
+    store.append(engine, [note("after/1")])  # one server call
+    store.append(engine, [note(f"after/{i}") for i in range(2, 5)])  # a batch
+    res = verify_chain(engine)
+    assert res.ok and res.start == 10 and res.checked == 4
+    assert verify_chain(engine, archive=True).ok
