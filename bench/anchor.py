@@ -49,7 +49,7 @@ def main() -> None:
         assert verdict.ok, verdict
         pos = store.head(engine) // 2
         t0 = time.perf_counter()
-        proof = anchor.prove(engine, pos)
+        proof = anchor.prove(engine, pos, signer.verifier)
         prove_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         tl.verify_event_proof(proof, signer.verifier.text())
