@@ -52,7 +52,7 @@ def main() -> None:
         with database.connect() as conn:
             pos = store.head(conn) // 2
         t0 = time.perf_counter()
-        proof = anchor.prove(database, pos)
+        proof = anchor.prove(database, pos, signer.verifier)
         prove_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         tl.verify_event_proof(proof, signer.verifier.text())

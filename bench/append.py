@@ -123,7 +123,7 @@ def run() -> list[Metric]:
             with raw.cursor() as cur:  # the rows just stored, fresh ids (not timed)
                 cur.execute(
                     "SELECT stream, version, type, schema_version, event_id, data::text, meta::text, effective_at, "
-                    "prev_hash, hash FROM events WHERE position > %s ORDER BY position LIMIT %s",
+                    "prev_hash, hash, recorded_at FROM events WHERE position > %s ORDER BY position LIMIT %s",
                     (after, BATCH),
                 )
                 rows = [(r[0], r[1], r[2], r[3], uuid.uuid4(), *r[5:]) for r in cur.fetchall()]
@@ -135,7 +135,7 @@ def run() -> list[Metric]:
                 raw.cursor() as cur,
                 cur.copy(
                     "COPY bench_raw (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-                    "prev_hash, hash) FROM STDIN"
+                    "prev_hash, hash, recorded_at) FROM STDIN"
                 ) as copy,
             ):
                 for r in rows:

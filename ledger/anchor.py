@@ -7,6 +7,13 @@ root of any size and every proof need O(log n) stored hashes. Before a leaf is s
 hash is recomputed from the event's contents and checked against the chain: a checkpoint never
 signs an event whose row does not match its hash.
 
+The tables are written only by two SECURITY DEFINER functions (migration 0024):
+``ledger_extend_tree`` computes the leaves and nodes itself from the stored events, and
+``ledger_store_checkpoint`` stores a note only for a (size, root) of the stored tree. Neither can
+check an Ed25519 signature, so a stored note is verified with the signer's public key before it
+is served (``latest_note``, ``make_checkpoint``) or proved against (``prove``); a note that does
+not verify is ignored.
+
 A checkpoint (C2SP signed note: origin, tree size, root) is signed with an Ed25519 key kept in a
 file outside the database (``PODLEDGER_CHECKPOINT_KEY``, default ``$PODLEDGER_HOME/checkpoint.key``)
 and copied to ``checkpoints``. Its value comes from being kept *elsewhere* too: whoever holds a
@@ -31,13 +38,15 @@ if TYPE_CHECKING:
 
 from ledger import transparency as tl
 from ledger.canonical import GENESIS, canonical, event_hash
+from ledger.verify import HashVersions
 
 ANCHOR_LOCK = 7243150003  # serialises tree updates (the ledger lock is 7243150001)
 DEFAULT_KEY_NAME = "podledger"
 _EVENT_COLUMNS = (
     "position, stream, version, type, schema_version, event_id, data::text, meta::text, "
-    "effective_at, prev_hash, hash"
+    "effective_at, prev_hash, hash, recorded_at"
 )
+NOTE_SCAN = 64  # stored notes of a key read (newest first) when looking for one that verifies
 
 
 class AnchorError(Exception):
@@ -111,6 +120,28 @@ def load_verifier(text_or_path: str) -> tl.Verifier:
         raise AnchorError(str(exc)) from exc
 
 
+def configured_verifier(public_key: str | None = None) -> tl.Verifier | None:
+    """The key stored checkpoints are checked with: ``public_key`` (text or file), else
+    ``PODLEDGER_CHECKPOINT_VERIFIER_KEY``, else the public half of the signing key file when
+    there is one; None when nothing is configured."""
+    given = public_key or os.environ.get("PODLEDGER_CHECKPOINT_VERIFIER_KEY")
+    if given:
+        return load_verifier(given)
+    if key_path().exists():
+        return load_signer().verifier
+    return None
+
+
+def require_verifier(public_key: str | None = None) -> tl.Verifier:
+    verifier = configured_verifier(public_key)
+    if verifier is None:
+        raise AnchorError(
+            "no key to check the stored checkpoints with: give the verifier key "
+            "(--public-key or PODLEDGER_CHECKPOINT_VERIFIER_KEY) or the signing key (PODLEDGER_CHECKPOINT_KEY)"
+        )
+    return verifier
+
+
 # -- the stored tree ---------------------------------------------------------------------------------
 
 
@@ -170,10 +201,10 @@ def _head(raw: Any) -> TreeHead:
     return TreeHead(size, tl.fold_frontier(frontier), int(row[1]))
 
 
-def _recomputed(row: tuple[Any, ...]) -> bytes:
-    _pos, stream, version, typ, sv, eid, data, meta, eff, _prev, _stored = row
+def _recomputed(row: tuple[Any, ...], rules: HashVersions) -> bytes:
+    pos, stream, version, typ, sv, eid, data, meta, eff, prev, _stored, recorded = row
     return event_hash(
-        bytes(_prev),
+        bytes(prev),
         stream=stream,
         version=version,
         type=typ,
@@ -182,6 +213,7 @@ def _recomputed(row: tuple[Any, ...]) -> bytes:
         data_bytes=canonical(orjson.loads(data)),
         meta_bytes=canonical(orjson.loads(meta)),
         effective_at=eff,
+        recorded_at=rules.recorded(int(pos), recorded),
     )
 
 
@@ -192,56 +224,62 @@ def update_tree(db: Database, batch: int = 5000) -> TreeHead:
         return _extend(raw, batch)
 
 
-def _extend(raw: Any, batch: int) -> TreeHead:
-    head = _head(raw)
-    size, last = head.size, head.last_position
-    stack: list[tuple[int, int, bytes]] = [
-        (lv, i, _stored_hash(raw, lv, i)) for lv, i in _frontier_ranges(size)
-    ]
-    prev = GENESIS
-    if last:
-        row = raw.execute("SELECT hash FROM events WHERE position = %s", (last,)).fetchone()
-        if row is None:
-            raise AnchorError(f"the event at position {last} (leaf {size - 1}) is missing from the log")
-        prev = bytes(row[0])
+def _link_at(raw: Any, position: int) -> tuple[int, bytes]:
+    """Where a walk from ``position`` starts: that event's position and stored hash (the
+    genesis link at 0; the last detached event when ``position`` was detached)."""
+    if position == 0:
+        return 0, GENESIS
+    row = raw.execute("SELECT hash FROM events WHERE position = %s", (position,)).fetchone()
+    if row is not None:
+        return position, bytes(row[0])
+    det = raw.execute(
+        "SELECT last_position, last_hash FROM event_archive.detached ORDER BY hi DESC LIMIT 1"
+    ).fetchone()
+    if det is not None and det[0] is not None and int(det[0]) >= position:
+        return int(det[0]), bytes(det[1])
+    raise AnchorError(f"the event at position {position} is missing from the log")
+
+
+def _extend(raw: Any, batch: int, checked: int | None = None) -> TreeHead:
+    """Check events and add the new ones to the tree (``ledger_extend_tree``); the new head.
+
+    Every event after the tree's last leaf is checked before it becomes one: it must chain to
+    its predecessor and its hash must be what its contents give. With ``checked`` (the size of
+    the last checkpoint signed with this key) the leaves from there on are checked the same way
+    (the database function may have been called by someone who checks nothing), so a checkpoint
+    never signs an event whose row does not match its hash.
+    """
+    rules = HashVersions.read(raw)
+    row = raw.execute("SELECT idx + 1, position FROM merkle_leaves ORDER BY idx DESC LIMIT 1").fetchone()
+    size, last = (int(row[0]), int(row[1])) if row else (0, 0)
+    after = last
+    if checked is not None and checked < size:
+        got = raw.execute("SELECT position FROM merkle_leaves WHERE idx = %s", (checked - 1,)).fetchone()
+        after = int(got[0]) if got else 0
+    after, prev = _link_at(raw, after)
     while True:
         rows = raw.execute(
             f"SELECT {_EVENT_COLUMNS} FROM events WHERE position > %s ORDER BY position LIMIT %s",
-            (last, batch),
+            (after, batch),
         ).fetchall()
         if not rows:
             break
-        leaves: list[tuple[int, int, bytes]] = []
-        nodes: list[tuple[int, int, bytes]] = []
-        for row in rows:
-            pos, stored = int(row[0]), bytes(row[10])
-            if bytes(row[9]) != prev:
+        new = 0
+        for r in rows:
+            pos, stored = int(r[0]), bytes(r[10])
+            if bytes(r[9]) != prev:
                 raise AnchorError(
                     f"not signing: the event at position {pos} does not chain to its predecessor"
                 )
-            if _recomputed(row) != stored:
+            if _recomputed(r, rules) != stored:
                 raise AnchorError(f"not signing: the event at position {pos} does not match its hash")
             prev = stored
-            leaf = tl.leaf_hash(tl.event_entry(pos, stored))
-            leaves.append((size, pos, leaf))
-            stack.append((0, size, leaf))
-            while len(stack) >= 2 and stack[-1][0] == stack[-2][0]:
-                lv, ri, rh = stack.pop()
-                _, _, lh = stack.pop()
-                parent = (lv + 1, ri >> 1, tl.node_hash(lh, rh))
-                nodes.append(parent)
-                stack.append(parent)
-            size, last = size + 1, pos
-        with raw.cursor() as cur:
-            with cur.copy("COPY merkle_leaves (idx, position, hash) FROM STDIN") as cp:
-                for leaf_row in leaves:
-                    cp.write_row(leaf_row)
-            if nodes:
-                with cur.copy("COPY merkle_nodes (level, idx, hash) FROM STDIN") as cp:
-                    for node_row in nodes:
-                        cp.write_row(node_row)
-    root = tl.fold_frontier([h for _, _, h in stack]) if stack else tl.EMPTY_ROOT
-    return TreeHead(size, root, last)
+            new += pos > last
+        after = int(rows[-1][0])
+        if new:
+            raw.execute("SELECT ledger_extend_tree(%s, %s)", (after, new))
+            last = after
+    return _head(raw)
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------
@@ -254,62 +292,72 @@ class SignedCheckpoint:
     new: bool  # False: the tree had not grown since the latest checkpoint, which is returned
 
 
+def _verified_notes(
+    raw: Any, verifier: tl.Verifier, where: str = "", params: tuple[Any, ...] = ()
+) -> Iterator[tuple[tl.Checkpoint, str]]:
+    """Stored notes of ``verifier``'s key name (newest first, at most ``NOTE_SCAN``; ``where``:
+    more conditions on the row) whose signature verifies and whose body is the row's."""
+    rows = raw.execute(
+        f"SELECT note, origin, tree_size, root FROM checkpoints WHERE key_name = %s {where} "
+        "ORDER BY id DESC LIMIT %s",
+        (verifier.name, *params, NOTE_SCAN),
+    ).fetchall()
+    for note, org, size, root in rows:
+        try:
+            cp = tl.open_checkpoint(str(note), verifier)
+        except tl.TransparencyError:
+            continue  # a row nobody signed with this key: never served, never proved against
+        if (cp.origin, cp.size, cp.root) == (org, int(size), bytes(root)):
+            yield cp, str(note)
+
+
 def make_checkpoint(
     db: Database, signer: tl.Signer, origin_line: str | None = None, *, always: bool = False
 ) -> SignedCheckpoint:
     """Extend the tree, sign its head and store the note (one transaction).
 
     Unless ``always``, a tree that has not grown since the newest checkpoint of the same origin
-    and key returns that checkpoint instead of signing again.
+    and key returns that checkpoint (its signature verified) instead of signing again.
     """
     org = origin(origin_line)
+    verifier = signer.verifier
     with db.transaction() as raw:
         raw.execute("SELECT pg_advisory_xact_lock(%s)", (ANCHOR_LOCK,))
-        head = _extend(raw, 5000)
+        signed = next(_verified_notes(raw, verifier), None)
+        head = _extend(raw, 5000, signed[0].size if signed else 0)
         if not always:
-            row = raw.execute(
-                "SELECT note FROM checkpoints WHERE origin = %s AND key_name = %s AND tree_size = %s "
-                "AND root = %s ORDER BY id DESC LIMIT 1",
-                (org, signer.name, head.size, head.root),
-            ).fetchone()
-            if row is not None:
-                return SignedCheckpoint(tl.Checkpoint(org, head.size, head.root), str(row[0]), False)
+            for cp, note in _verified_notes(
+                raw, verifier, "AND origin = %s AND tree_size = %s AND root = %s", (org, head.size, head.root)
+            ):
+                return SignedCheckpoint(cp, note, False)
         cp = tl.Checkpoint(org, head.size, head.root)
         try:
             note = tl.sign_checkpoint(cp, signer)
         except tl.TransparencyError as exc:
             raise AnchorError(str(exc)) from exc
         raw.execute(
-            "INSERT INTO checkpoints (origin, tree_size, root, key_name, note) VALUES (%s, %s, %s, %s, %s)",
+            "SELECT ledger_store_checkpoint(%s, %s, %s, %s, %s)",
             (org, head.size, head.root, signer.name, note),
         )
         return SignedCheckpoint(cp, note, True)
 
 
-def latest_note(db: Database) -> str | None:
-    with db.connect() as conn:
-        row = conn.execute("SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
-        conn.rollback()
-    return None if row is None else str(row[0])
-
-
-def _parse_unverified(note: str) -> tl.Checkpoint:
-    """The body of a note without checking signatures (the stored copies were checked when made)."""
-    lines = note.split("\n")
-    try:
-        return tl.Checkpoint(lines[0], int(lines[1]), tl._unb64(lines[2], "root"))
-    except (IndexError, ValueError, tl.TransparencyError) as exc:
-        raise AnchorError(f"malformed checkpoint note: {exc}") from exc
+def latest_note(db: Database, verifier: tl.Verifier) -> str | None:
+    """The newest stored checkpoint signed with ``verifier``'s key (None: none verifies)."""
+    with db.transaction() as conn:
+        found = next(_verified_notes(conn, verifier), None)
+    return None if found is None else found[1]
 
 
 # -- proofs ---------------------------------------------------------------------------------------------
 
 
-def prove(db: Database, position: int, note: str | None = None) -> dict[str, Any]:
+def prove(db: Database, position: int, verifier: tl.Verifier, note: str | None = None) -> dict[str, Any]:
     """An inclusion proof of the event at ``position`` in a signed checkpoint's tree.
 
-    ``note``: the checkpoint to prove against (default: the newest stored one that covers the
-    event). The result is what ``transparency.verify_event_proof`` checks.
+    ``note``: the checkpoint to prove against (default: the newest stored one signed with
+    ``verifier``'s key that covers the event); either way its signature is verified first. The
+    result is what ``transparency.verify_event_proof`` checks.
     """
     update_tree(db)
     with db.transaction() as raw:
@@ -317,41 +365,56 @@ def prove(db: Database, position: int, note: str | None = None) -> dict[str, Any
         if row is None:
             raise AnchorError(f"position {position}: no event at this position")
         index = int(row[0])
-        if note is None:
-            got = raw.execute(
-                "SELECT note FROM checkpoints WHERE tree_size > %s ORDER BY id DESC LIMIT 1", (index,)
-            ).fetchone()
-            if got is None:
-                raise AnchorError(
-                    f"position {position}: no checkpoint covers it yet; run `podledger checkpoint` first"
-                )
-            note = str(got[0])
-        cp = _parse_unverified(note)
         size = _head(raw).size
+        if note is None:
+            found = next(
+                _verified_notes(raw, verifier, "AND tree_size > %s AND tree_size <= %s", (index, size)), None
+            )
+            if found is None:
+                raise AnchorError(
+                    f"position {position}: no checkpoint signed by key {verifier.name} covers it yet; "
+                    "run `podledger checkpoint` first"
+                )
+            cp, note = found
+        else:
+            try:
+                cp = tl.open_checkpoint(note, verifier)
+            except tl.TransparencyError as exc:
+                raise AnchorError(f"checkpoint rejected: {exc}") from exc
         if cp.size > size:
             raise AnchorError(f"the checkpoint's tree size {cp.size} exceeds this log's tree ({size} leaves)")
         if index >= cp.size:
             raise AnchorError(f"position {position} (leaf {index}) is not in a checkpoint of size {cp.size}")
-        path = tl.inclusion_path(index, cp.size, _db_subtree(raw))
+        sub = _db_subtree(raw)
+        if sub(0, cp.size) != cp.root:
+            raise AnchorError(
+                f"the checkpoint is not a checkpoint of this log: its root differs at size {cp.size}"
+            )
+        path = tl.inclusion_path(index, cp.size, sub)
         ev = raw.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE position = %s", (position,)).fetchone()
+        hash_version = HashVersions.read(raw).at(position)
     assert ev is not None
+    event = {
+        "stream": ev[1],
+        "version": ev[2],
+        "type": ev[3],
+        "schema_version": ev[4],
+        "event_id": str(ev[5]),
+        "data": orjson.loads(ev[6]),
+        "meta": orjson.loads(ev[7]),
+        "effective_at": ev[8].isoformat(),
+        "prev_hash": bytes(ev[9]).hex(),
+    }
+    if hash_version >= 2:
+        event["recorded_at"] = ev[11].isoformat()
     return {
         "checkpoint": note,
         "leaf_index": index,
         "position": position,
+        "hash_version": hash_version,
         "chain_hash": bytes(ev[10]).hex(),
         "path": [p.hex() for p in path],
-        "event": {
-            "stream": ev[1],
-            "version": ev[2],
-            "type": ev[3],
-            "schema_version": ev[4],
-            "event_id": str(ev[5]),
-            "data": orjson.loads(ev[6]),
-            "meta": orjson.loads(ev[7]),
-            "effective_at": ev[8].isoformat(),
-            "prev_hash": bytes(ev[9]).hex(),
-        },
+        "event": event,
     }
 
 
@@ -389,13 +452,15 @@ def verify_against_checkpoint(db: Database, note: str, verifier: tl.Verifier) ->
     leaves: list[bytes] = []
     positions: list[int] = []
     prev = GENESIS
+    with db.connect() as conn:
+        rules = HashVersions.read(conn)
     for row in _iter_events(db):
         pos = int(row[0])
         if bytes(row[9]) != prev:
             return CheckpointVerdict(
                 False, cp.size, len(leaves), "prev_hash does not match the preceding event", pos
             )
-        h = _recomputed(row)
+        h = _recomputed(row, rules)
         if h != bytes(row[10]):
             return CheckpointVerdict(False, cp.size, len(leaves), "the event does not match its hash", pos)
         prev = h

@@ -4,8 +4,9 @@ Round trips, for an append that is its own transaction (an ``Engine`` target, CO
 
 1. ``BEGIN; SELECT ... ledger_begin_batch(...); COPY events ... FROM STDIN (FORMAT BINARY)``
    as one simple-query message, sent without waiting (libpq ``send_query``): bump the stream
-   versions, bound the idle time, take the ledger lock, read the chain head, then wait for the
-   rows (CopyInResponse). The first rows are encoded while the server runs the bump;
+   versions, bound the idle time, take the ledger lock, read the chain head and the server's
+   clock (the batch's ``recorded_at``, part of every event hash), then wait for the rows
+   (CopyInResponse). The first rows are encoded while the server runs the bump;
 2. the COPY rows, streamed in chunks as they are chained, and CopyDone;
 3. ``SELECT currval(...); COMMIT`` as one message.
 
@@ -37,6 +38,7 @@ import gc
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -44,7 +46,7 @@ import psycopg
 from psycopg import generators, pq
 
 from ledger.canonical import GENESIS, event_hash
-from ledger.copy_rows import COPY_HEADER, COPY_TRAILER, chain_rows, copy_parts
+from ledger.copy_rows import COPY_HEADER, COPY_TRAILER, chain_rows, copy_parts, recorded_parts
 from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict
 from ledger.simple_query import literal
 from ledger.simple_query import results as _results
@@ -63,8 +65,12 @@ _PUT_MAX = 1 << 20  # bytes handed to libpq at a time
 
 _COPY_SQL = (
     b"COPY events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-    b"prev_hash, hash) FROM STDIN (FORMAT BINARY)"
+    b"prev_hash, hash, recorded_at) FROM STDIN (FORMAT BINARY)"
 )
+# The batch's recorded_at: the server's clock, read after ledger_begin_batch took the ledger lock
+# (the select list is evaluated after the function in FROM ran), so recorded times follow
+# positions; the insert trigger refuses a time outside the inserting transaction.
+_RECORDED = b"""to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
 _CURRVAL = b"SELECT currval(pg_get_serial_sequence('events', 'position'))"
 # The last position drawn, read in the bump's statement after ledger_begin_batch took the ledger
 # lock (the subquery refers to the function's row, so it runs after the function). Every
@@ -103,9 +109,9 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
         + (
             b"SELECT CASE WHEN b.r_streams = i.s AND b.r_versions = i.c THEN NULL ELSE "
             b"(SELECT json_agg(json_build_array(s, v))::text FROM unnest(b.r_streams, b.r_versions) AS u(s, v)) END, "
-            b"encode(b.r_head, 'hex'), %b FROM (SELECT "
+            b"encode(b.r_head, 'hex'), %b, %b FROM (SELECT "
             b"ARRAY(SELECT x FROM jsonb_array_elements_text(%b::jsonb) WITH ORDINALITY AS t(x, o) ORDER BY o) AS s, "
-            b"%b::int[] AS c) AS i, ledger_begin_batch(i.s, i.c) AS b" % (_LAST_DRAWN, streams, ns)
+            b"%b::int[] AS c) AS i, ledger_begin_batch(i.s, i.c) AS b" % (_LAST_DRAWN, _RECORDED, streams, ns)
         )
         + gate
     )
@@ -259,6 +265,7 @@ def _append(
             )
     r_versions, r_head = res.get_value(0, 0), res.get_value(0, 1)
     drawn = int(res.get_value(0, 2) or b"0")
+    recorded = datetime.fromisoformat((res.get_value(0, 3) or b"").decode())
     # NULL: every stream was new (its version is now its count)
     new_versions = counts if r_versions is None else dict(orjson.loads(r_versions))
     expected = expected_versions or {}
@@ -282,9 +289,10 @@ def _append(
             _results(raw)  # COPY_IN
         try:
             chunk, head = prepared, COPY_HEADER
+            rec = recorded_parts(recorded)
             while True:
                 number(chunk)
-                out = chain_rows(chunk, parts, prev)
+                out = chain_rows(chunk, parts, prev, rec)
                 prev = chunk[-1].hash
                 if hi >= n:
                     _copy_write(raw, b"%b%b%b" % (head, out, COPY_TRAILER))
@@ -320,16 +328,18 @@ def _append(
                 data_bytes=p.data,
                 meta_bytes=p.meta,
                 effective_at=p.effective_at,
+                recorded_at=recorded,
             )
             prev = p.hash
         cur.execute(
             "INSERT INTO events (stream, version, type, schema_version, event_id, data, meta, effective_at, "
-            "prev_hash, hash) "
-            "SELECT s, v, t, sv, e, d::jsonb, m::jsonb, ea, ph, h FROM unnest("
+            "prev_hash, hash, recorded_at) "
+            "SELECT s, v, t, sv, e, d::jsonb, m::jsonb, ea, ph, h, %b::timestamptz FROM unnest("
             "%b::text[], %b::int[], %b::text[], %b::smallint[], %b::uuid[], %b::text[], %b::text[], "
             "%b::timestamptz[], %b::bytea[], %b::bytea[]) "
             "WITH ORDINALITY AS x(s, v, t, sv, e, d, m, ea, ph, h, o) ORDER BY o RETURNING position",
             (
+                recorded,
                 [p.stream for p in prepared],
                 [p.version for p in prepared],
                 [p.type for p in prepared],

@@ -1,9 +1,11 @@
 """Binary COPY rows of the ``events`` table and their hash chain, encoded as bytes.
 
 The batched append (``ledger.store``) prepares everything of a row that does not depend on the
-stream version or the chain head while the server bumps the streams (``copy_parts``), then
-chains the hashes with one sha256 call per event and assembles the COPY buffer
-(``copy_chain``). The hash input is byte-identical to ``ledger.canonical.event_hash``.
+stream version, the chain head or the recorded time while the server bumps the streams
+(``copy_parts``), then chains the hashes with one sha256 call per event and assembles the COPY
+buffer (``copy_chain``). The hash input is byte-identical to ``ledger.canonical.event_hash``
+with ``recorded_at`` (hash version 2): the server's time read with the stream bump, the same for
+every row of a batch (``recorded_parts``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" * 2
 _COPY_TRAILER = b"\xff\xff"
 _LEN4 = b"\x00\x00\x00\x04"
-_pack_row_head = struct.Struct(">hi").pack  # field count (10), length of the stream
+_pack_row_head = struct.Struct(">hi").pack  # field count (11), length of the stream
 _pack_i = struct.Struct(">i").pack
 _pack_len_i2 = struct.Struct(">ih").pack
 _pack_len_i8 = struct.Struct(">iq").pack
@@ -40,8 +42,8 @@ def copy_parts(p: _Prepared, cache: dict[Any, tuple[Any, ...]]) -> tuple[bytes, 
     version or the chain head (encoded while the server bumps the streams).
 
     Returns (row head up to the version's length word, row middle from type to the prev_hash
-    length word, the hash header before and after the version, the hash tail over data and
-    meta). ``cache`` holds the encodings shared by a batch (type names with their schema
+    length word, the hash header before and after the version (without the recorded time and
+    the closing bracket), the hash tail over data and meta). ``cache`` holds the encodings shared by a batch (type names with their schema
     version, effective times, meta payloads).
     """
     sv = p.schema_version
@@ -70,12 +72,13 @@ def copy_parts(p: _Prepared, cache: dict[Any, tuple[Any, ...]]) -> tuple[bytes, 
     h = id_b.hex().encode()
     stream_b = p.stream.encode()
     return (
-        _pack_row_head(10, len(stream_b)) + stream_b + _LEN4,
+        _pack_row_head(11, len(stream_b)) + stream_b + _LEN4,
         b"%b%b%b\x01%b%b%b" % (typ[0], id_b, _pack_i(n + 1), data, m[0], ts[0]),
-        # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at)]),
-        # split around the version; a uuid and an ISO time need no JSON escaping
+        # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at),
+        # iso(recorded_at)]) split around the version and cut before the recorded time; a uuid
+        # and an ISO time need no JSON escaping
         b"[%b," % canonical(p.stream),
-        b'%b"%b-%b-%b-%b-%b","%b"]' % (typ[1], h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1]),
+        b'%b"%b-%b-%b-%b-%b","%b"' % (typ[1], h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1]),
         b"%b%b%b" % (_pack_q(n), data, m[1]),
     )
 
@@ -83,24 +86,42 @@ def copy_parts(p: _Prepared, cache: dict[Any, tuple[Any, ...]]) -> tuple[bytes, 
 COPY_HEADER, COPY_TRAILER = _COPY_HEADER, _COPY_TRAILER
 
 
-def copy_chain(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
+def recorded_parts(recorded_at: datetime) -> tuple[bytes, bytes]:
+    """The end of the hash header (the recorded time and the closing bracket) and the last
+    field of the COPY row (``recorded_at``), for a batch recorded at ``recorded_at`` (UTC)."""
+    return b',"%b"]' % iso(recorded_at).encode(), _pack_len_i8(8, _micros(recorded_at))
+
+
+def copy_chain(
+    prepared: Sequence[_Prepared],
+    parts: Sequence[tuple[bytes, ...]],
+    prev: bytes,
+    recorded: tuple[bytes, bytes],
+) -> bytes:
     """Chain the hashes (one sha256 call per event, same bytes as ``canonical.event_hash``) and
     assemble the binary COPY buffer."""
-    return _COPY_HEADER + chain_rows(prepared, parts, prev) + _COPY_TRAILER
+    return _COPY_HEADER + chain_rows(prepared, parts, prev, recorded) + _COPY_TRAILER
 
 
-def chain_rows(prepared: Sequence[_Prepared], parts: Sequence[tuple[bytes, ...]], prev: bytes) -> bytes:
+def chain_rows(
+    prepared: Sequence[_Prepared],
+    parts: Sequence[tuple[bytes, ...]],
+    prev: bytes,
+    recorded: tuple[bytes, bytes],
+) -> bytes:
     """``copy_chain`` without the COPY header and trailer: the rows of one chunk, chained to
-    ``prev`` (the last event's hash is then ``prepared[-1].hash``)."""
+    ``prev`` (the last event's hash is then ``prepared[-1].hash``); ``recorded``: from
+    ``recorded_parts``."""
     sha256 = hashlib.sha256
     pack_i, pack_q = _pack_i, _pack_q
     out: list[bytes] = []
     add = out.append
+    rec_header, rec_field = recorded
     for p, (head, middle, pre, post, tail) in zip(prepared, parts, strict=True):
-        header = b"%b%d%b" % (pre, p.version, post)
+        header = b"%b%d%b%b" % (pre, p.version, post, rec_header)
         digest = sha256(b"%b%b%b%b" % (prev, pack_q(len(header)), header, tail)).digest()
         p.prev_hash = prev
         p.hash = digest
-        add(b"%b%b%b%b\x00\x00\x00\x20%b" % (head, pack_i(p.version), middle, prev, digest))
+        add(b"%b%b%b%b\x00\x00\x00\x20%b%b" % (head, pack_i(p.version), middle, prev, digest, rec_field))
         prev = digest
     return b"".join(out)

@@ -6,6 +6,10 @@
   and nothing else there (no UPDATE, DELETE, TRUNCATE, REFERENCES or TRIGGER); it is no superuser
   and cannot create roles or databases, bypass row security or replicate.
 - ``podledger_reporting``: SELECT on the reporting views (and the published checkpoints) only.
+
+Neither may create temporary objects (TEMP on the database, migration 0024: a temporary table
+is searched before every schema), insert a position or a transaction id into ``events``, or
+write the Merkle tree and checkpoint tables (only their SECURITY DEFINER functions do).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ if TYPE_CHECKING:
     from ledger.database import Database
 
 EVENT_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+_COLUMN_LEVEL = {"SELECT", "INSERT", "UPDATE", "REFERENCES"}  # may be granted per column
+ANCHOR_TABLES = ("merkle_leaves", "merkle_nodes", "checkpoints")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +40,11 @@ class RoleInfo:
     bypassrls: bool = False
     replication: bool = False
     owns_events: bool = False
-    events: tuple[str, ...] = ()  # privileges on events
+    events: tuple[str, ...] = ()  # privileges on events (on the table or on any of its columns)
     sessions: int = 0  # sessions in this database logged in as the role now
+    temp: bool = False  # may create temporary objects in this database
+    server_columns: tuple[str, ...] = ()  # of position, tx_id: those it may insert
+    anchor_writes: tuple[str, ...] = ()  # Merkle tree / checkpoint tables it may write directly
 
 
 def describe(db: Database) -> list[RoleInfo]:
@@ -56,10 +65,35 @@ def describe(db: Database) -> list[RoleInfo]:
             if row is None:
                 out.append(RoleInfo(name, purpose, False))
                 continue
+
+            def has(sql: str, **params: str) -> bool:
+                return bool(scalar(conn, sql, params))
+
             privs = tuple(
                 p
                 for p in EVENT_PRIVILEGES
-                if scalar(conn, "SELECT has_table_privilege(%s, 'events', %s)", (name, p))
+                if has(
+                    "SELECT has_any_column_privilege(%(n)s, 'events', %(p)s)"
+                    if p in _COLUMN_LEVEL
+                    else "SELECT has_table_privilege(%(n)s, 'events', %(p)s)",
+                    n=name,
+                    p=p,
+                )
+            )
+            temp = has("SELECT has_database_privilege(%(n)s, current_database(), 'TEMP')", n=name)
+            server_columns = tuple(
+                c
+                for c in ("position", "tx_id")
+                if has("SELECT has_column_privilege(%(n)s, 'events', %(c)s, 'INSERT')", n=name, c=c)
+            )
+            anchor_writes = tuple(
+                t
+                for t in ANCHOR_TABLES
+                if has(
+                    "SELECT has_table_privilege(%(n)s, %(t)s, 'INSERT, UPDATE, DELETE, TRUNCATE')",
+                    n=name,
+                    t=t,
+                )
             )
             sessions = scalar(
                 conn,
@@ -81,9 +115,11 @@ def describe(db: Database) -> list[RoleInfo]:
                     owns_events=name == owner,
                     events=privs,
                     sessions=int(sessions),
+                    temp=temp,
+                    server_columns=server_columns,
+                    anchor_writes=anchor_writes,
                 )
             )
-        conn.rollback()
     return out
 
 
@@ -99,6 +135,15 @@ def problems(roles: list[RoleInfo]) -> list[str]:
         for flag in ("superuser", "createrole", "createdb", "bypassrls", "replication"):
             if getattr(r, flag):
                 out.append(f"role {r.name} has {flag.upper()}")
+        if r.temp:
+            out.append(
+                f"role {r.name} may create temporary objects "
+                f"(REVOKE TEMPORARY ON DATABASE <db> FROM PUBLIC, {r.name})"
+            )
+        if r.server_columns:
+            out.append(f"role {r.name} may insert {', '.join(r.server_columns)} into events")
+        if r.anchor_writes:
+            out.append(f"role {r.name} may write {', '.join(r.anchor_writes)} directly")
     app, reporting = roles[1], roles[2]
     if app.exists and set(app.events) != {"SELECT", "INSERT"}:
         out.append(

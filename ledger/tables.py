@@ -37,9 +37,8 @@ events = sa.Table(
     sa.Column("event_id", pg.UUID(as_uuid=True), nullable=False),
     sa.Column("data", pg.JSONB, nullable=False),
     sa.Column("meta", pg.JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
-    sa.Column(
-        "recorded_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("clock_timestamp()")
-    ),
+    # set by every append from the server's clock, inside the event hash (migration 0024)
+    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("effective_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("tx_id", XID8(), nullable=False, server_default=sa.text("pg_current_xact_id()")),
     sa.Column("prev_hash", pg.BYTEA, nullable=False),
@@ -177,6 +176,15 @@ event_type_counts = sa.Table(
     sa.Column("type", sa.Text, primary_key=True),
     sa.Column("count", sa.BigInteger, nullable=False),
     sa.Column("last_position", sa.BigInteger, nullable=False),
+)
+
+# Which event hash rule applies from which position (migration 0024, ledger/verify.py).
+event_hash_versions = sa.Table(
+    "event_hash_versions",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("first_position", sa.BigInteger, nullable=False),
+    sa.Column("version", sa.SmallInteger, nullable=False),
 )
 
 # Anchored history (migration 0007, ledger/anchor.py): the Merkle tree and signed checkpoints.

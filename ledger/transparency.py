@@ -376,11 +376,12 @@ def verify_event_proof(proof: Mapping[str, Any], verifier_key: str) -> Checkpoin
     """Check an inclusion proof printed by ``podledger prove`` with the verifier key alone.
 
     The proof is a JSON object: ``checkpoint`` (the signed note), ``leaf_index``, ``position``,
-    ``chain_hash`` and ``path`` (hex strings), and ``event`` (the stored event's fields with its
-    ``prev_hash``). Checks, in order: the checkpoint's signature; that the event's fields hash to
-    ``chain_hash`` (so the proof is about *this* content); that the leaf for ``position`` and
-    ``chain_hash`` is at ``leaf_index`` of the signed tree. Returns the checkpoint, raises
-    ``TransparencyError`` on any failure.
+    ``hash_version`` (1 when absent), ``chain_hash`` and ``path`` (hex strings), and ``event``
+    (the stored event's fields with its ``prev_hash``; ``recorded_at`` under hash version 2).
+    Checks, in order: the checkpoint's signature; that the event's fields hash to ``chain_hash``
+    (so the proof is about *this* content); that the leaf for ``position`` and ``chain_hash`` is
+    at ``leaf_index`` of the signed tree. Returns the checkpoint, raises ``TransparencyError`` on
+    any failure.
     """
     from ledger.canonical import canonical, event_hash
 
@@ -389,6 +390,10 @@ def verify_event_proof(proof: Mapping[str, Any], verifier_key: str) -> Checkpoin
         index, position = int(proof["leaf_index"]), int(proof["position"])
         path = [bytes.fromhex(p) for p in proof["path"]]
         ev = proof["event"]
+        hash_version = int(proof.get("hash_version", 1))
+        if hash_version not in (1, 2):
+            raise TransparencyError(f"unknown event hash version {hash_version}")
+        recorded = datetime.fromisoformat(str(ev["recorded_at"])) if hash_version == 2 else None
         computed = event_hash(
             _hex(ev, "prev_hash", 32),
             stream=str(ev["stream"]),
@@ -399,6 +404,7 @@ def verify_event_proof(proof: Mapping[str, Any], verifier_key: str) -> Checkpoin
             data_bytes=canonical(ev["data"]),
             meta_bytes=canonical(ev["meta"]),
             effective_at=datetime.fromisoformat(str(ev["effective_at"])),
+            recorded_at=recorded,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TransparencyError(f"malformed proof: {exc}") from exc

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,13 +26,46 @@ class VerifyResult:
     start: int = 0  # first position checked (> 0 when old partitions were detached)
 
 
+class HashVersions:
+    """Which hash rule applies at a position (table ``event_hash_versions``, migration 0024):
+    the segment with the greatest (first_position, id) at or before it; version 1 before the
+    first segment (and on a database that never had the table)."""
+
+    def __init__(self, segments: list[tuple[int, int]]) -> None:
+        self.firsts = [f for f, _ in segments]
+        self.versions = [v for _, v in segments]
+
+    @classmethod
+    def read(cls, raw: Any) -> HashVersions:
+        if not raw.execute("SELECT to_regclass('event_hash_versions') IS NOT NULL").fetchone()[0]:
+            return cls([])
+        rows = raw.execute(
+            "SELECT first_position, version FROM event_hash_versions ORDER BY first_position, id"
+        )
+        return cls([(int(f), int(v)) for f, v in rows.fetchall()])
+
+    def at(self, position: int) -> int:
+        i = bisect_right(self.firsts, position)
+        return self.versions[i - 1] if i else 1
+
+    def recorded(self, position: int, recorded_at: datetime) -> datetime | None:
+        """The ``recorded_at`` argument of ``canonical.event_hash`` for the event at ``position``."""
+        version = self.at(position)
+        if version == 1:
+            return None
+        if version == 2:
+            return recorded_at
+        raise ValueError(f"position {position}: unknown event hash version {version}")
+
+
 class _Walk:
     """The chain walked so far: the link the next event must carry and the events checked."""
 
-    def __init__(self, prev: bytes, progress: Callable[[int], None] | None) -> None:
+    def __init__(self, prev: bytes, progress: Callable[[int], None] | None, rules: HashVersions) -> None:
         self.prev = prev
         self.checked = 0
         self.progress = progress
+        self.rules = rules
 
     def table(self, raw: Any, table: str, after: int, first_link: str = "") -> VerifyResult | None:
         """Check the events of ``table`` after ``after`` in order; a VerifyResult on a break.
@@ -58,6 +93,7 @@ class _Walk:
                     data_bytes=canonical(orjson.loads(ev.data_text)),
                     meta_bytes=canonical(orjson.loads(ev.meta_text)),
                     effective_at=ev.effective_at,
+                    recorded_at=self.rules.recorded(ev.position, ev.recorded_at),
                 )
                 if expect != ev.hash:
                     return VerifyResult(
@@ -96,10 +132,10 @@ def verify_chain(
     genesis link, and each must end on the hash recorded when it was detached: the whole chain
     is checked (a dropped partition makes that impossible and fails).
     """
-    walk = _Walk(GENESIS, progress)
     start = 0
     with db.connect() as raw:
         with raw.transaction():
+            walk = _Walk(GENESIS, progress, HashVersions.read(raw))
             # (a database downgraded below migration 0016 has neither table)
             partitioned = raw.execute("SELECT to_regclass('event_archive.detached') IS NOT NULL").fetchone()
             detached: list[Any] = []

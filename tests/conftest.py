@@ -60,11 +60,18 @@ def server_url() -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+DATABASE_PRIVILEGES = Path(__file__).resolve().parents[1] / "migrations" / "sql" / "database_privileges.sql"
+
+
 def new_database(server_url: str) -> str:
     name = f"podledger_t{os.getpid()}_{next(_counter)}"
     with psycopg.connect(_admin(server_url), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-    return db.with_database(db.libpq_url(server_url), name)
+    url = db.with_database(db.libpq_url(server_url), name)
+    # database-level privileges are not copied from the template: as migration 0024 left them
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(DATABASE_PRIVILEGES.read_text())
+    return url
 
 
 @pytest.fixture()

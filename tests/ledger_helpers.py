@@ -7,13 +7,14 @@ uses these helpers instead of repeating the unit-of-work block.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from api.services.commands import objects as commands
+from ledger import store
 from ledger.database import Database
 from ledger.resources.models import Resource
-from ledger.store import StoredEvent
+from ledger.store import NewEvent, StoredEvent
 
 
 def apply(database: Database, objects: Sequence[Resource], **kw: Any) -> commands.ApplyResult:
@@ -39,3 +40,13 @@ def delete_object(database: Database, kind: str, namespace: str | None, name: st
         stored = commands.delete_object(uow, kind, namespace, name, **kw)
         uow.commit()
     return stored
+
+
+def append_events(
+    database: Database, events: Sequence[NewEvent], expected: Mapping[str, int] | None = None
+) -> list[int]:
+    """``ledger.store.append`` on a pooled autocommit connection: the append is its own
+    transaction (one server call for one event, BEGIN/COMMIT riding with a batch); events only,
+    no projection (the ledger-level append the storage tests exercise)."""
+    with database.connect() as conn:
+        return store.append(conn, events, expected)

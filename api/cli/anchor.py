@@ -73,10 +73,18 @@ def prove(
     checkpoint_file: Annotated[
         Path | None, typer.Option("--checkpoint", help="Prove against this checkpoint (default: the newest).")
     ] = None,
+    public_key: Annotated[
+        str | None,
+        typer.Option(
+            "--public-key",
+            help="Verifier key (text or file) the checkpoint must be signed with (default: "
+            "$PODLEDGER_CHECKPOINT_VERIFIER_KEY, else the signing key's public half).",
+        ),
+    ] = None,
 ) -> None:
     """Print an inclusion proof (JSON) of one event in a signed checkpoint.
 
-    Anyone holding the verifier key checks it with ``ledger.transparency.verify_event_proof``
+    The checkpoint's signature is checked with the verifier key first. Anyone holding the verifier key checks it with ``ledger.transparency.verify_event_proof``
     (or ``python -m ledger.transparency PROOF.json VERIFIER_KEY``).
     """
     import orjson
@@ -85,7 +93,7 @@ def prove(
 
     note = _read(checkpoint_file, "checkpoint") if checkpoint_file else None
     try:
-        proof = anchor.prove(database(), position, note)
+        proof = anchor.prove(database(), position, anchor.require_verifier(public_key), note)
     except anchor.AnchorError as exc:
         raise UserError(str(exc)) from exc
     sys.stdout.write(orjson.dumps(proof, option=orjson.OPT_INDENT_2).decode() + "\n")

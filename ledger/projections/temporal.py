@@ -6,10 +6,11 @@ totals of the requests of a namespace's bound pods after every change. The fold 
 ``objects`` writes both in the same transaction (ledger/projections/current.py), and the rebuild
 re-derives them from the log.
 
-- ``shadow_objects(conn, P)``: in the caller's transaction, a temporary view named ``objects``
-  (searched before the table) shows the projection as of P, so any query written against the
-  live ``objects`` runs unchanged against the past; the planner pushes its filters down to the
-  version indexes.
+- ``shadow_objects(conn, P)``: for the rest of the caller's transaction, ``objects`` is the view
+  ``podledger_as_of.objects`` (migration 0024: the search_path names its schema first) showing
+  the projection as of P, so any query written against the live ``objects`` runs unchanged
+  against the past; the planner pushes its filters down to the version indexes. (It was a
+  temporary view; the application role has no TEMP privilege any more.)
 - ``objects_at_position(conn, P, kind, namespace, name)``: the rows themselves.
 - ``quota_used(conn, namespace, P)``: {resource: total} over the namespace's bound pods.
 - ``fold_objects_at`` and ``scan_quota_used``: the full fold and the namespace scan these replace,
@@ -47,9 +48,12 @@ def _alive(position: int) -> str:
 
 def shadow_objects(conn: Conn, position: int) -> None:
     """Make ``objects`` the projection as of ``position`` for the rest of the caller's transaction
-    (a temporary view; roll back to drop it)."""
+    (transaction-local settings: the position and a search_path naming ``podledger_as_of``
+    first; they end with the transaction)."""
     conn.execute(
-        f"CREATE TEMP VIEW objects AS SELECT {_COLUMNS} FROM public.object_versions WHERE {_alive(position)}"
+        "SELECT set_config('podledger.as_of_position', %(p)s, true), "
+        "set_config('search_path', 'podledger_as_of, ' || current_setting('search_path'), true)",
+        {"p": str(int(position))},
     )
 
 

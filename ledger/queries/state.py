@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 def objects_at(db: Database, position: int) -> Iterator[Conn]:
     """A connection on which ``objects`` is the projection as of ``position`` (rolled back after).
 
-    A temporary view named ``objects`` over the temporal projection (``object_versions``)
-    shadows the real table for this session only (pg_temp is searched first): no fold, whatever
-    the position, and every query of ``ledger.queries.objects`` answers as of that position on
-    this connection.
+    The view ``podledger_as_of.objects`` over the temporal projection (``object_versions``)
+    shadows the real table for this transaction only (``shadow_objects``: transaction-local
+    position and search_path): no fold, whatever the position, and every query of
+    ``ledger.queries.objects`` answers as of that position on this connection.
     """
     with db.connect() as conn:
         conn.autocommit = False

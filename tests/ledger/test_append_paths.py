@@ -32,14 +32,16 @@ def odd_event(i: int, eff: datetime | None = None) -> NewEvent:
 
 
 def python_chain(db_url: str) -> tuple[int, int]:
-    """Recompute every hash in Python from the stored columns; return (checked, mismatches)."""
+    """Recompute every hash in Python from the stored columns (hash version 2: the ledger was
+    made after migration 0024); return (checked, mismatches)."""
     import orjson
 
     prev, bad, n = GENESIS, 0, 0
     with psycopg.connect(db_url) as c:
-        for stream, version, typ, sv, eid, data, meta, eff, ph, h in c.execute(
+        assert c.execute("SELECT first_position, version FROM event_hash_versions").fetchall() == [(1, 2)]
+        for stream, version, typ, sv, eid, data, meta, eff, ph, h, rec in c.execute(
             "SELECT stream, version, type, schema_version, event_id, data::text, meta::text, effective_at, "
-            "prev_hash, hash FROM events ORDER BY position"
+            "prev_hash, hash, recorded_at FROM events ORDER BY position"
         ):
             expect = event_hash(
                 prev,
@@ -51,6 +53,7 @@ def python_chain(db_url: str) -> tuple[int, int]:
                 data_bytes=canonical(orjson.loads(data)),
                 meta_bytes=canonical(orjson.loads(meta)),
                 effective_at=eff,
+                recorded_at=rec,
             )
             bad += (bytes(ph) != prev) + (bytes(h) != expect)
             prev, n = bytes(h), n + 1
@@ -59,6 +62,8 @@ def python_chain(db_url: str) -> tuple[int, int]:
 
 def test_all_paths_chain_identically_with_awkward_text(database, conn, db_url):
     eff = datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)  # before the PostgreSQL epoch
+    with psycopg.connect(db_url) as c:
+        started = c.execute("SELECT clock_timestamp()").fetchone()[0]
     for i in range(len(ODD)):  # one server call each
         store.append(conn, [odd_event(i, eff if i == 3 else None)])
     with database.transaction() as tx:  # the server call inside a caller's transaction
@@ -72,6 +77,11 @@ def test_all_paths_chain_identically_with_awkward_text(database, conn, db_url):
     got = store.read_all(conn, after=positions[0] - 1, limit=len(big))
     assert [(e.stream, e.data, e.meta) for e in got] == [(e.stream, e.data, e.meta) for e in big]
     assert got[0].effective_at == eff
+    # recorded_at is the server's clock, taken under the ledger lock: it follows positions, and
+    # a batch shares one
+    recorded = [e.recorded_at for e in store.read_all(conn, limit=10_000)]
+    assert recorded == sorted(recorded) and recorded[0] >= started
+    assert len({e.recorded_at for e in got}) == 1
 
 
 def test_single_append_conflict_burns_nothing_and_resend_is_idempotent(database, conn):

@@ -20,6 +20,7 @@ from ledger.database import Database
 from ledger.errors import IdempotencyConflict
 from ledger.store import NewEvent
 from ledger.verify import verify_chain
+from tests.ledger_helpers import append_events
 
 ROOT = Path(__file__).resolve().parents[2]
 PODLEDGER = str(Path(sys.executable).parent / "podledger")
@@ -124,7 +125,10 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, database
     assert verify_chain(database).ok
     with su(db_url) as c:
         assert c.execute("SELECT count(*) FROM event_keys").fetchone()[0] == len(rows)
-        assert c.execute("SELECT has_table_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
+        assert c.execute("SELECT has_any_column_privilege('podledger_app', 'events', 'INSERT')").fetchone()[0]
+        assert not c.execute(
+            "SELECT has_column_privilege('podledger_app', 'events', 'position', 'INSERT')"
+        ).fetchone()[0]
         assert not c.execute("SELECT has_table_privilege('podledger_app', 'events', 'UPDATE')").fetchone()[0]
         assert not c.execute(
             "SELECT has_table_privilege('podledger_app', 'event_keys', 'INSERT')"
@@ -197,8 +201,8 @@ def test_duplicate_event_id_and_stream_version_fail_as_before(small, db_url):
     row = log_rows(db_url)[0]
     with psycopg.connect(db.app_url(db_url), autocommit=True) as app:
         insert = (
-            "INSERT INTO events (stream, version, type, event_id, data, effective_at, prev_hash, hash) "
-            "VALUES (%s, %s, 'NoteRecorded', %s, '{}', now(), ''::bytea, ''::bytea)"
+            "INSERT INTO events (stream, version, type, event_id, data, effective_at, recorded_at, prev_hash, hash) "
+            "VALUES (%s, %s, 'NoteRecorded', %s, '{}', now(), now(), ''::bytea, ''::bytea)"
         )
         with pytest.raises(psycopg.errors.UniqueViolation) as exc:
             app.execute(insert, ("b/1", 1, eid))
@@ -450,3 +454,18 @@ def test_verify_archive_walks_the_archived_partitions_too(small, db_url):
         c.execute("DELETE FROM event_archive.events_p10 WHERE position = 19")
     res = verify_chain(database, archive=True)
     assert not res.ok and res.first_bad_position in (12, 19)
+
+
+def test_appends_go_on_after_every_partition_was_detached(small, db_url):
+    """With no event left in ``events``, the next append chains to the hash recorded for the
+    last detached event (the insert trigger of migration 0024 requires that link)."""
+    database = small
+    append_events(database, [note(f"s/{i}", str(i)) for i in range(9)])  # positions 1-9: all of events_p0
+    owner = db.get_database(db_url, migrate_on_start=False, owner=True)
+    assert partitions.detach(owner, before=10, archive=True) == [partitions.Detached("events_p0", 0, 10, 9)]
+    assert log_rows(db_url) == []
+    append_events(database, [note("after/1")])  # one server call
+    append_events(database, [note(f"after/{i}") for i in range(2, 5)])  # a batch
+    res = verify_chain(database)
+    assert res.ok and res.start == 10 and res.checked == 4
+    assert verify_chain(database, archive=True).ok

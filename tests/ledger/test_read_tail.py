@@ -34,6 +34,8 @@ def test_read_tail_matches_read_all_and_restores_the_connection(database, conn):
     # the connection is as it was: autocommit, no transaction left open
     assert conn.autocommit and conn.info.transaction_status == pq.TransactionStatus.IDLE
     with database.transaction() as tx:  # and a pooled transaction still rolls back
-        tx.execute("CREATE TEMP TABLE rt (x int)")
+        # a transaction-local setting outlives its statement and ends with the rollback
+        tx.execute("SELECT set_config('podledger.probe', 'rt', true)")
+        assert scalar(tx, "SELECT current_setting('podledger.probe')") == "rt"
         tx.rollback()
-        assert scalar(tx, "SELECT to_regclass('pg_temp.rt')") is None
+        assert scalar(tx, "SELECT current_setting('podledger.probe', true)") in ("", None)

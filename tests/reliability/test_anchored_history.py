@@ -60,11 +60,11 @@ def _rewrite(su: psycopg.Connection, position: int) -> list[tuple]:
     event, as a forger with superuser rights would. Returns the original rows for ``_restore``."""
     rows = su.execute(
         "SELECT position, stream, version, type, schema_version, event_id, data::text, meta::text, "
-        "effective_at, prev_hash, hash FROM events WHERE position >= %s ORDER BY position",
+        "effective_at, prev_hash, hash, recorded_at FROM events WHERE position >= %s ORDER BY position",
         (position,),
     ).fetchall()
     prev = bytes(rows[0][9])
-    for i, (pos, stream, version, typ, sv, eid, data, meta, eff, _p, _h) in enumerate(rows):
+    for i, (pos, stream, version, typ, sv, eid, data, meta, eff, _p, _h, rec) in enumerate(rows):
         m = orjson.loads(meta)
         if i == 0:
             m["actor"] = "someone-else"
@@ -78,6 +78,7 @@ def _rewrite(su: psycopg.Connection, position: int) -> list[tuple]:
             data_bytes=canonical(orjson.loads(data)),
             meta_bytes=canonical(m),
             effective_at=eff,
+            recorded_at=rec,  # hash version 2 (the ledger was made after migration 0024)
         )
         su.execute(
             "UPDATE events SET meta = %s::jsonb, prev_hash = %s, hash = %s WHERE position = %s",
@@ -88,7 +89,7 @@ def _rewrite(su: psycopg.Connection, position: int) -> list[tuple]:
 
 
 def _restore(su: psycopg.Connection, rows: list[tuple]) -> None:
-    for pos, *_rest, meta, _eff, prev_hash, h in rows:
+    for pos, *_rest, meta, _eff, prev_hash, h, _rec in rows:
         su.execute(
             "UPDATE events SET meta = %s::jsonb, prev_hash = %s, hash = %s WHERE position = %s",
             (meta, prev_hash, h, pos),
@@ -184,7 +185,7 @@ def test_inclusion_proof_verifies_with_the_public_key_alone(database, db_url, tm
     with psycopg.connect(db_url) as c:
         positions = [r[0] for r in c.execute("SELECT position FROM events ORDER BY position").fetchall()]
     for pos in (positions[0], positions[len(positions) // 2], positions[-1]):
-        rc, out = _cli(db_url, "prove", str(pos))
+        rc, out = _cli(db_url, "prove", str(pos), key=key)
         assert rc == 0, out
         proof = json.loads(out)
         cp = verify_event_proof(proof, vkey)
@@ -210,7 +211,7 @@ def test_inclusion_proof_verifies_with_the_public_key_alone(database, db_url, tm
         timeout=60,
     )
     assert p.returncode == 0 and p.stdout.startswith("ok: position"), p.stdout + p.stderr
-    rc, out = _cli(db_url, "prove", "999999")
+    rc, out = _cli(db_url, "prove", "999999", key=key)
     assert rc == 1 and "position 999999: no event at this position" in out, out
 
 

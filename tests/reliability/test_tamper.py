@@ -34,7 +34,7 @@ def _rehash(su: psycopg.Connection, position: int) -> None:
     """Recompute one event's own hash from its (changed) contents, as a forger would."""
     r = su.execute(
         "SELECT prev_hash, stream, version, type, schema_version, event_id, data::text, meta::text, "
-        "effective_at FROM events WHERE position = %s",
+        "effective_at, recorded_at FROM events WHERE position = %s",
         (position,),
     ).fetchone()
     h = event_hash(
@@ -47,6 +47,7 @@ def _rehash(su: psycopg.Connection, position: int) -> None:
         data_bytes=canonical(orjson.loads(r[6])),
         meta_bytes=canonical(orjson.loads(r[7])),
         effective_at=r[8],
+        recorded_at=r[9],  # hash version 2 (the ledger was made after migration 0024)
     )
     su.execute("UPDATE events SET hash = %s WHERE position = %s", (h, position))
 

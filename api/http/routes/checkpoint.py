@@ -3,7 +3,9 @@
 With a signing key configured on the server (``PODLEDGER_CHECKPOINT_KEY`` or
 ``$PODLEDGER_HOME/checkpoint.key``), the Merkle tree is extended first and a new checkpoint is
 signed when the log has grown since the newest one; without a key, the newest stored checkpoint
-(made by ``podledger checkpoint`` or the worker) is returned. See docs/transparency.md.
+(made by ``podledger checkpoint`` or the worker) whose signature verifies with the verifier key
+``PODLEDGER_CHECKPOINT_VERIFIER_KEY`` is returned (a stored row is never served unchecked). See
+docs/transparency.md.
 """
 
 from __future__ import annotations
@@ -27,16 +29,22 @@ def _checkpoint(request: Request) -> str:
     from ledger import anchor
 
     db = context(request).db
-    if anchor.key_path().exists():
-        try:
+    try:
+        if anchor.key_path().exists():
             return anchor.make_checkpoint(db, anchor.load_signer()).note
-        except anchor.AnchorError as exc:
-            raise ApiError(409, "conflict", str(exc)) from exc
-    note = anchor.latest_note(db)
-    if note is None:
+        verifier = anchor.configured_verifier()
+    except anchor.AnchorError as exc:
+        raise ApiError(409, "conflict", str(exc)) from exc
+    if verifier is None:
         raise ApiError(
-            404, "not_found", "no checkpoint yet: the server has no signing key and none was stored"
+            409,
+            "conflict",
+            "the server has no signing key and no verifier key (PODLEDGER_CHECKPOINT_VERIFIER_KEY): "
+            "it serves no stored checkpoint it cannot check",
         )
+    note = anchor.latest_note(db, verifier)
+    if note is None:
+        raise ApiError(404, "not_found", f"no checkpoint signed with key {verifier.name} is stored yet")
     return note
 
 
@@ -51,7 +59,7 @@ def _checkpoint(request: Request) -> str:
         },
         **AUTH_ERRORS,
         404: _err("No checkpoint yet"),
-        409: _err("The log does not match its hashes"),
+        409: _err("The log does not match its hashes, or the server has no key to sign or check one"),
     },
 )
 async def get_checkpoint(request: Request, _p: Annotated[Principal, Depends(reader)]) -> PlainTextResponse:
