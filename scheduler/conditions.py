@@ -9,14 +9,15 @@ regresses, and an unchanged condition emits nothing.
 
 from __future__ import annotations
 
+from scheduler import messages as m
 from scheduler.cycle import GroupAttempt
 from scheduler.cycle.validation import is_layout_violation
 from scheduler.decisions import Decision, GroupConditionChanged
 from scheduler.framework import Status
 from scheduler.state import CPG, PG, State
 
-PG_COND = "PodGroupInitiallyScheduled"
-CPG_COND = "CompositePodGroupInitiallyScheduled"
+PG_COND = m.PG_CONDITION
+CPG_COND = m.CPG_CONDITION
 KIND_PG = "PodGroup"
 KIND_CPG = "CompositePodGroup"
 
@@ -44,13 +45,13 @@ def group_conditions(state: State, attempt: GroupAttempt, statuses: dict[str, St
 
 def set_condition(state: State, kind: str, key: str, ctype: str, s: Status) -> Decision | None:
     if s.ok:
-        new = ("True", "Scheduled", "")
+        new = ("True", m.REASON_SCHEDULED, "")
     elif kind == KIND_CPG and is_layout_violation(s):
-        new = ("False", "Invalid", s.message)
+        new = ("False", m.REASON_INVALID, s.message)
     elif s.is_error:
-        new = ("False", "SchedulerError", s.message)
+        new = ("False", m.REASON_SCHEDULER_ERROR, s.message)
     else:
-        new = ("False", "Unschedulable", s.message)
+        new = ("False", m.REASON_UNSCHEDULABLE, s.message)
     conds = state.conditions.setdefault((kind, key), {})
     cur = conds.get(ctype)
     if cur is not None and (cur[0] == "True" and new[0] != "True" or cur == new):

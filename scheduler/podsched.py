@@ -39,6 +39,7 @@ from scheduler.framework import (
     diagnose,
     signature_of,
 )
+from scheduler.messages import ERR_TOO_MANY_PODS
 from scheduler.model import Pod, SchedulerConfig
 from scheduler.nominated import NominatedColumns
 from scheduler.plugins import gpu, node_affinity, node_resources_fit, node_unschedulable, taint_toleration
@@ -327,9 +328,7 @@ class PodScheduler:
         count, tots = cols.totals(snap.index, snap.n, sel, pi.demand.names)
         nodes = np.flatnonzero(count)
         free, ri = snap.free, snap.res_index
-        reasons: list[tuple[str, BOOL]] = [
-            (node_resources_fit.TOO_MANY_PODS, free[R_PODS, nodes] - count[nodes] < 1)
-        ]
+        reasons: list[tuple[str, BOOL]] = [(ERR_TOO_MANY_PODS, free[R_PODS, nodes] - count[nodes] < 1)]
         for name, a, tot in zip(pi.demand.names, pi.demand.amounts, tots, strict=True):
             r = ri.get(name)
             have = free[r, nodes] if r is not None else np.zeros(len(nodes), dtype=np.int64)

@@ -9,8 +9,9 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.cycle.placement import LeafAlgorithm
-from scheduler.cycle.results import MSG_CHILD_ERROR, MSG_PLACEMENTS, LeafOutcome, PlacementEval
+from scheduler.cycle.results import LeafOutcome, PlacementEval
 from scheduler.framework import Code, Status, error, unschedulable
+from scheduler.messages import MSG_CHILD_ERROR, MSG_PLACEMENTS
 from scheduler.model import CompositePodGroup
 from scheduler.plugins import gang_scheduling
 from scheduler.state import CPG, PG, State

@@ -10,13 +10,12 @@ import numpy.typing as npt
 from scheduler import gpushare
 from scheduler.cycle.diagnosis import pod_failure
 from scheduler.cycle.results import (
-    MSG_NOMINATED_NO_POD,
-    MSG_PLACEMENTS,
     Counters,
     LeafOutcome,
     PlacementEval,
 )
 from scheduler.framework import SUCCESS, Code, Diagnosis, Profile, Status, unschedulable
+from scheduler.messages import MSG_NOMINATED_NO_POD, MSG_PLACEMENTS
 from scheduler.model import Pod, PodGroup
 from scheduler.plugins import gang_scheduling, node_resources_fit, placement_scoring, topology_placement
 from scheduler.plugins.placement_scoring import Candidates
@@ -305,7 +304,7 @@ class LeafAlgorithm:
             if report.outcome is not None:
                 out.diag = report.outcome.diag
                 out.pod_status = report.outcome.pod_status
-                out.tried = report.proposals
+                out.tried = [*report.outcome.assigned, *report.outcome.tried]  # placed, then reverted
             return out
         if len(successful) == 1:
             best = successful[0]

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import SUCCESS, Status, error
+from scheduler.messages import ERR_MULTIPLE_DOMAINS
 from scheduler.snapshot import Snapshot, distinct_sorted
 
 NAME = "TopologyPlacement"
-ERR_MULTIPLE_DOMAINS = "more than 1 domain found for pod group"
 
 BOOL = npt.NDArray[np.bool_]
 

@@ -97,23 +97,25 @@ disruption mode, the PDB outcome, both priorities, the upstream event text and t
 quota's name, used, min, max and the request at that moment (and the victim's quota).
 """
 
+from scheduler.messages import (
+    MSG_CONDITION,
+    MSG_FOUND,
+    MSG_NEVER,
+    MSG_NO_VICTIMS,
+    MSG_NO_VICTIMS_POD,
+    MSG_NOT_HELPFUL,
+    MSG_ONGOING,
+    PG_PREFIX,
+    POD_PREFIX,
+)
 from scheduler.preemption.common import (
     ALGO_AUTO,
     ALGO_DEFAULT,
     ALGO_EQ,
     ALGO_NONE,
     EQ_PREFIX,
-    MSG_CONDITION,
-    MSG_FOUND,
     MSG_FOUND_EQ,
-    MSG_NEVER,
-    MSG_NO_VICTIMS,
-    MSG_NO_VICTIMS_POD,
-    MSG_NOT_HELPFUL,
     MSG_NOT_IN_QUOTA,
-    MSG_ONGOING,
-    PG_PREFIX,
-    POD_PREFIX,
     RULE_DEFAULT,
     RULE_EQ_BORROWED,
     RULE_EQ_OWN,
