@@ -130,6 +130,9 @@ def schedule(pod: Pod, nodes: Sequence[RefNode], config: SchedulerConfig) -> int
     if pod.preferred_terms and min(aff_raw) != max(aff_raw):
         wa = int(w.get(node_affinity.NAME, 2))
         total = [t + s * wa for t, s in zip(total, _normalize(aff_raw, False), strict=True)]
+    wb = int(w.get(balanced_allocation.NAME, balanced_allocation.BalancedAllocation.default_weight))
+    if wb and not balanced_allocation.skip(pod):
+        total = [t + s * wb for t, s in zip(total, balanced_scores(pod, nodes, feasible), strict=True)]
     best = max(range(len(feasible)), key=lambda k: (total[k], -k))
     return feasible[best]
 
