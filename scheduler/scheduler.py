@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from scheduler import gpushare
-from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
+from scheduler.conditions import KIND_CPG, KIND_PG, gated_condition, group_conditions
 from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, member_status, reason_of
 from scheduler.cycle.why import why_of_group
 from scheduler.decisions import (
@@ -384,7 +384,7 @@ class Scheduler(Reading):
             decisions: list[Decision] = []
             for p in pods:
                 if self.queue.gated.get(p.key) != msg:
-                    decisions.append(PodGated(p.key, s.plugin, s.message, report))
+                    decisions.append(PodGated(p.key, s.plugin, s.message, report, *gated_condition(p, s)))
                 self.queue.gated[p.key] = msg
                 self.queue.pending_reason[p.key] = msg
             if decisions:
