@@ -59,7 +59,10 @@ class Algorithm(LeafAlgorithm):
             return gst
         ok: list[tuple[PlacementEval, dict[str, Status], dict[str, LeafOutcome]]] = []
         first: tuple[Status, dict[str, Status], dict[str, LeafOutcome]] | None = None
-        for p in placements:
+        want = self.placements_to_find(placements)
+        for p in self.evaluation_order(cpg.key, placements, want):
+            if len(ok) >= want:
+                break
             mark = snap.backup()
             saved_r, saved_o = self.results, self.outcomes
             self.results, self.outcomes = {}, {}

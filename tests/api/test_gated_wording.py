@@ -21,9 +21,7 @@ from ledger.projections.runner import rebuild_current
 from scheduler import decision_events, decisions
 
 WL02 = Path(__file__).resolve().parent.parent / "scenarios" / "wl-02-not-ready-for-scheduling.yaml"
-CONDITIONS = sa.text(
-    "SELECT name, status->'conditions' FROM objects WHERE kind = 'Pod' ORDER BY name"
-)
+CONDITIONS = sa.text("SELECT name, status->'conditions' FROM objects WHERE kind = 'Pod' ORDER BY name")
 
 
 def _gated(engine: Any) -> list[tuple[int, dict[str, Any]]]:
