@@ -32,7 +32,7 @@ from ledger.queries import objects as objects_q
 from ledger.queries.objects import ObjectRow, list_objects
 from ledger.resources.admission import AdmissionOutcome, admit
 from ledger.resources.errors import DocumentParseError, FieldError
-from ledger.resources.job import COMPILED_BY, expand_jobs
+from ledger.resources.job import expand_jobs
 from ledger.resources.kinds import KindInfo, UnknownKindError, get_kind, resolve_kind
 from ledger.resources.models import Resource
 from ledger.resources.parse import Document, parse_documents, validate
@@ -188,13 +188,13 @@ def apply_objects(
                 r.normalized["metadata"]["uid"] = r.previous["metadata"]["uid"]
             action = "Created" if r.action == "created" else "Updated"
             eid = request_event_id(idempotency_key, i) if idempotency_key else None
-            job = compiled.get((r.kind, r.namespace or "", r.name))
+            by = compiled.get((r.kind, r.namespace or "", r.name))  # a Job's or JobSet's controller
             new_events.append(
                 NewEvent(
                     stream,
                     input_event_type(r.kind, action),
                     {"object": r.normalized},
-                    {**base_meta, "actor": COMPILED_BY, "job": job} if job else base_meta,
+                    {**base_meta, **by} if by else base_meta,
                     eid,
                     effective_at,
                 )

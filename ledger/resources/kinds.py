@@ -109,6 +109,7 @@ KINDS: tuple[KindInfo, ...] = (
         True,
     ),
     KindInfo("Job", ("batch/v1",), "jobs", (), "job.batch", True),
+    KindInfo("JobSet", ("jobset.x-k8s.io/v1alpha2",), "jobsets", ("js",), "jobset.jobset.x-k8s.io", True),
     KindInfo(
         "SchedulerConfig",
         ("podledger.io/v1alpha1",),

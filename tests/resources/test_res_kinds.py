@@ -69,6 +69,7 @@ def test_registry_facts() -> None:
         "ElasticQuotaTree": "scheduling.sigs.k8s.io/v1beta1",
         "SchedulerConfig": "podledger.io/v1alpha1",
         "Job": "batch/v1",
+        "JobSet": "jobset.x-k8s.io/v1alpha2",
     }
 
 
