@@ -6,7 +6,6 @@ through the Job controller, their pods."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
