@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ledger.resources.models.batch import Job, JobSchedulingPolicy, JobSpec, TemplateMeta
 from ledger.resources.models.meta import Empty, K8sModel, ObjectMeta, Resource
-from ledger.resources.models.scheduling import MAX_RESOURCE_CLAIMS, DisruptionMode, SchedulingConstraints
+from ledger.resources.models.scheduling import DisruptionMode, SchedulingConstraints, claims_problems
 from ledger.resources.models.values import Problems, check_int32, check_name, exactly_one_of
 
 MAX_POD_GROUP_TEMPLATES = 8  # upstream's WorkloadMaxPodGroupTemplates
@@ -75,8 +75,8 @@ def _shape_problems(
         problems += constraints.check(f"{path}.schedulingConstraints")
     if disruption is not None:
         problems += disruption.check(f"{path}.disruptionMode")
-    if claims is not None and len(claims) > MAX_RESOURCE_CLAIMS:
-        problems.append((f"{path}.resourceClaims", f"must have at most {MAX_RESOURCE_CLAIMS} items"))
+    if claims is not None:
+        problems += claims_problems(path, claims)
     return problems
 
 
