@@ -165,6 +165,7 @@ INPUT_KINDS = {
     "ElasticQuotaTree": "QuotaTree",
     "SchedulerConfig": "SchedulerConfig",
     "Job": "Job",
+    "JobSet": "JobSet",
 }
 
 for _kind, _prefix in INPUT_KINDS.items():

@@ -276,19 +276,23 @@ def _with_dependents(
     engine: Any, refs: Sequence[tuple[str, str | None, str]]
 ) -> list[tuple[str, str | None, str]]:
     """``refs`` followed by what the garbage collector deletes with them: a Job's Workload,
-    PodGroup and pods (its controller ownerReference names the Job), as with kubectl's default
-    background propagation."""
+    PodGroup and pods, a JobSet's Workload, PodGroups and Jobs (and theirs), each found by its
+    controller ownerReference, as with kubectl's default background propagation."""
     out = list(refs)
-    jobs = [(ns or "default", name) for kind, ns, name in refs if resolve_kind(kind).kind == "Job"]
-    if not jobs:
+    owners = [(k, ns or "default", n) for k, ns, n in ((resolve_kind(k).kind, ns, n) for k, ns, n in refs)]
+    owners = [o for o in owners if o[0] in ("Job", "JobSet")]
+    if not owners:
         return out
     named = {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
     with engine.connect() as conn:
-        for ns, name in jobs:
-            for kind, child in objects_q.controlled_by(conn, ns, "Job", name):
+        while owners:
+            owner_kind, ns, name = owners.pop(0)
+            for kind, child in objects_q.controlled_by(conn, ns, owner_kind, name):
                 if (kind, ns, child) not in named:
                     named.add((kind, ns, child))
                     out.append((kind, ns, child))
+                    if kind == "Job":
+                        owners.append((kind, ns, child))
     return out
 
 

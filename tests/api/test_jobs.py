@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from api.services.explain import explain
 from api.services.objects import apply_objects, delete_object, list_objects
 from api.services.schedule import schedule_until_idle
+from ledger.resources.manifest import to_manifest
 from ledger.resources.models import validate_raw
 from tests.resources.test_res_job import BASE
 
@@ -54,6 +55,67 @@ def test_job_applies_schedules_explains_and_deletes_with_its_objects(engine):
     assert again.events == []
 
     delete_object(engine, "Job", "ml", "train", actor="test")
+    with engine.connect() as conn:
+        left = conn.execute(sa.text("SELECT kind, name FROM objects WHERE namespace = 'ml'")).all()
+    assert left == []
+
+
+JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "train", "namespace": "ml"},
+    "spec": {
+        "scheduling": {},
+        "replicatedJobs": [
+            {
+                "name": name,
+                "replicas": replicas,
+                "template": {
+                    "spec": {
+                        "parallelism": parallelism,
+                        "completions": parallelism,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                                ],
+                            }
+                        },
+                    }
+                },
+            }
+            for name, replicas, parallelism in (("workers", 2, 2), ("driver", 1, 1))
+        ],
+    },
+}
+
+
+def test_jobset_applies_schedules_as_one_gang_and_deletes_with_its_jobs(engine):
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    }
+    res = _apply(engine, node, copy.deepcopy(JOBSET))
+    kinds = [e.type for e in res.events]
+    assert kinds[:4] == ["NodeCreated", "JobSetCreated", "WorkloadCreated", "PodGroupCreated"]
+    assert sorted(kinds[4:]) == ["JobCreated"] * 3 + ["PodCreated"] * 5
+    assert all(e.meta.get("jobset") == "ml/train" for e in res.events[2:] if e.type != "PodCreated")
+
+    schedule_until_idle(engine)
+    pods = list_objects(engine, "Pod", "ml")
+    assert len(pods) == 5 and all(p.status.get("nodeName") == "n1" for p in pods)
+    (group,) = list_objects(engine, "PodGroup", "ml")
+    assert group.object["spec"]["schedulingPolicy"] == {"gang": {"minCount": 5}}
+    # the manifest shown (kubectl get -o yaml) writes quantities as the user did
+    (stored,) = list_objects(engine, "JobSet", "ml")
+    shown = to_manifest(stored.object)
+    containers = shown["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"]
+    assert containers[0]["resources"]["requests"] == {"cpu": "1"}
+
+    delete_object(engine, "JobSet", "ml", "train", actor="test")
     with engine.connect() as conn:
         left = conn.execute(sa.text("SELECT kind, name FROM objects WHERE namespace = 'ml'")).all()
     assert left == []
