@@ -10,8 +10,8 @@ from ``outcome.rejection_record()``.
 One module per rule (spec/workload-scheduling.md §2.5, §2.6, §9; spec/quota.md):
 
 * ``priority``: priority and ``preemptionPolicy`` of new Pods, PodGroups and CompositePodGroups;
-* ``templates``: the Workload template tree (at most 8 templates per list, depth at most 4,
-  unique names, gang/basic and disruption-mode nesting);
+* ``templates``: the Workload template tree (upstream's ``ValidateWorkloadSpec``: at most 8
+  templates per list, depth at most 4, unique names, one priority; disruption-mode nesting);
 * ``references``: ``workloadRef`` names an existing Workload and template of the matching kind,
   and a group's parent CompositePodGroup references the same Workload;
 * ``immutability``: server-filled fields carried over on update, immutable fields unchanged;
