@@ -283,25 +283,11 @@ def _resource(data: dict[str, Any]) -> Resource:
     return obj
 
 
-def owning_jobset(manifest: dict[str, Any]) -> str | None:
-    """``namespace/name`` of the JobSet named as controller in a manifest's ownerReferences."""
-    meta = manifest.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        if (
-            ref.get("controller")
-            and ref.get("kind") == "JobSet"
-            and str(ref.get("apiVersion", "")).startswith("jobset.")
-        ):
-            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
-    return None
-
-
 __all__ = [
     "COMPILED_BY",
     "GROUP_TEMPLATE_NAME",
     "JOBSET_NAME",
     "compile_jobset",
-    "owning_jobset",
     "pod_group_name",
     "workload_name",
 ]

@@ -37,9 +37,8 @@ _SERVER_FIELDS = {
     "CompositePodGroup": _PRIORITY_FIELDS,
 }
 
-_GROUP_IMMUTABLE = (
-    "parentCompositePodGroupName",
-    "workloadRef",
+# the fields a Workload template and a group share (besides schedulingPolicy)
+_TEMPLATE_IMMUTABLE = (
     "schedulingConstraints",
     "resourceClaims",
     "disruptionMode",
@@ -47,6 +46,7 @@ _GROUP_IMMUTABLE = (
     "priority",
     "preemptionPolicy",
 )
+_GROUP_IMMUTABLE = ("parentCompositePodGroupName", "workloadRef", *_TEMPLATE_IMMUTABLE)
 
 
 def carry_server_fields(obj: Resource, old: Resource) -> Resource:
@@ -177,16 +177,6 @@ def _priority_class_problems(pc: PriorityClass, old: PriorityClass) -> list[Reje
 
 
 # --------------------------------------------------------------------------- Workload
-
-
-_TEMPLATE_IMMUTABLE = (
-    "schedulingConstraints",
-    "resourceClaims",
-    "disruptionMode",
-    "priorityClassName",
-    "priority",
-    "preemptionPolicy",
-)
 
 
 def _workload_problems(workload: Workload, old: Workload) -> list[Rejection]:
