@@ -275,15 +275,12 @@ def delete_objects(
 def _with_dependents(
     engine: Any, refs: Sequence[tuple[str, str | None, str]]
 ) -> list[tuple[str, str | None, str]]:
-    """``refs`` followed by what the garbage collector deletes with them: a Job's Workload,
-    PodGroup and pods, a JobSet's Workload, PodGroups and Jobs (and theirs), each found by its
-    controller ownerReference, as with kubectl's default background propagation."""
-    out = list(refs)
-    owners = [(k, ns or "default", n) for k, ns, n in ((resolve_kind(k).kind, ns, n) for k, ns, n in refs)]
-    owners = [o for o in owners if o[0] in ("Job", "JobSet")]
+    """``refs`` and what the garbage collector deletes with them (kubectl's default background
+    propagation): what a Job or a JobSet controls, and what those Jobs control."""
+    out, named = list(refs), {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
+    owners = sorted(r for r in named if r[0] in ("Job", "JobSet"))
     if not owners:
         return out
-    named = {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
     with engine.connect() as conn:
         while owners:
             owner_kind, ns, name = owners.pop(0)
@@ -291,8 +288,7 @@ def _with_dependents(
                 if (kind, ns, child) not in named:
                     named.add((kind, ns, child))
                     out.append((kind, ns, child))
-                    if kind == "Job":
-                        owners.append((kind, ns, child))
+                    owners += [(kind, ns, child)] if kind == "Job" else []
     return out
 
 
