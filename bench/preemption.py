@@ -1,7 +1,7 @@
 """Preemption benchmarks (``python -m bench.preemption``; results in ``bench/results/preemption.json``).
 
 1. **pod-preempts-PodGroup** (shape of upstream scheduler_perf ``PreemptionPodGroupDisruptionMode``,
-   spec §13): 1,000 nodes of 4 CPU, 1,000 PodGroups x 10 victim pods of 300m CPU at priority 1
+   docs/semantics.md §13): 1,000 nodes of 4 CPU, 1,000 PodGroups x 10 victim pods of 300m CPU at priority 1
    (3 CPU used per node), then plain preemptor pods of 3970m CPU at priority 1000, one at a time.
    Variants: ``NoPodGroup`` (plain victims), ``Single`` and ``All`` disruption mode. Each
    preemptor needs a node emptied (10 victims; with ``All`` the 10 groups on that node, 100 pods

@@ -4,6 +4,11 @@ Every stored event has a stable, hand-chosen ``type`` (past tense) and a ``schem
 Only the *current* version of each payload has a model; older versions are turned into it at
 read time by pure dict -> dict upcasters keyed by (type, from_version). Stored events are
 never rewritten. A change of meaning gets a new event type, not a new version.
+
+A version that adds fields the writer derives (so that an upcaster cannot always know them) also
+registers a downcaster (type, to_version): the current payload as that older version's writer
+would have stored it. ``replay --verify`` compares a recorded event of an older version with the
+replayed decision downcast to it, so old logs still verify.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class _Registered:
 
 REGISTRY: dict[str, _Registered] = {}
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+DOWNCASTERS: dict[tuple[str, int], Upcaster] = {}  # (type, to_version): version+1 -> version
 
 
 def register(type_name: str, model: type[Payload], version: int = 1) -> None:
@@ -45,6 +51,30 @@ def upcaster(type_name: str, from_version: int) -> Callable[[Upcaster], Upcaster
         return fn
 
     return deco
+
+
+def downcaster(type_name: str, to_version: int) -> Callable[[Upcaster], Upcaster]:
+    def deco(fn: Upcaster) -> Upcaster:
+        DOWNCASTERS[(type_name, to_version)] = fn
+        return fn
+
+    return deco
+
+
+def downcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[str, Any] | None:
+    """A current payload as a writer of ``schema_version`` would have stored it (pure; the input
+    is not mutated); None when a version on the way has no downcaster."""
+    reg = REGISTRY.get(type_name)
+    if reg is None:
+        return None
+    version = reg.version
+    while version > schema_version:
+        fn = DOWNCASTERS.get((type_name, version - 1))
+        if fn is None:
+            return None
+        data = fn(dict(data))
+        version -= 1
+    return data
 
 
 def current_version(type_name: str) -> int:
@@ -135,6 +165,7 @@ INPUT_KINDS = {
     "ElasticQuotaTree": "QuotaTree",
     "SchedulerConfig": "SchedulerConfig",
     "Job": "Job",
+    "JobSet": "JobSet",
 }
 
 for _kind, _prefix in INPUT_KINDS.items():
@@ -238,17 +269,50 @@ class PodUnschedulable(Payload):
 
 
 class PodGated(Payload):
+    """v2: the scheduler words the pod's PodScheduled=False condition (``reason``,
+    ``condition_message``; KEP-5501) and the projection copies them. v1 payloads had neither:
+    the projection worded the condition itself."""
+
     pod: str
     plugin: str
     message: str
     report: bool = True  # False: PodScheduled not updated (gate SchedulerPreEnqueuePodStatus off)
+    reason: str | None = None  # set whenever reported (None: a v1 payload the upcaster cannot word)
+    condition_message: str | None = None
 
     @model_serializer(mode="wrap")
     def _omit_reported(self, handler: Any) -> Any:
         data = handler(self)
         if isinstance(data, dict) and data.get("report") is True:
             data.pop("report", None)  # a payload field only when False: older payloads stay as they were
+        return _without_none(data, ("reason", "condition_message"))
+
+
+# The words of a v1 PodGated's condition, as v1's projection chose them (KEP-5501); v2 payloads
+# carry their own. The reason of a SchedulingGates rejection depended on whether the pod had gates
+# of its own, which the payload does not say: the upcaster leaves it unset (the projection reads
+# the pod's spec for it, as v1's projection did).
+_V1_NOT_READY = "NotReadyForScheduling"
+_V1_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+@upcaster("PodGated", 1)
+def _pod_gated_v1(data: dict[str, Any]) -> dict[str, Any]:
+    if not data.get("report", True):
         return data
+    if data.get("plugin") == "SchedulingGates":
+        data["condition_message"] = _V1_GATED_MESSAGE
+    else:
+        data["reason"] = _V1_NOT_READY
+        data["condition_message"] = data.get("message", "")
+    return data
+
+
+@downcaster("PodGated", 1)
+def _pod_gated_to_v1(data: dict[str, Any]) -> dict[str, Any]:
+    data.pop("reason", None)
+    data.pop("condition_message", None)
+    return data
 
 
 class GroupSatisfiedChanged(Payload):
@@ -363,7 +427,7 @@ register("SchedulingCycleCompleted", SchedulingCycleCompleted)
 register("PodBound", PodBound, version=2)
 register("PodNominated", PodNominated)
 register("PodUnschedulable", PodUnschedulable)
-register("PodGated", PodGated)
+register("PodGated", PodGated, version=2)
 register("PodGroupSatisfiedChanged", GroupSatisfiedChanged)
 register("PodGroupConditionChanged", GroupConditionChanged)
 register("CompositePodGroupConditionChanged", GroupConditionChanged)

@@ -1,6 +1,6 @@
 """The event store: append with expected versions and idempotent event ids; ordered reads.
 
-Append protocol (one transaction, see spec/ledger-design.md §2-§3 and §8):
+Append protocol (one transaction, see docs/semantics.md L.2-L.3 and L.8):
 1. validate every payload against its registered schema, size and JSON-ness (nothing is sent
    to the database before this passes; exception: a batch that is its own transaction sends
    its stream bump first and rolls back if an event is invalid, see ledger/batch_append.py);

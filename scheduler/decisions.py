@@ -47,14 +47,18 @@ class PodUnschedulable(Decision):
 class PodGated(Decision):
     """PreEnqueue refused the entity: the pod waits and was never attempted.
 
-    ``report``: the pod's PodScheduled condition shows the rejection (NotReadyForScheduling,
-    KEP-5501; gate SchedulerPreEnqueuePodStatus). A payload field only when False.
+    ``report``: the pod's PodScheduled condition shows the rejection (KEP-5501; gate
+    SchedulerPreEnqueuePodStatus). A payload field only when False. ``reason`` and
+    ``condition_message``: that condition's reason and message in Kubernetes' words
+    (``scheduler.conditions.gated_condition``); payload fields only when reported.
     """
 
     pod: str
     plugin: str
     message: str
     report: bool = True
+    reason: str = ""
+    condition_message: str = ""
 
 
 @dataclass(frozen=True, slots=True)

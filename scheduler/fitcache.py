@@ -1,14 +1,18 @@
 """NodeResourcesFit's incremental per-demand cache: the fit and node score of one demand over
 every node, kept current through the snapshot's change log (only nodes changed since the last
-use are recomputed). Used by ``scheduler.podsched``."""
+use are recomputed). Used by ``scheduler.podsched``.
+
+The cached score is the weighted sum of the two scores that depend on nothing but the demand and
+the node: NodeResourcesFit's and NodeResourcesBalancedAllocation's (upstream's default profile
+scores with both, weight 1 each; ``pluginWeights`` sets them)."""
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.model import SchedulerConfig
-from scheduler.plugins import node_resources_fit
+from scheduler.model import CPU, MEMORY, SchedulerConfig
+from scheduler.plugins import balanced_allocation, node_resources_fit
 from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot
 
 I64 = npt.NDArray[np.int64]
@@ -19,6 +23,7 @@ MAX_SCORE = 100
 
 class DynamicInfo:
     """Per-demand NodeResourcesFit fit + score over all nodes: ``mscore[n]`` is the node score
+    (NodeResourcesFit's times its weight plus NodeResourcesBalancedAllocation's times its weight)
     when the pod fits node ``n`` and -1 otherwise. Kept current through the snapshot's change log:
     only nodes changed since the last use are recomputed."""
 
@@ -43,6 +48,10 @@ class DynamicInfo:
         "plan_w",
         "plan_add",
         "wsum",
+        "w_fit",
+        "w_bal",
+        "bal",
+        "bal_alloc",
     )
 
     def __init__(self, snap: Snapshot, d: Demand, rows: tuple[int, ...], cfg: SchedulerConfig) -> None:
@@ -70,6 +79,14 @@ class DynamicInfo:
         self.plan_w = np.array([p[1] for p in plan], dtype=np.int64)[:, None]
         self.plan_add = np.array([p[3] for p in plan], dtype=np.int64)[:, None]
         self.wsum = int(sum(p[1] for p in plan))
+        pw = cfg.plugin_weights
+        self.w_fit = int(pw.get(node_resources_fit.NAME, 1))
+        self.w_bal = int(
+            pw.get(balanced_allocation.NAME, balanced_allocation.BalancedAllocation.default_weight)
+        )
+        cpu, mem = dn.get(CPU, 0), dn.get(MEMORY, 0)
+        # (cpu, memory) requests when BalancedAllocation scores this demand (weighted, not skipped)
+        self.bal = (cpu, mem) if self.w_bal > 0 and (cpu > 0 or mem > 0) else None
         self.full(snap)
 
     @property
@@ -80,6 +97,10 @@ class DynamicInfo:
     def full(self, snap: Snapshot) -> None:
         fit = node_resources_fit.fit_mask(snap, self.rows, self.amounts)
         score = node_resources_fit.score_nodes(snap, self.demand, None, self.strategy, self.weights)
+        score = score * self.w_fit
+        if self.bal is not None:
+            score = score + self.w_bal * balanced_allocation.score_demand(snap, *self.bal, None)
+            self.bal_alloc = (snap.alloc[R_CPU].tolist(), snap.alloc[R_MEM].tolist())
         self.mscore = np.where(fit, score, -1)
         self.simple = all(bool((snap.alloc[r] > 0).all()) for r, _, _, _ in self.plan)
         # the plan with each resource's allocatable per node as Python ints (it changes only with
@@ -114,6 +135,7 @@ class DynamicInfo:
         free, nz, alloc = snap.free, snap.nz, snap.alloc
         if len(changed) <= 3 and self.simple:
             ms, need, most, wsum = self.mscore, self.need, self.most, self.wsum
+            w_fit, w_bal, bal = self.w_fit, self.w_bal, self.bal
             for i in changed:
                 # the node's columns as Python ints: one conversion each instead of one per read
                 f_i = free[:, i].tolist()
@@ -132,7 +154,13 @@ class DynamicInfo:
                         else:
                             sc = (al - used) * MAX_SCORE // al if used <= al else 0
                         tot += sc * w
-                    ms[i] = tot // wsum if wsum else 0
+                    v = (tot // wsum if wsum else 0) * w_fit
+                    if bal is not None:
+                        ac, am = self.bal_alloc
+                        v += w_bal * balanced_allocation.score_one(
+                            ac[i], am[i], f_i[R_CPU], f_i[R_MEM], bal[0], bal[1]
+                        )
+                    ms[i] = v
             return
         idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
         fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)
@@ -147,4 +175,7 @@ class DynamicInfo:
             score = (sc2 * self.plan_w).sum(axis=0) // self.wsum
         else:
             score = node_resources_fit.score_nodes(snap, self.demand, idx, self.strategy, self.weights)
+        score = score * self.w_fit
+        if self.bal is not None:
+            score = score + self.w_bal * balanced_allocation.score_demand(snap, *self.bal, idx)
         self.mscore[idx] = np.where(fit, score, -1)

@@ -11,13 +11,14 @@ mask plus, for the rejected nodes, reason masks (one per distinct reason).
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from scheduler.messages import ERR_NO_NODES_AVAILABLE, NO_NODE_AVAILABLE_MSG
 
 if TYPE_CHECKING:
     from scheduler.decisions import Decision
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from scheduler.state import State
 
 BOOL = npt.NDArray[np.bool_]
-
-NO_NODE_AVAILABLE_MSG = "0/%d nodes are available"
-ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
 class Code(enum.IntEnum):
@@ -111,11 +109,6 @@ def signature_of(pod: Pod) -> FilterSignature:
         tuple(pod.preferred_terms),
         pod.spec_node_name,
     )
-
-
-def go_quote(s: str) -> str:
-    """Go's %q for the ASCII names used here."""
-    return json.dumps(s, ensure_ascii=True)
 
 
 @dataclass(slots=True)

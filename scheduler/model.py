@@ -372,6 +372,9 @@ class SchedulerConfig:
     # percentageOfNodesToScore: 100 = score every feasible node (podledger's default); 0 = the
     # upstream adaptive formula; 1..99 = that percentage (at least 100 nodes)
     percentage_of_nodes_to_score: int = 100
+    # percentageOfPlacementsToScore (KEP-5732): how many feasible placements a topology-aware
+    # group evaluates before it chooses; 0 = upstream's adaptive default, 100 = every placement
+    percentage_of_placements_to_score: int = 0
     feature_gates: Mapping[str, bool] = field(
         default_factory=lambda: {
             "GenericWorkload": True,

@@ -39,6 +39,7 @@ from scheduler.framework import (
     diagnose,
     signature_of,
 )
+from scheduler.messages import ERR_TOO_MANY_PODS
 from scheduler.model import Pod, SchedulerConfig
 from scheduler.nominated import NominatedColumns
 from scheduler.plugins import gpu, node_affinity, node_resources_fit, node_unschedulable, taint_toleration
@@ -140,7 +141,6 @@ class PodScheduler:
         the pod shapes forgotten: their PodInfos carry caches made under the old ones)."""
         self._shapes.clear()
         w = self.config.plugin_weights
-        self._w_fit = int(w.get(node_resources_fit.NAME, 1))
         self._gpu_policy = gpu.active(w)
         self._weighted_pod_scores = tuple(
             sc for sc in self.pod_scores if int(w.get(sc.name, sc.default_weight)) > 0
@@ -327,9 +327,7 @@ class PodScheduler:
         count, tots = cols.totals(snap.index, snap.n, sel, pi.demand.names)
         nodes = np.flatnonzero(count)
         free, ri = snap.free, snap.res_index
-        reasons: list[tuple[str, BOOL]] = [
-            (node_resources_fit.TOO_MANY_PODS, free[R_PODS, nodes] - count[nodes] < 1)
-        ]
+        reasons: list[tuple[str, BOOL]] = [(ERR_TOO_MANY_PODS, free[R_PODS, nodes] - count[nodes] < 1)]
         for name, a, tot in zip(pi.demand.names, pi.demand.amounts, tots, strict=True):
             r = ri.get(name)
             have = free[r, nodes] if r is not None else np.zeros(len(nodes), dtype=np.int64)
@@ -393,7 +391,7 @@ class PodScheduler:
         cfg = self.config
         w: Mapping[str, int] = cfg.plugin_weights
         st = self.static(pi)
-        total: I64 = self.dynamic(pi).mscore[idx] * int(w.get(node_resources_fit.NAME, 1))
+        total: I64 = self.dynamic(pi).mscore[idx]  # NodeResourcesFit + BalancedAllocation, weighted
         for sc, raw in zip(self.scores, st.raws, strict=True):
             wt = int(w.get(sc.name, sc.default_weight))
             if raw is not None and wt:
@@ -417,11 +415,8 @@ class PodScheduler:
             k = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, self.snap.n)
             ok = ok & (cnt <= k)
         if not st.ranks and not self._active_scores(pi.pod):
-            # only NodeResourcesFit ranks: argmax over the cached per-node scores
-            if self._w_fit > 0:
-                masked = np.where(ok, self.dynamic(pi).mscore, -1)
-            else:
-                masked = ok.astype(np.int64) - 1
+            # only the per-demand scores rank: argmax over the cached per-node scores
+            masked = np.where(ok, self.dynamic(pi).mscore, -1)
             best = int(np.argmax(masked))
             return best if ok[best] else -1
         idx = np.flatnonzero(ok)
@@ -443,20 +438,12 @@ class PodScheduler:
             or self._limited()
         ):
             return self.select(pi, self.feasible(pi, subset))
-        w_fit = self._w_fit
         mask: BOOL | None = None
         if subset is not None:
             mask = st.ok & subset
         elif not st.all_ok:
             mask = st.ok
-        if w_fit > 0:
-            return self._dyn(pi).best(self.snap, mask)
-        dyn = self.dynamic(pi)
-        ms = dyn.mscore if w_fit > 0 else dyn.fit.astype(np.int64) - 1
-        if mask is not None:
-            ms = np.where(mask, ms, -1)
-        best = int(np.argmax(ms))
-        return best if ms[best] >= 0 else -1
+        return self._dyn(pi).best(self.snap, mask)
 
     def schedule(self, pod: Pod, subset: BOOL | None = None) -> tuple[int, PodInfo]:
         pi = self.info(pod)

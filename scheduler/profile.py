@@ -8,7 +8,6 @@ Plugins bound to the scheduler's state (quotas, preemption) are built per Schedu
 from __future__ import annotations
 
 from scheduler.framework import PostFilterPlugin, Profile
-from scheduler.plugins.balanced_allocation import BalancedAllocation
 from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.plugins.gang_scheduling import GangScheduling
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
@@ -24,9 +23,11 @@ from scheduler.plugins.topology_placement import TopologyPlacement
 
 
 def default_profile(elastic_quota: ElasticQuota, preemption: PostFilterPlugin) -> Profile:
-    """kube-scheduler's default order; NodeResourcesFit's filter and node score are built into
-    the pod scheduler and run after ``filter`` (see ``framework.FilterPlugin``); pod-aware
-    filters run around it (``before_fit``), in upstream's order."""
+    """kube-scheduler's default profile (``default_plugins.go``; tests/scheduler/
+    test_default_profile.py checks it plugin by plugin) in its order. NodeResourcesFit's filter
+    and node score and NodeResourcesBalancedAllocation's score are built into the pod scheduler
+    (its per-demand cache, ``scheduler.fitcache``) and run after ``filter`` (see
+    ``framework.FilterPlugin``); pod-aware filters run around it (``before_fit``)."""
     taints, affinity = TaintToleration(), NodeAffinity()
     spread, inter_pod = PodTopologySpread(), InterPodAffinity()
     return Profile(
@@ -35,7 +36,7 @@ def default_profile(elastic_quota: ElasticQuota, preemption: PostFilterPlugin) -
         filter=(NodeUnschedulable(), NodeName(), taints, affinity),
         score=(taints, affinity),
         pod_filter=(NodePorts(), spread, inter_pod),
-        pod_score=(BalancedAllocation(), inter_pod, spread),
+        pod_score=(inter_pod, spread),
         placement_generate=TopologyPlacement(),
         placement_score=(NodeResourcesFitPlacement(), PodGroupPodsCount()),
         post_filter=(preemption,),

@@ -1,5 +1,5 @@
 """Elastic quota: flat ``ElasticQuota`` objects and ``ElasticQuotaTree`` nodes, the quota
-PreFilter, and the usage views that quota-aware preemption simulates on (spec/quota.md).
+PreFilter, and the usage views that quota-aware preemption simulates on (docs/semantics.md Q.1-Q.3).
 
 Objects
   * a flat ElasticQuota (one per namespace) becomes one ``QuotaNode`` named after the object

@@ -25,21 +25,7 @@ from __future__ import annotations
 
 import re
 
-from scheduler.cycle import results as cycle_results
-from scheduler.cycle import validation
-from scheduler.framework import ERR_NO_NODES_AVAILABLE
-from scheduler.plugins import (
-    gang_scheduling,
-    inter_pod_affinity,
-    node_affinity,
-    node_name,
-    node_ports,
-    node_unschedulable,
-    placement_scoring,
-    pod_topology_spread,
-    topology_placement,
-)
-from scheduler.preemption import common as preemption
+from scheduler import messages as m
 
 INSUFFICIENT = "InsufficientResource"
 CODES = frozenset(
@@ -75,45 +61,45 @@ def _prefix(template: str) -> str:
 # (substring of the message, code), checked in this order; each code is recorded once.
 _SUBSTRINGS: tuple[tuple[str, str], ...] = (
     ("untolerated taint", "TaintNotTolerated"),
-    (node_affinity.ERR_REASON_POD, "NodeAffinityMismatch"),
-    (node_unschedulable.ERR_REASON_UNSCHEDULABLE, "NodeUnschedulable"),
-    (node_ports.ERR_REASON, "NodePortsConflict"),
-    (inter_pod_affinity.ERR_AFFINITY, "InterPodAffinityMismatch"),
-    (inter_pod_affinity.ERR_ANTI_AFFINITY, "InterPodAntiAffinityConflict"),
-    (inter_pod_affinity.ERR_EXISTING_ANTI_AFFINITY, "InterPodAntiAffinityConflict"),
-    (pod_topology_spread.ERR_CONSTRAINTS, "PodTopologySpreadUnsatisfied"),
-    (node_name.ERR_REASON, "NodeNameMismatch"),
-    (ERR_NO_NODES_AVAILABLE, "NoNodes"),
-    (_prefix(gang_scheduling.MSG_CANNOT), "GangQuorumNotReached"),
-    (_prefix(gang_scheduling.MSG_NOT_YET), "GangQuorumNotReached"),
-    (gang_scheduling.MSG_MIN_COUNT, "GangQuorumNotReached"),
-    (_prefix(gang_scheduling.MSG_TREE_QUORUM), "GangQuorumNotReached"),
-    (_prefix(gang_scheduling.MSG_GROUP_NOT_FOUND), "GangQuorumNotReached"),
-    (cycle_results.MSG_NO_PODS_SCHEDULABLE, "GangQuorumNotReached"),
-    (_prefix(cycle_results.MSG_PLACEMENTS), "TopologyDomainTooSmall"),
-    (topology_placement.ERR_MULTIPLE_DOMAINS, "TopologyDomainTooSmall"),
-    (placement_scoring.ERR_NONE_ASSIGNED, "TopologyDomainTooSmall"),
+    (m.ERR_NODE_AFFINITY, "NodeAffinityMismatch"),
+    (m.ERR_NODE_UNSCHEDULABLE, "NodeUnschedulable"),
+    (m.ERR_NODE_PORTS, "NodePortsConflict"),
+    (m.ERR_POD_AFFINITY, "InterPodAffinityMismatch"),
+    (m.ERR_POD_ANTI_AFFINITY, "InterPodAntiAffinityConflict"),
+    (m.ERR_EXISTING_ANTI_AFFINITY, "InterPodAntiAffinityConflict"),
+    (m.ERR_SPREAD_CONSTRAINTS, "PodTopologySpreadUnsatisfied"),
+    (m.ERR_NODE_NAME, "NodeNameMismatch"),
+    (m.ERR_NO_NODES_AVAILABLE, "NoNodes"),
+    (_prefix(m.MSG_CANNOT), "GangQuorumNotReached"),
+    (_prefix(m.MSG_NOT_YET), "GangQuorumNotReached"),
+    (m.MSG_MIN_COUNT, "GangQuorumNotReached"),
+    (_prefix(m.MSG_TREE_QUORUM), "GangQuorumNotReached"),
+    (_prefix(m.MSG_GROUP_NOT_FOUND), "GangQuorumNotReached"),
+    (m.MSG_NO_PODS_SCHEDULABLE, "GangQuorumNotReached"),
+    (_prefix(m.MSG_PLACEMENTS), "TopologyDomainTooSmall"),
+    (m.ERR_MULTIPLE_DOMAINS, "TopologyDomainTooSmall"),
+    (m.ERR_NONE_ASSIGNED, "TopologyDomainTooSmall"),
     (" exceeds max ", "QuotaMaxExceeded"),
     (" exceeds the sum of min ", "QuotaMinSumExceeded"),
-    (preemption.MSG_NO_VICTIMS, "PreemptionNoVictims"),
-    (preemption.MSG_NO_VICTIMS_POD, "PreemptionNoVictims"),
-    (preemption.MSG_NOT_HELPFUL, "PreemptionNoVictims"),
-    (preemption.MSG_NEVER, "PreemptionNotEligible"),
+    (m.MSG_NO_VICTIMS, "PreemptionNoVictims"),
+    (m.MSG_NO_VICTIMS_POD, "PreemptionNoVictims"),
+    (m.MSG_NOT_HELPFUL, "PreemptionNoVictims"),
+    (m.MSG_NEVER, "PreemptionNotEligible"),
     (" is not in any elastic quota", "PreemptionNotEligible"),
 )
 _VALIDATION = tuple(
     _prefix(t)
     for t in (
-        validation.MSG_NOT_FOUND,
-        validation.MSG_CYCLE,
-        validation.MSG_DEPTH,
-        validation.MSG_GROUP_PRIORITY,
-        validation.MSG_GROUP_POLICY,
-        validation.MSG_POD_SCHEDULER,
-        validation.MSG_POD_PRIORITY,
-        validation.MSG_POD_POLICY,
-        validation.MSG_POD_POLICY_NOGATE,
-        validation.MSG_PROFILE,
+        m.MSG_NOT_FOUND,
+        m.MSG_CYCLE,
+        m.MSG_DEPTH,
+        m.MSG_GROUP_PRIORITY,
+        m.MSG_GROUP_POLICY,
+        m.MSG_POD_SCHEDULER,
+        m.MSG_POD_PRIORITY,
+        m.MSG_POD_POLICY,
+        m.MSG_POD_POLICY_NOGATE,
+        m.MSG_PROFILE,
     )
     if _prefix(t)
 )

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from scheduler import messages as m
 from scheduler.framework import fit_error_message
 from scheduler.model import PODS, Node, Pod, PodAffinityTerm, SchedulerConfig, TopologySpreadConstraint
 from scheduler.plugins import (
@@ -60,7 +61,7 @@ def filter_node(pod: Pod, d: Demand, rn: RefNode) -> tuple[str, list[str]] | Non
     if r:
         return taint_toleration.NAME, r
     if not node_affinity.node_matches(nd.labels, pod.node_selector, pod.required_terms):
-        return node_affinity.NAME, [node_affinity.ERR_REASON_POD]
+        return node_affinity.NAME, [m.ERR_NODE_AFFINITY]
     r = node_resources_fit.filter_node(d, nd.allocatable, rn.requested, rn.pod_count, rn.max_pods)
     if r:
         return node_resources_fit.NAME, r
@@ -128,6 +129,9 @@ def schedule(pod: Pod, nodes: Sequence[RefNode], config: SchedulerConfig) -> int
     if pod.preferred_terms and min(aff_raw) != max(aff_raw):
         wa = int(w.get(node_affinity.NAME, 2))
         total = [t + s * wa for t, s in zip(total, _normalize(aff_raw, False), strict=True)]
+    wb = int(w.get(balanced_allocation.NAME, balanced_allocation.BalancedAllocation.default_weight))
+    if wb and not balanced_allocation.skip(pod):
+        total = [t + s * wb for t, s in zip(total, balanced_scores(pod, nodes, feasible), strict=True)]
     best = max(range(len(feasible)), key=lambda k: (total[k], -k))
     return feasible[best]
 
@@ -265,7 +269,7 @@ def spread_filter(pod: Pod, nodes: Sequence[RefNode], placed: Placed) -> list[tu
         for c in cons:
             v = rn.node.labels.get(c.topology_key)
             if v is None:
-                verdict = (pod_topology_spread.ERR_MISSING_LABEL, True)
+                verdict = (m.ERR_SPREAD_LABEL, True)
                 break
             doms = [n for (k, _), n in pair_count.items() if k == c.topology_key]
             min_match = min(doms) if doms else 0
@@ -273,7 +277,7 @@ def spread_filter(pod: Pod, nodes: Sequence[RefNode], placed: Placed) -> list[tu
                 min_match = 0
             self_match = 1 if pod_index.selector_matches(c.selector, pod.labels) else 0
             if pair_count.get((c.topology_key, v), 0) + self_match - min_match > c.max_skew:
-                verdict = (pod_topology_spread.ERR_CONSTRAINTS, False)
+                verdict = (m.ERR_SPREAD_CONSTRAINTS, False)
                 break
         out.append(verdict)
     return out
@@ -318,16 +322,16 @@ def inter_pod_filter(pod: Pod, nodes: Sequence[RefNode], placed: Placed) -> list
         if ok and not exist:
             ok = not aff and all(pod_index.term_matches(t, pod.namespace, pod) for t in pod.affinity_required)
         if not ok:
-            out.append((inter_pod_affinity.ERR_AFFINITY, True))
+            out.append((m.ERR_POD_AFFINITY, True))
             continue
         if any(
             t.topology_key in labels and anti.get((t.topology_key, labels[t.topology_key]), 0) > 0
             for t in pod.anti_affinity_required
         ):
-            out.append((inter_pod_affinity.ERR_ANTI_AFFINITY, False))
+            out.append((m.ERR_POD_ANTI_AFFINITY, False))
             continue
         if any(existing.get((k, v), 0) > 0 for k, v in labels.items()):
-            out.append((inter_pod_affinity.ERR_EXISTING_ANTI_AFFINITY, False))
+            out.append((m.ERR_EXISTING_ANTI_AFFINITY, False))
             continue
         out.append(None)
     return out

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from scheduler import gpushare
-from scheduler.conditions import KIND_CPG, KIND_PG, group_conditions
-from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, reason_of
+from scheduler.conditions import KIND_CPG, KIND_PG, gated_condition, group_conditions
+from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, member_status, reason_of
 from scheduler.cycle.why import why_of_group
 from scheduler.decisions import (
     CycleResult,
@@ -384,7 +384,7 @@ class Scheduler(Reading):
             decisions: list[Decision] = []
             for p in pods:
                 if self.queue.gated.get(p.key) != msg:
-                    decisions.append(PodGated(p.key, s.plugin, s.message, report))
+                    decisions.append(PodGated(p.key, s.plugin, s.message, report, *gated_condition(p, s)))
                 self.queue.gated[p.key] = msg
                 self.queue.pending_reason[p.key] = msg
             if decisions:
@@ -504,7 +504,8 @@ class Scheduler(Reading):
         attempt = self.cycle.run_group(kind, root, queued, now)
         decisions: list[Decision] = []
         post, waiting = attempt.post, False
-        statuses, root_status = dict(attempt.results), attempt.status
+        completed = attempt.results  # each group's status before the PostFilter message
+        statuses, root_status = dict(completed), attempt.status
         bound: list[str] = []
         failed: list[tuple[Pod, Status]] = []
         if root_status.ok:
@@ -521,8 +522,7 @@ class Scheduler(Reading):
                         decisions.append(PodBound(p.key, name, leaf, gpus))
                         bound.append(p.key)
                     else:
-                        own = o.pod_status.get(p.key) if (o is not None and lst.ok) else None
-                        failed.append((p, own if own is not None else lst))
+                        failed.append((p, member_status(o, p.key, lst, lst)))
             decisions.append(GroupScheduled(root, tuple(bound), attempt.placement or None))
         else:
             if post is not None and post.status.message:
@@ -539,9 +539,10 @@ class Scheduler(Reading):
             decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes, why))
             waiting = self._apply_post(post, now, decisions)
             for leaf in attempt.leaves:
-                lst = statuses.get(f"{PG}:{leaf}", root_status)
-                for p in queued.get(leaf, ()):
-                    failed.append((p, lst))
+                o = attempt.outcomes.get(leaf)
+                before = completed.get(f"{PG}:{leaf}", attempt.status)
+                after = statuses.get(f"{PG}:{leaf}", root_status)
+                failed.extend((p, member_status(o, p.key, before, after)) for p in queued.get(leaf, ()))
             if not waiting:
                 for p, _ in failed:
                     cur = st.pods.get(p.key)

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.k8s import backend
+from scheduler import messages as m
 
 TYPES = (
     "PodBound",
@@ -49,28 +50,28 @@ def _describe(
             "Pod",
             d["pod"],
             "Normal",
-            "Scheduled",
+            m.EVENT_SCHEDULED,
             "Binding",
-            f"Successfully assigned {ns}/{name} to {d['node']}",
+            m.MSG_ASSIGNED % (ns, name, d["node"]),
         )
     if ev.type == "PodUnschedulable":
         msg = d.get("message") or d.get("reason", "")
         diagnoses[ev.position] = (d["pod"], d.get("reason", ""), msg)
-        return ("Pod", d["pod"], "Warning", "FailedScheduling", "Scheduling", msg)
+        return ("Pod", d["pod"], "Warning", m.EVENT_FAILED_SCHEDULING, "Scheduling", msg)
     if ev.type == "PodRetried":
         prev = diagnoses.get(int(d.get("diagnosis_position") or 0))
         if prev is None:
             return None
-        return ("Pod", d["pod"], "Warning", "FailedScheduling", "Scheduling", prev[2])
+        return ("Pod", d["pod"], "Warning", m.EVENT_FAILED_SCHEDULING, "Scheduling", prev[2])
     if ev.type == "PodGroupUnschedulable":
         msg = d.get("message") or d.get("reason", "")
         diagnoses[ev.position] = (d["group"], d.get("reason", ""), msg)
-        return ("PodGroup", d["group"], "Warning", "FailedScheduling", "Scheduling", msg)
+        return ("PodGroup", d["group"], "Warning", m.EVENT_FAILED_SCHEDULING, "Scheduling", msg)
     if ev.type == "PodGroupRetried":
         prev = diagnoses.get(int(d.get("diagnosis_position") or 0))
         if prev is None:
             return None
-        return ("PodGroup", d["group"], "Warning", "FailedScheduling", "Scheduling", prev[2])
+        return ("PodGroup", d["group"], "Warning", m.EVENT_FAILED_SCHEDULING, "Scheduling", prev[2])
     if ev.type == "PodGroupScheduled":
         pods = d.get("pods") or []
         where = f" ({d['placement']})" if d.get("placement") else ""
@@ -78,13 +79,13 @@ def _describe(
             "PodGroup",
             d["group"],
             "Normal",
-            "Scheduled",
+            m.EVENT_SCHEDULED,
             "Scheduling",
             f"Scheduled {len(pods)} pods{where}",
         )
     if ev.type == "PodPreempted":
         msg = d.get("message") or f"Preempted by {d.get('preemptor')} on node {d.get('node')}"
-        return ("Pod", d["victim"], "Normal", "Preempted", "Preemption", msg)
+        return ("Pod", d["victim"], "Normal", m.EVENT_PREEMPTED, "Preemption", msg)
     return None
 
 
@@ -152,6 +153,7 @@ def _count(
 ) -> None:
     """Fold one described decision into the aggregated Events (repeats raise the count)."""
     kind, key, typ, reason, action, message = desc
+    message = m.truncate_note(message)  # as upstream's event recorder: at most 1024 bytes
     ns, name = _split(key)
     if namespace is not None and ns != namespace:
         return

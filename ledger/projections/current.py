@@ -78,28 +78,21 @@ def _set_condition(row: dict[str, Any], cond: dict[str, Any], when: str) -> None
     row["status"] = {**row["status"], "conditions": conds}
 
 
-SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
-
-
-def _not_ready(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    """PodScheduled of a pod that PreEnqueue rejected (KEP-5501): False/NotReadyForScheduling with
-    the plugin's message. The SchedulingGates plugin's message is the kube-apiserver's, and a pod
-    with its own gates keeps the apiserver's reason SchedulingGated (the scheduler does not
-    re-patch an identical message); a member gated by a sibling's gates gets NotReadyForScheduling."""
-    if data["plugin"] == "SchedulingGates":
+def _gated(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """PodScheduled of a pod that PreEnqueue rejected, in the scheduler's words (the PodGated
+    payload's ``reason`` and ``condition_message``). A v1 payload from before the scheduler worded
+    it has no reason for a SchedulingGates rejection: the pod keeps the reason the kube-apiserver
+    gives a pod created with scheduling gates when it has gates of its own."""
+    reason = data.get("reason")
+    if reason is None:
         own = ((row.get("object") or {}).get("spec") or {}).get("schedulingGates")
         reason = "SchedulingGated" if own else "NotReadyForScheduling"
-        return {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": SCHEDULING_GATED_MESSAGE,
-        }
+    message = data.get("condition_message")
     return {
         "type": "PodScheduled",
         "status": "False",
-        "reason": "NotReadyForScheduling",
-        "message": data["message"],
+        "reason": reason,
+        "message": data["message"] if message is None else message,
     }
 
 
@@ -189,7 +182,7 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
     elif typ == "PodGated":
         row["status"] = {**row["status"], "gated": {"plugin": data["plugin"], "message": data["message"]}}
         if data.get("report", True):
-            _set_condition(row, _not_ready(row, data), when)
+            _set_condition(row, _gated(row, data), when)
     elif typ == "PodGroupSatisfiedChanged":
         cond = {k: data[k] for k in ("status", "reason", "message")}
         _set_condition(row, {"type": "PodGroupSatisfied", **cond}, when)

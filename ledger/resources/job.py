@@ -37,8 +37,11 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from ledger.resources.jobset import COMPILED_BY as JOBSET_COMPILED_BY
+from ledger.resources.jobset import compile_jobset
 from ledger.resources.models import Resource, model_for
 from ledger.resources.models.batch import Job
+from ledger.resources.models.jobset import JobSet
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -184,17 +187,31 @@ def _resource(data: dict[str, Any]) -> Resource:
     return obj
 
 
-def expand_jobs(objects: Sequence[Resource]) -> tuple[list[Resource], dict[tuple[str, str, str], str]]:
-    """``objects`` with each Job followed by what the Job controller creates for it, and per
-    compiled object's key the ``namespace/name`` of its Job."""
+def expand_jobs(
+    objects: Sequence[Resource],
+) -> tuple[list[Resource], dict[tuple[str, str, str], dict[str, str]]]:
+    """``objects`` with each Job followed by what the Job controller creates for it (a JobSet by
+    what the JobSet controller creates, its Jobs expanded in turn), and per compiled object's key
+    the meta of its events: the compiling controller (``actor``) and its owner (``job`` or
+    ``jobset``: ``namespace/name``)."""
     out: list[Resource] = []
-    owners: dict[tuple[str, str, str], str] = {}
+    owners: dict[tuple[str, str, str], dict[str, str]] = {}
     for obj in objects:
         out.append(obj)
-        if isinstance(obj, Job):
+        if isinstance(obj, JobSet):
+            children, more = expand_jobs(compile_jobset(obj))
+            out.extend(children)
+            owner = {"actor": JOBSET_COMPILED_BY, "jobset": f"{obj.metadata.namespace}/{obj.name}"}
+            owners.update({c.key: more.get(c.key, owner) for c in children})
+        elif isinstance(obj, Job):
             children = compile_job(obj)
             out.extend(children)
-            owners.update({c.key: f"{obj.metadata.namespace}/{obj.name}" for c in children})
+            owners.update(
+                {
+                    c.key: {"actor": COMPILED_BY, "job": f"{obj.metadata.namespace}/{obj.name}"}
+                    for c in children
+                }
+            )
     return out, owners
 
 

@@ -55,6 +55,9 @@ class KindInfo:
 # shows when a manifest names none) and v1 (GA); both are the same objects, stored with the
 # apiVersion they were applied with (KEP-4671).
 SCHEDULING_WORKLOAD_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
+# CompositePodGroup: v1beta1 (upstream's master, KEP-6012 beta; preferred) and v1alpha3 (1.37),
+# the same objects, stored with the apiVersion they were applied with.
+SCHEDULING_COMPOSITE_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3")
 
 KINDS: tuple[KindInfo, ...] = (
     KindInfo("Node", ("v1",), "nodes", ("no",), "node", False),
@@ -75,7 +78,7 @@ KINDS: tuple[KindInfo, ...] = (
     ),
     KindInfo(
         "CompositePodGroup",
-        ("scheduling.k8s.io/v1alpha3",),
+        SCHEDULING_COMPOSITE_VERSIONS,
         "compositepodgroups",
         ("cpg",),
         "compositepodgroup.scheduling.k8s.io",
@@ -106,6 +109,7 @@ KINDS: tuple[KindInfo, ...] = (
         True,
     ),
     KindInfo("Job", ("batch/v1",), "jobs", (), "job.batch", True),
+    KindInfo("JobSet", ("jobset.x-k8s.io/v1alpha2",), "jobsets", ("js",), "jobset.jobset.x-k8s.io", True),
     KindInfo(
         "SchedulerConfig",
         ("podledger.io/v1alpha1",),

@@ -37,6 +37,13 @@ RESOURCE_LISTS: dict[str, tuple[str, ...]] = {
         "spec.template.spec.initContainers[].resources.limits",
         "spec.template.spec.overhead",
     ),
+    "JobSet": (
+        "spec.replicatedJobs[].template.spec.template.spec.containers[].resources.requests",
+        "spec.replicatedJobs[].template.spec.template.spec.containers[].resources.limits",
+        "spec.replicatedJobs[].template.spec.template.spec.initContainers[].resources.requests",
+        "spec.replicatedJobs[].template.spec.template.spec.initContainers[].resources.limits",
+        "spec.replicatedJobs[].template.spec.template.spec.overhead",
+    ),
 }
 
 

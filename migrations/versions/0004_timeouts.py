@@ -11,7 +11,7 @@ lock, which covers the short window between taking the lock and inserting.
 
 The timeout is ``podledger.ledger_idle_timeout`` when set (``ALTER DATABASE ... SET
 podledger.ledger_idle_timeout = '10s'``), else 5 s (eventsourcing's default, see
-spec/ledger-design.md §6).
+docs/semantics.md L.6).
 
 Revision ID: 0004
 Revises: 0003

@@ -1,6 +1,6 @@
 """Scheduling cycles: the classic one-pod cycle and the PodGroup / CompositePodGroup cycle.
 
-PodGroup cycle (spec §5): one snapshot per attempt (``Snapshot.backup``/``restore``), runtime
+PodGroup cycle (docs/semantics.md §5): one snapshot per attempt (``Snapshot.backup``/``restore``), runtime
 hierarchy validation, then the root algorithm:
 
 * leaf PodGroup without topology constraint -> default algorithm (§5.2): PlacementFeasible before
@@ -48,13 +48,15 @@ Plugins are called through the scheduler's ``Profile`` (``scheduler.framework``)
 
 from scheduler.cycle.attempt import Cycle
 from scheduler.cycle.composite import Algorithm, complete_results, results_ok
-from scheduler.cycle.diagnosis import DIAGNOSIS_BUDGET, compact_diagnosis, pod_failure, reason_of
+from scheduler.cycle.diagnosis import (
+    DIAGNOSIS_BUDGET,
+    compact_diagnosis,
+    member_status,
+    pod_failure,
+    reason_of,
+)
 from scheduler.cycle.placement import gang_outcome
 from scheduler.cycle.results import (
-    MSG_CHILD_ERROR,
-    MSG_NO_PODS_SCHEDULABLE,
-    MSG_NOMINATED_NO_POD,
-    MSG_PLACEMENTS,
     Counters,
     GroupAttempt,
     LeafOutcome,
@@ -62,6 +64,7 @@ from scheduler.cycle.results import (
 )
 from scheduler.cycle.validation import VALIDATION, validate
 from scheduler.framework import PostFilterRequest, PostFilterResult, PreFilterRequest
+from scheduler.messages import MSG_CHILD_ERROR, MSG_NO_PODS_SCHEDULABLE, MSG_NOMINATED_NO_POD, MSG_PLACEMENTS
 
 __all__ = [
     "DIAGNOSIS_BUDGET",
@@ -82,6 +85,7 @@ __all__ = [
     "compact_diagnosis",
     "complete_results",
     "gang_outcome",
+    "member_status",
     "pod_failure",
     "reason_of",
     "results_ok",

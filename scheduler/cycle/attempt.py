@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from scheduler import gpushare
 from scheduler.cycle.composite import Algorithm, complete_results, results_ok
 from scheduler.cycle.diagnosis import pod_failure
-from scheduler.cycle.results import MSG_NO_PODS_SCHEDULABLE, Counters, GroupAttempt
+from scheduler.cycle.results import Counters, GroupAttempt
 from scheduler.cycle.validation import validate
 from scheduler.framework import (
     SUCCESS,
@@ -22,6 +22,7 @@ from scheduler.framework import (
     plain_checks,
     unschedulable,
 )
+from scheduler.messages import MSG_NO_PODS_SCHEDULABLE
 from scheduler.model import CompositePodGroup, Pod, PodGroup
 from scheduler.plugins import gang_scheduling
 from scheduler.state import CPG, PG, State

@@ -9,8 +9,9 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.cycle.placement import LeafAlgorithm
-from scheduler.cycle.results import MSG_CHILD_ERROR, MSG_PLACEMENTS, LeafOutcome, PlacementEval
+from scheduler.cycle.results import LeafOutcome, PlacementEval
 from scheduler.framework import Code, Status, error, unschedulable
+from scheduler.messages import MSG_CHILD_ERROR, MSG_PLACEMENTS
 from scheduler.model import CompositePodGroup
 from scheduler.plugins import gang_scheduling
 from scheduler.state import CPG, PG, State
@@ -41,7 +42,10 @@ class Algorithm(LeafAlgorithm):
             return gst
         ok: list[tuple[PlacementEval, dict[str, Status], dict[str, LeafOutcome]]] = []
         first: tuple[Status, dict[str, Status], dict[str, LeafOutcome]] | None = None
-        for p in placements:
+        want = self.placements_to_find(placements)
+        for p in self.evaluation_order(cpg.key, placements, want):
+            if len(ok) >= want:
+                break
             mark = snap.backup()
             saved_r, saved_o = self.results, self.outcomes
             self.results, self.outcomes = {}, {}

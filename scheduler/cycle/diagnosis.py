@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scheduler.cycle.results import GroupAttempt
+from scheduler.cycle.results import GroupAttempt, LeafOutcome
 from scheduler.framework import Code, Diagnosis, Status
+from scheduler.messages import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE
 from scheduler.plugins import gang_scheduling
 
 
 def reason_of(s: Status) -> str:
     """The condition reason of a failed status."""
-    return "SchedulerError" if s.code == Code.ERROR else "Unschedulable"
+    return REASON_SCHEDULER_ERROR if s.code == Code.ERROR else REASON_UNSCHEDULABLE
 
 
 def pod_failure(diag: Diagnosis) -> Status:
@@ -23,6 +24,30 @@ def pod_failure(diag: Diagnosis) -> Status:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (diag.fit_error(),), "")
     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if diag.unresolvable == diag.num_nodes else Code.UNSCHEDULABLE
     return Status(code, (diag.fit_error(),), diag.top_plugin())
+
+
+def member_status(outcome: LeafOutcome | None, pod_key: str, completed: Status, final: Status) -> Status:
+    """The status a member pod that does not bind gets (its PodScheduled=False message and its
+    FailedScheduling event), as upstream's ``submitPodGroupResult`` hands each pod to the
+    FailureHandler:
+
+    * the leaf's status is an Error: the pod's own status if it errored, else the leaf's;
+    * the pod's own result failed (it fitted no node): its own fit error, ``0/N nodes are
+      available: ...`` (without the PostFilter's message, which only the group's status gets);
+    * the pod was placed, then the group failed (reverted) or waits on preemption: the leaf's
+      ``final`` status (with the PostFilter's message);
+    * the pod was never evaluated (the loop stopped early, or no placement was tried): the leaf's
+      ``completed`` status, the copy upstream takes before PostFilter runs.
+
+    ``outcome``: the leaf's outcome in this attempt (None: the leaf was never evaluated)."""
+    own = outcome.pod_status.get(pod_key) if outcome is not None else None
+    if final.is_error:
+        return own if own is not None and own.is_error else final
+    if own is not None and not own.ok:
+        return own
+    if outcome is not None and any(pk == pod_key for pk, _ in (*outcome.assigned, *outcome.tried)):
+        return final
+    return completed
 
 
 DIAGNOSIS_BUDGET = 1000  # bytes of compact JSON the lists are trimmed to (never a string)

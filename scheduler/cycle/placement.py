@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -10,13 +11,12 @@ import numpy.typing as npt
 from scheduler import gpushare
 from scheduler.cycle.diagnosis import pod_failure
 from scheduler.cycle.results import (
-    MSG_NOMINATED_NO_POD,
-    MSG_PLACEMENTS,
     Counters,
     LeafOutcome,
     PlacementEval,
 )
 from scheduler.framework import SUCCESS, Code, Diagnosis, Profile, Status, unschedulable
+from scheduler.messages import MSG_NOMINATED_NO_POD, MSG_PLACEMENTS
 from scheduler.model import Pod, PodGroup
 from scheduler.plugins import gang_scheduling, node_resources_fit, placement_scoring, topology_placement
 from scheduler.plugins.placement_scoring import Candidates
@@ -32,6 +32,7 @@ I64 = npt.NDArray[np.int64]
 # Vectorized per-domain prediction of placement outcomes for interchangeable pods (exact; the
 # benchmark turns it off to measure the pod-by-pod evaluation of every placement as a baseline).
 VECTORIZED_PLACEMENTS = True
+MIN_PLACEMENTS_PERCENTAGE = 5  # the adaptive limit's floor (KEP-5732)
 
 
 class LeafAlgorithm:
@@ -282,15 +283,24 @@ class LeafAlgorithm:
                 successful = [nominated_eval]
         evals: list[PlacementEval] = []
         if not successful:
-            others = [p for p in placements if p is not nominated]
+            want = self.placements_to_find(placements)
+            others = self.evaluation_order(pg.key, [p for p in placements if p is not nominated], want)
+            found = 0
             if VECTORIZED_PLACEMENTS and (self._homogeneous(infos) or self._self_anti_key(infos) is not None):
-                evals = self._predict(pg, infos, others, parent_mask, key)
+                for ev in self._predict(pg, infos, others, parent_mask, key):  # all at once, cheaply
+                    evals.append(ev)
+                    found += ev.status.ok
+                    if found >= want:
+                        break
             else:
                 for p in others:
                     ev = self._evaluate_exact(pg, pods, p)
                     if ev.status.is_error:
                         return LeafOutcome(pg.key, ev.status)
                     evals.append(ev)
+                    found += ev.status.ok
+                    if found >= want:
+                        break
             for ev in evals:
                 self.c.line(pg.key, ev.placement.name, ev.status)
             successful = [ev for ev in evals if ev.status.ok]
@@ -305,7 +315,7 @@ class LeafAlgorithm:
             if report.outcome is not None:
                 out.diag = report.outcome.diag
                 out.pod_status = report.outcome.pod_status
-                out.tried = report.proposals
+                out.tried = [*report.outcome.assigned, *report.outcome.tried]  # placed, then reverted
             return out
         if len(successful) == 1:
             best = successful[0]
@@ -326,6 +336,41 @@ class LeafAlgorithm:
             self.c.evaluated += 1
         out.placement = best.placement.name
         return out
+
+    # ------------------------------------------- how many placements are evaluated (KEP-5732)
+    def placements_to_find(self, placements: Sequence[Placement]) -> int:
+        """How many feasible placements are evaluated before one is chosen: upstream's
+        PercentageOfPlacementsToScore (KEP-5732, kubernetes PR #139859). Without a PlacementScore
+        plugin the first feasible placement wins. Otherwise ``p`` percent of the placements, at
+        least 1: ``p`` is ``config.percentage_of_placements_to_score`` when set (100: every
+        placement), else the adaptive default ``max(5, 100 - nodes * 9 / 500)`` where ``nodes``
+        sums the nodes of every generated placement (100% for small clusters, 10% at 5,000)."""
+        n = len(placements)
+        if n <= 1:
+            return n
+        if not self.profile.placement_score:
+            return 1
+        pct = self.state.config.percentage_of_placements_to_score
+        if pct >= 100:
+            return n
+        if pct <= 0:
+            nodes = sum(p.size for p in placements)
+            pct = max(MIN_PLACEMENTS_PERCENTAGE, 100 - nodes * 9 // 500)
+        return max(1, n * pct // 100)
+
+    @staticmethod
+    def evaluation_order(group: str, placements: list[Placement], want: int) -> list[Placement]:
+        """The order placements are evaluated in. Upstream shuffles them so that the subset a
+        limit leaves is not the generator's first few; podledger's stand-in for the shuffle is
+        deterministic: placements sorted by a hash of (group, placement name), a different order
+        per group. When every placement is evaluated anyway, the generator's order stays (the
+        winner does not depend on it, and the first placement a failure reports is the first
+        name)."""
+        if want >= len(placements):
+            return placements
+        return sorted(
+            placements, key=lambda p: hashlib.blake2b(f"{group}\0{p.name}".encode(), digest_size=8).digest()
+        )
 
     # ---------------------------------------------------- §6.2 / §6.4 through the profile
     def generate(

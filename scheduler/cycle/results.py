@@ -8,11 +8,6 @@ from scheduler.framework import SUCCESS, Diagnosis, PostFilterResult, Status
 from scheduler.plugins.topology_placement import Placement
 from scheduler.state import name_of
 
-MSG_NO_PODS_SCHEDULABLE = "no pods were schedulable"
-MSG_PLACEMENTS = "0/%d placements are available, first placement status: %s"
-MSG_NOMINATED_NO_POD = "nominated placement is feasible but no pending pod was scheduled"
-MSG_CHILD_ERROR = "composite pod group evaluation failed due to child error: %s"
-
 
 @dataclass(slots=True)
 class LeafOutcome:

@@ -1,34 +1,26 @@
-"""Runtime validation of a group attempt's hierarchy (spec §5.1): forest structure, one priority
+"""Runtime validation of a group attempt's hierarchy (docs/semantics.md §5.1): forest structure, one priority
 and preemption policy, one scheduler name."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scheduler.framework import SUCCESS, Status, error, go_quote
+from scheduler.framework import SUCCESS, Status, error
+from scheduler.messages import (
+    MSG_CYCLE,
+    MSG_DEPTH,
+    MSG_GROUP_POLICY,
+    MSG_GROUP_PRIORITY,
+    MSG_NOT_FOUND,
+    MSG_POD_POLICY,
+    MSG_POD_POLICY_NOGATE,
+    MSG_POD_PRIORITY,
+    MSG_POD_SCHEDULER,
+    MSG_PROFILE,
+    go_quote,
+)
 from scheduler.model import PREEMPT_LOWER, CompositePodGroup, Pod, PodGroup
 from scheduler.state import CPG, MAX_DEPTH, PG, State, name_of
-
-MSG_NOT_FOUND = "%s not found in workload forest"
-MSG_CYCLE = "cycle detected in composite pod group hierarchy: %s"
-MSG_DEPTH = "hierarchy depth of %d exceeds maximum allowed depth of %d (path: %s)"
-MSG_GROUP_PRIORITY = "all pod groups in a hierarchy should have the same priority as the root pod group's priority, got %d (%s) and %d (%s)"
-MSG_GROUP_POLICY = (
-    "all pod groups in a hierarchy should have the same preemption policy as the root pod group's preemption policy, "
-    "got %s (%s) and %s (%s)"
-)
-MSG_POD_SCHEDULER = (
-    "all pods in a pod group hierarchy should have the same .spec.schedulerName set, got: %s (%s) and %s (%s)"
-)
-MSG_POD_PRIORITY = "all pods in a pod group hierarchy should have the same priority as the root pod group's priority, got %d (%s) and %d (%s)"
-MSG_POD_POLICY = (
-    "all pods in a pod group hierarchy should have the same preemption policy as the root pod group's preemption policy, "
-    "got %s (%s) and %s (%s)"
-)
-MSG_POD_POLICY_NOGATE = (
-    "all pods in a pod group hierarchy should have the same preemption policy, got %s (%s) and %s (%s)"
-)
-MSG_PROFILE = "profile not found for scheduler name %s"
 
 VALIDATION = "PodGroupValidation"
 # Layout violations: a CompositePodGroup's condition says ``Invalid`` for them (newest v1alpha3
@@ -53,7 +45,9 @@ def validate(
     cpgs: Sequence[str],
     queued: Mapping[str, Sequence[Pod]],
 ) -> Status:
-    """Success, or the first hierarchy problem as an Error of plugin ``PodGroupValidation``."""
+    """Success, or the first hierarchy problem as an Error of plugin ``PodGroupValidation``. As
+    upstream's validatePodGroup words them, the offending group or pod comes first, the root (or
+    the first pod) second."""
     # structure (runtime validation of the workload forest)
     for lk in leaves:
         pg = state.pod_groups[lk]
@@ -76,10 +70,10 @@ def validate(
     groups += [state.pod_groups[k] for k in leaves]
     for g in groups:
         if g.priority != prio:
-            return error(MSG_GROUP_PRIORITY % (prio, q(root_obj.name), g.priority, q(g.name)), VALIDATION)
+            return error(MSG_GROUP_PRIORITY % (g.priority, q(g.name), prio, q(root_obj.name)), VALIDATION)
         if policy_gate and (g.preemption_policy or PREEMPT_LOWER) != pol:
             return error(
-                MSG_GROUP_POLICY % (pol, q(root_obj.name), g.preemption_policy, q(g.name)), VALIDATION
+                MSG_GROUP_POLICY % (g.preemption_policy, q(g.name), pol, q(root_obj.name)), VALIDATION
             )
     pods: list[Pod] = []
     for lk in leaves:
@@ -95,19 +89,19 @@ def validate(
     for p in pods:
         if p.scheduler_name != first.scheduler_name:
             return error(
-                MSG_POD_SCHEDULER % (q(first.scheduler_name), q(first.name), q(p.scheduler_name), q(p.name)),
+                MSG_POD_SCHEDULER % (q(p.scheduler_name), q(p.name), q(first.scheduler_name), q(first.name)),
                 VALIDATION,
             )
         if p.priority != prio:
-            return error(MSG_POD_PRIORITY % (prio, q(root_obj.name), p.priority, q(p.name)), VALIDATION)
+            return error(MSG_POD_PRIORITY % (p.priority, q(p.name), prio, q(root_obj.name)), VALIDATION)
         ppol = p.preemption_policy or PREEMPT_LOWER
         if policy_gate:
             if ppol != pol:
-                return error(MSG_POD_POLICY % (pol, q(root_obj.name), ppol, q(p.name)), VALIDATION)
+                return error(MSG_POD_POLICY % (ppol, q(p.name), pol, q(root_obj.name)), VALIDATION)
         elif ppol != (first.preemption_policy or PREEMPT_LOWER):
             return error(
                 MSG_POD_POLICY_NOGATE
-                % (first.preemption_policy or PREEMPT_LOWER, q(first.name), ppol, q(p.name)),
+                % (ppol, q(p.name), first.preemption_policy or PREEMPT_LOWER, q(first.name)),
                 VALIDATION,
             )
     if first.scheduler_name != state.config.profile:

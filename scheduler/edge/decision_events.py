@@ -120,6 +120,10 @@ def decision_payload(dec: d.Decision) -> dict[str, Any]:
         data["pods"] = list(dec.pods)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
-    elif isinstance(dec, d.PodGated) and dec.report:
-        data.pop("report")  # payloads written with the condition reported stay as they were
+    elif isinstance(dec, d.PodGated):
+        if dec.report:
+            data.pop("report")  # a payload field only when False
+        else:  # nothing reported: no condition wording (payloads as they were)
+            data.pop("reason")
+            data.pop("condition_message")
     return data

@@ -362,6 +362,9 @@ def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
         percentage_of_nodes_to_score=int(
             spec.get("percentageOfNodesToScore", base.percentage_of_nodes_to_score)
         ),
+        percentage_of_placements_to_score=int(
+            spec.get("percentageOfPlacementsToScore", base.percentage_of_placements_to_score)
+        ),
         feature_gates=gates,
         scheduler_name=spec.get("schedulerName") or None,
         controller_emulation=bool(spec.get("controllerEmulation", True)),
@@ -370,7 +373,12 @@ def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
 
 # fields added after the hash was defined: left out at their default so that existing
 # configurations keep their hash
-_HASH_DEFAULTS = {"percentage_of_nodes_to_score": 100, "scheduler_name": None, "controller_emulation": True}
+_HASH_DEFAULTS = {
+    "percentage_of_nodes_to_score": 100,
+    "percentage_of_placements_to_score": 0,
+    "scheduler_name": None,
+    "controller_emulation": True,
+}
 
 
 def config_hash(config: m.SchedulerConfig) -> str:

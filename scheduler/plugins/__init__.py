@@ -9,12 +9,13 @@ point(s) (``scheduler.framework``); ``scheduler.profile`` lists them in call ord
 * Filter (node-static, vectorized over all nodes): ``node_unschedulable``, ``node_name``,
   ``taint_toleration``, ``node_affinity``; ``node_resources_fit`` is the built-in dynamic filter
   and node scorer;
-* Score: ``taint_toleration``, ``node_affinity`` (plus NodeResourcesFit);
+* Score: ``taint_toleration``, ``node_affinity`` (plus NodeResourcesFit and
+  ``balanced_allocation``, both scored per demand in the pod scheduler's incremental cache,
+  ``scheduler.fitcache``);
 * pod-aware Filter / Score (read the scheduled pods through ``pod_index``, vectorized over all
   nodes, evaluated per pod only when active for it): ``node_ports`` (before NodeResourcesFit),
-  ``pod_topology_spread``, ``inter_pod_affinity``; scores ``balanced_allocation`` (weight 0
-  unless configured), ``inter_pod_affinity``, ``pod_topology_spread``; percentageOfNodesToScore
-  is in ``scheduler.podsched``;
+  ``pod_topology_spread``, ``inter_pod_affinity``; scores ``inter_pod_affinity``,
+  ``pod_topology_spread``; percentageOfNodesToScore is in ``scheduler.podsched``;
 * PlacementGenerate: ``topology_placement``; PlacementScore: ``placement_scoring``;
 * PostFilter: preemption (``scheduler.preemption``).
 

@@ -1,5 +1,5 @@
 """ElasticQuota PreFilter: an attempt (a plain pod, or all pending pods of a group summed) must
-fit its namespace's elastic quota (rules in ``scheduler.quota``'s docstring, spec/quota.md).
+fit its namespace's elastic quota (rules in ``scheduler.quota``'s docstring, docs/semantics.md Q.3).
 
 A non-success status fails the attempt with the quota's message: a plain pod reads
 ``0/N nodes are available: <message>.``, a group's root status is the message (so the

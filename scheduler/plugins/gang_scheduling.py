@@ -2,7 +2,7 @@
 
 PreEnqueue (``GangScheduling.pre_enqueue``), per queue entity:
 
-* standalone PodGroup entity: the PodGroup must exist (``waiting for pod's pod group "<name>" to
+* standalone PodGroup entity: the PodGroup must exist (``waiting for pods's pod group "<name>" to
   appear in scheduling queue``); a gang needs ``minCount`` pods (pending or scheduled) known;
 * CompositePodGroup tree: the root's tree meets quorum: at least ``minGroupCount`` children are
   *ready* (a PodGroup with ``minCount`` pods known, a CompositePodGroup whose own children meet
@@ -20,17 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.framework import SUCCESS, Code, Status, go_quote, unresolvable
+from scheduler.framework import SUCCESS, Code, Status, unresolvable
+from scheduler.messages import (
+    MSG_CANNOT,
+    MSG_GROUP_NOT_FOUND,
+    MSG_MIN_COUNT,
+    MSG_NOT_YET,
+    MSG_TREE_QUORUM,
+    go_quote,
+)
 from scheduler.model import Pod
 from scheduler.state import CPG, PG, State, name_of, split_entity
 
 NAME = "GangScheduling"
-
-MSG_GROUP_NOT_FOUND = "waiting for pod's pod group %s to appear in scheduling queue"
-MSG_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
-MSG_TREE_QUORUM = "waiting for composite pod group %s tree to meet quorum"
-MSG_CANNOT = "minCount (%d) cannot be satisfied: %d scheduled, %d remaining"
-MSG_NOT_YET = "minCount (%d) is not yet satisfied: %d scheduled, %d remaining"
 
 
 def placement_feasible(minimum: int, scheduled: int, remaining: int) -> Status:

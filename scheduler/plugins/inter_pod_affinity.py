@@ -29,6 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import Code, FilterResult
+from scheduler.messages import ERR_EXISTING_ANTI_AFFINITY
+from scheduler.messages import ERR_POD_AFFINITY as ERR_AFFINITY
+from scheduler.messages import ERR_POD_ANTI_AFFINITY as ERR_ANTI_AFFINITY
 from scheduler.model import Pod, PodAffinityTerm, SchedulerConfig
 from scheduler.plugins.pod_index import (
     AFF_PREF,
@@ -43,9 +46,6 @@ from scheduler.plugins.pod_index import (
 from scheduler.snapshot import Snapshot
 
 NAME = "InterPodAffinity"
-ERR_AFFINITY = "node(s) didn't match pod affinity rules"
-ERR_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 HARD_POD_AFFINITY_WEIGHT = 1
 MAX_NODE_SCORE = 100
 

@@ -15,11 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import Code, FilterResult, FilterSignature
+from scheduler.messages import ERR_NODE_AFFINITY as ERR_REASON_POD
 from scheduler.model import NodeSelectorTerm, PreferredTerm, Requirement, parse_int64
 from scheduler.snapshot import Snapshot
 
 NAME = "NodeAffinity"
-ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 
 BOOL = npt.NDArray[np.bool_]
 

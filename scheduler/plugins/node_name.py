@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.framework import Code, FilterResult, FilterSignature
+from scheduler.messages import ERR_NODE_NAME as ERR_REASON
 from scheduler.snapshot import Snapshot
 
 NAME = "NodeName"
-ERR_REASON = "node(s) didn't match the requested node name"
 
 
 def filter_node(node_name: str | None, name: str) -> list[str]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.framework import Code, FilterResult
+from scheduler.messages import ERR_NODE_PORTS as ERR_REASON
 from scheduler.model import HostPort, Pod
 from scheduler.plugins.pod_index import index_of, ports_conflict
 from scheduler.snapshot import Snapshot
 
 NAME = "NodePorts"
-ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_IP = "0.0.0.0"
 
 

@@ -20,11 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import Code, FilterResult
+from scheduler.messages import ERR_INSUFFICIENT
+from scheduler.messages import ERR_TOO_MANY_PODS as TOO_MANY_PODS
 from scheduler.model import CPU, MEMORY
 from scheduler.snapshot import R_CPU, R_MEM, R_PODS, Demand, Snapshot
 
 NAME = "NodeResourcesFit"
-TOO_MANY_PODS = "Too many pods"
 MAX_NODE_SCORE = 100
 
 I64 = npt.NDArray[np.int64]
@@ -33,7 +34,7 @@ IDX = npt.NDArray[np.intp]
 
 
 def insufficient(resource: str) -> str:
-    return f"Insufficient {resource}"
+    return ERR_INSUFFICIENT % resource
 
 
 def fit_mask(snap: Snapshot, rows: tuple[int, ...], amounts: tuple[int, ...], idx: IDX | None = None) -> BOOL:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from scheduler.framework import Code, FilterResult, FilterSignature
+from scheduler.messages import ERR_NODE_UNSCHEDULABLE as ERR_REASON_UNSCHEDULABLE
 from scheduler.model import Taint, Toleration
 from scheduler.plugins.taint_toleration import tolerates
 from scheduler.snapshot import Snapshot
 
 NAME = "NodeUnschedulable"
-ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 _TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect="NoSchedule")
 

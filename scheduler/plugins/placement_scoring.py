@@ -39,7 +39,6 @@ I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
 
 POD_COUNT_NAME = "PodGroupPodsCount"
-ERR_NONE_ASSIGNED = "no pods from pod group are assigned to any of the candidate placements"
 MAX_SCORE = node_resources_fit.MAX_NODE_SCORE
 
 

@@ -26,14 +26,14 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import Code, FilterResult
+from scheduler.messages import ERR_SPREAD_CONSTRAINTS as ERR_CONSTRAINTS
+from scheduler.messages import ERR_SPREAD_LABEL as ERR_MISSING_LABEL
 from scheduler.model import Pod, SchedulerConfig, TopologySpreadConstraint
 from scheduler.plugins import node_affinity, taint_toleration
 from scheduler.plugins.pod_index import index_of, selector_matches
 from scheduler.snapshot import Snapshot
 
 NAME = "PodTopologySpread"
-ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
-ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HOSTNAME = "kubernetes.io/hostname"

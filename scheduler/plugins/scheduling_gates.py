@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.framework import SUCCESS, Status, unresolvable
+from scheduler.messages import MSG_SCHEDULING_GATES, go_list
 from scheduler.model import Pod
 from scheduler.state import State
 
@@ -14,7 +15,7 @@ NAME = "SchedulingGates"
 def pre_enqueue(pod: Pod) -> Status:
     if not pod.scheduling_gates:
         return SUCCESS
-    return unresolvable("waiting for scheduling gates: [" + " ".join(pod.scheduling_gates) + "]", NAME)
+    return unresolvable(MSG_SCHEDULING_GATES % go_list(pod.scheduling_gates), NAME)
 
 
 class SchedulingGates:

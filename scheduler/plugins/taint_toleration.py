@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import Code, FilterResult, FilterSignature
+from scheduler.messages import ERR_UNTOLERATED_TAINT
 from scheduler.model import Taint, Toleration
 from scheduler.snapshot import Snapshot
 
@@ -43,7 +44,7 @@ def first_untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, 
 
 
 def reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    return ERR_UNTOLERATED_TAINT % (taint.key, taint.value)
 
 
 def filter_nodes(tolerations: tuple[Toleration, ...], snap: Snapshot) -> FilterResult:

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import SUCCESS, Status, error
+from scheduler.messages import ERR_MULTIPLE_DOMAINS
 from scheduler.snapshot import Snapshot, distinct_sorted
 
 NAME = "TopologyPlacement"
-ERR_MULTIPLE_DOMAINS = "more than 1 domain found for pod group"
 
 BOOL = npt.NDArray[np.bool_]
 
@@ -27,7 +27,7 @@ class Placement:
     """A candidate set of nodes: the parent's nodes whose label value is the domain's value
     (the node mask is built lazily: most placements are only scored through domain sums)."""
 
-    __slots__ = ("name", "domain", "_parent", "_ids", "_nodes")
+    __slots__ = ("name", "domain", "_parent", "_ids", "_nodes", "_size")
 
     def __init__(
         self,
@@ -36,12 +36,21 @@ class Placement:
         domain: int = -1,
         parent: BOOL | None = None,
         ids: npt.NDArray[np.int32] | None = None,
+        size: int | None = None,
     ) -> None:
         self.name = name
         self.domain = domain
         self._nodes = nodes
         self._parent = parent
         self._ids = ids
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        """The number of nodes in the placement."""
+        if self._size is None:
+            self._size = int(np.count_nonzero(self.nodes))
+        return self._size
 
     @property
     def nodes(self) -> BOOL:
@@ -68,12 +77,15 @@ def generate(
             pinned.add(d)
     if len(pinned) > 1:
         return [], error(ERR_MULTIPLE_DOMAINS, NAME)
-    present = distinct_sorted(ids[parent & (ids >= 0)])
+    inside = ids[parent & (ids >= 0)]
+    present = distinct_sorted(inside)
+    sizes = np.bincount(inside, minlength=len(dom.values)) if len(inside) else None
     out: list[Placement] = []
     for d in present.tolist():
         if pinned and d not in pinned:
             continue
-        out.append(Placement(f"{key}={dom.values[d]}", None, d, parent, ids))
+        size = int(sizes[d]) if sizes is not None else 0
+        out.append(Placement(f"{key}={dom.values[d]}", None, d, parent, ids, size))
     return out, SUCCESS
 
 

@@ -1,5 +1,5 @@
 """Preemption: workload-aware PodGroupPostFilter, classic pod-level DefaultPreemption and
-elastic-quota preemption (spec workload-scheduling.md §8–§10, §11.4; spec/quota.md).
+elastic-quota preemption (docs/semantics.md §8–§10, §11.4 and Q.1).
 
 The plugin is the profile's PostFilter (``scheduler.profile``): it runs when an attempt
 ends ``Unschedulable`` and returns a ``PostFilterResult``. A Success result means "waiting on
@@ -15,7 +15,7 @@ Algorithm selection (``SchedulerConfig.preemption_algorithm``)
   * ``None``: no preemption at all;
   * ``Default``: workload-aware preemption for PodGroup/CompositePodGroup preemptors, classic
     DefaultPreemption for plain pods;
-  * ``ElasticQuota``: the quota rules 1–7 of spec/quota.md for every preemptor (rule 6: a
+  * ``ElasticQuota``: the quota rules 1–7 of docs/semantics.md Q.4 for every preemptor (rule 6: a
     preemptor in no quota cannot preempt);
   * ``Auto`` (default): ``ElasticQuota`` when the preemptor's namespace belongs to an elastic
     quota, otherwise ``Default``.
@@ -33,7 +33,7 @@ Importance of units (most important first; ``Unit.importance``)
   PodGroup (2) > plain pod (1);  3. more pods;  4. earlier start time (the earliest start of its
   pods; older is more important);  5. UID ascending: of two otherwise equal units the one whose
   UID (object uid, or its key when empty) sorts *first* is the more important, so the one that
-  sorts last is evicted first (upstream's direction is unverified, spec §14).
+  sorts last is evicted first (as upstream's util.go orders it, docs/semantics.md §10.2).
 
 PDB accounting
   A PodDisruptionBudget allows ``healthy - desired`` disruptions (``minAvailable``) or
@@ -79,7 +79,7 @@ Choosing among feasible choices (all algorithms)
   victims' priorities (per pod); 4. fewer victim pods; then the first choice found ((a) before
   (b); for plain pods the lowest node index).
 
-Elastic quota preemption (spec/quota.md rules 1–7)
+Elastic quota preemption (docs/semantics.md Q.4 rules 1–7)
   The pending pods of the attempt form one preemption list (rule 1; the group's priority is the
   preemptor priority). Request = their summed requests; ``used`` is the quota usage in the
   snapshot. If the leaf quota has ``used + request <= min`` (taking back its guarantee), eligible
@@ -97,23 +97,25 @@ disruption mode, the PDB outcome, both priorities, the upstream event text and t
 quota's name, used, min, max and the request at that moment (and the victim's quota).
 """
 
+from scheduler.messages import (
+    MSG_CONDITION,
+    MSG_FOUND,
+    MSG_NEVER,
+    MSG_NO_VICTIMS,
+    MSG_NO_VICTIMS_POD,
+    MSG_NOT_HELPFUL,
+    MSG_ONGOING,
+    PG_PREFIX,
+    POD_PREFIX,
+)
 from scheduler.preemption.common import (
     ALGO_AUTO,
     ALGO_DEFAULT,
     ALGO_EQ,
     ALGO_NONE,
     EQ_PREFIX,
-    MSG_CONDITION,
-    MSG_FOUND,
     MSG_FOUND_EQ,
-    MSG_NEVER,
-    MSG_NO_VICTIMS,
-    MSG_NO_VICTIMS_POD,
-    MSG_NOT_HELPFUL,
     MSG_NOT_IN_QUOTA,
-    MSG_ONGOING,
-    PG_PREFIX,
-    POD_PREFIX,
     RULE_DEFAULT,
     RULE_EQ_BORROWED,
     RULE_EQ_OWN,

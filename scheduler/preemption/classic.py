@@ -9,15 +9,17 @@ import numpy as np
 
 from scheduler import quota as quota_mod
 from scheduler.framework import Code, PostFilterRequest, PostFilterResult, Status, fit_error_message
+from scheduler.messages import (
+    MSG_NEVER,
+    MSG_NO_VICTIMS_POD,
+    MSG_NOT_HELPFUL,
+    POD_PREFIX,
+)
 from scheduler.model import NEVER, Pod
 from scheduler.preemption.common import (
     MIN_CANDIDATES_ABSOLUTE,
     MIN_CANDIDATES_PERCENT,
-    MSG_NEVER,
-    MSG_NO_VICTIMS_POD,
-    MSG_NOT_HELPFUL,
     NO_COST,
-    POD_PREFIX,
     RULE_DEFAULT,
     Choice,
     NodeResult,

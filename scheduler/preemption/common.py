@@ -10,6 +10,7 @@ from typing import Any
 
 from scheduler.decisions import Decision, PodPreempted
 from scheduler.framework import Code, PostFilterRequest, PostFilterResult, Status
+from scheduler.messages import MSG_CONDITION, MSG_PREEMPTED_GROUP, MSG_PREEMPTED_POD
 from scheduler.model import PREEMPT_LOWER, Pod
 from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.preemption.units import Unit
@@ -22,19 +23,9 @@ RULE_DEFAULT = "DefaultPreemption"
 RULE_EQ_BORROWED = "ElasticQuota:borrowed"
 RULE_EQ_OWN = "ElasticQuota:own-quota"
 
-PG_PREFIX = "pod group preemption: "
-POD_PREFIX = "preemption: "
-EQ_PREFIX = "elastic quota preemption: "
-
-MSG_NEVER = "not eligible due to preemptionPolicy=Never."
-MSG_ONGOING = "ongoing preemption on nominated nodes"
-MSG_NO_VICTIMS = "No preemption victims found for incoming preemptor"
-MSG_FOUND = "found a placement for podgroup, preempting %d victims"
+EQ_PREFIX = "elastic quota preemption: "  # podledger's own (elastic quotas)
 MSG_FOUND_EQ = "found a placement, preempting %d victims"
-MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
-MSG_NO_VICTIMS_POD = "No preemption victims found for incoming pod"
 MSG_NOT_IN_QUOTA = "not eligible: %s is not in any elastic quota"
-MSG_CONDITION = "%s: preempting to accommodate a higher priority %s"
 
 RANK_CPG, RANK_PG, RANK_POD = 3, 2, 1
 MIN_CANDIDATES_ABSOLUTE = 100
@@ -167,9 +158,9 @@ class PreemptionBase:
             p = st.pods[k]
             node = p.node_name or ""
             if req.kind == "pod":
-                event = f"Preempted by pod {uid} on node {target}"
+                event = MSG_PREEMPTED_POD % (uid, target)
             else:
-                event = f"Preempted by {req.kind} {uid} on node cluster"
+                event = MSG_PREEMPTED_GROUP % (req.kind, uid)
             qd: dict[str, Any] | None = None
             if quota is not None:
                 qd = dict(quota)

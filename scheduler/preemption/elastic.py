@@ -1,4 +1,4 @@
-"""Elastic quota preemption (spec/quota.md rules 1-7)."""
+"""Elastic quota preemption (docs/semantics.md Q.4 rules 1-7)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from typing import Any
 
 from scheduler import quota as quota_mod
 from scheduler.framework import Code, PostFilterRequest, PostFilterResult, Status
+from scheduler.messages import (
+    MSG_NEVER,
+    MSG_NO_VICTIMS,
+    POD_PREFIX,
+)
 from scheduler.model import NEVER, Pod
 from scheduler.preemption.common import (
     EQ_PREFIX,
     MSG_FOUND_EQ,
-    MSG_NEVER,
-    MSG_NO_VICTIMS,
     MSG_NOT_IN_QUOTA,
-    POD_PREFIX,
     RULE_EQ_BORROWED,
     RULE_EQ_OWN,
 )

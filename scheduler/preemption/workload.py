@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.framework import SUCCESS, Code, PostFilterRequest, PostFilterResult, Status
-from scheduler.model import NEVER
-from scheduler.preemption.common import (
+from scheduler.messages import (
     MSG_FOUND,
     MSG_NEVER,
     MSG_NO_VICTIMS,
     MSG_ONGOING,
     PG_PREFIX,
+)
+from scheduler.model import NEVER
+from scheduler.preemption.common import (
     RULE_DEFAULT,
     RULE_WAP,
     Choice,

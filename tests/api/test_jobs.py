@@ -9,6 +9,7 @@ import copy
 from api.services.explain import explain
 from api.services.objects import list_objects
 from api.services.schedule import schedule_until_idle
+from ledger.resources.manifest import to_manifest
 from ledger.resources.models import validate_raw
 from tests.ledger_helpers import apply, delete_object
 from tests.resources.test_res_job import BASE
@@ -54,6 +55,68 @@ def test_job_applies_schedules_explains_and_deletes_with_its_objects(database):
     assert again.events == []
 
     delete_object(database, "Job", "ml", "train", actor="test")
+    with database.connect() as conn:
+        left = conn.execute("SELECT kind, name FROM objects WHERE namespace = 'ml'").fetchall()
+    assert left == []
+
+
+JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "train", "namespace": "ml"},
+    "spec": {
+        "scheduling": {},
+        "replicatedJobs": [
+            {
+                "name": name,
+                "replicas": replicas,
+                "template": {
+                    "spec": {
+                        "parallelism": parallelism,
+                        "completions": parallelism,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                                ],
+                            }
+                        },
+                    }
+                },
+            }
+            for name, replicas, parallelism in (("workers", 2, 2), ("driver", 1, 1))
+        ],
+    },
+}
+
+
+def test_jobset_applies_schedules_as_one_gang_and_deletes_with_its_jobs(database):
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    }
+    res = _apply(database, node, copy.deepcopy(JOBSET))
+    kinds = [e.type for e in res.events]
+    assert kinds[:4] == ["NodeCreated", "JobSetCreated", "WorkloadCreated", "PodGroupCreated"]
+    assert sorted(kinds[4:]) == ["JobCreated"] * 3 + ["PodCreated"] * 5
+    assert all(e.meta.get("jobset") == "ml/train" for e in res.events[2:] if e.type != "PodCreated")
+
+    schedule_until_idle(database)
+    with database.connect() as conn:
+        pods = list_objects(conn, "Pod", "ml")
+        (group,) = list_objects(conn, "PodGroup", "ml")
+        (stored,) = list_objects(conn, "JobSet", "ml")
+    assert len(pods) == 5 and all(p.status.get("nodeName") == "n1" for p in pods)
+    assert group.object["spec"]["schedulingPolicy"] == {"gang": {"minCount": 5}}
+    # the manifest shown (kubectl get -o yaml) writes quantities as the user did
+    shown = to_manifest(stored.object)
+    containers = shown["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"]
+    assert containers[0]["resources"]["requests"] == {"cpu": "1"}
+
+    delete_object(database, "JobSet", "ml", "train", actor="test")
     with database.connect() as conn:
         left = conn.execute("SELECT kind, name FROM objects WHERE namespace = 'ml'").fetchall()
     assert left == []

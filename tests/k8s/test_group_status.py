@@ -222,3 +222,27 @@ def test_refusals(client: TestClient, database: Database) -> None:
     assert r.status_code == 415
     assert client.request("DELETE", f"{PG}/g/status", headers=W).status_code == 404
     assert count_events(database) == before
+
+
+def test_composite_pod_group_is_served_at_v1beta1_and_v1alpha3(client: TestClient) -> None:
+    """CompositePodGroup at upstream master's v1beta1 (KEP-6012 beta) and at 1.37's v1alpha3:
+    the same object through both paths, shown at the version of the path."""
+    beta = "/apis/scheduling.k8s.io/v1beta1/namespaces/team-s/compositepodgroups"
+    obj = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "beta"},
+        "spec": {
+            "workloadRef": {"workloadName": "wl", "templateName": "t"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+        },
+    }
+    r = client.post(beta, headers=W, json=obj)
+    assert r.status_code == 201, r.text
+    for path, version in ((beta, "v1beta1"), (CPG, "v1alpha3")):
+        got = client.get(f"{path}/beta", headers=R)
+        assert got.status_code == 200, got.text
+        assert got.json()["apiVersion"] == f"scheduling.k8s.io/{version}"
+        assert got.json()["spec"]["schedulingPolicy"] == {"gang": {"minGroupCount": 1}}
+    listed = client.get(beta, headers=R).json()
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["beta"]

@@ -263,9 +263,14 @@ def test_job_and_its_objects_are_admitted_and_updates_follow_upstream() -> None:
         == []
     )
     # the policy variant, the constraints, completions and the template are immutable
-    assert _admit(job(sched={**BASE["spec"]["scheduling"], "schedulingPolicy": {"basic": {}}}), state) == [
+    basic = {
+        **BASE["spec"]["scheduling"],
+        "schedulingPolicy": {"basic": {}},
+        "disruptionMode": {"single": {}},
+    }
+    assert _admit(job(sched=basic), state) == [
         "spec.scheduling.schedulingPolicy: field is immutable: cannot change from gang to basic "
-        "(only gang.minCount may change)"
+        "(only gang.minCount may change); spec.scheduling.disruptionMode: field is immutable"
     ]
     assert _admit(job(sched={**BASE["spec"]["scheduling"], "disruptionMode": {"single": {}}}), state) == [
         "spec.scheduling.disruptionMode: field is immutable"

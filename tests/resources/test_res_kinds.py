@@ -63,17 +63,20 @@ def test_registry_facts() -> None:
         "PriorityClass": "scheduling.k8s.io/v1",
         "Workload": "scheduling.k8s.io/v1beta1",
         "PodGroup": "scheduling.k8s.io/v1beta1",
-        "CompositePodGroup": "scheduling.k8s.io/v1alpha3",
+        "CompositePodGroup": "scheduling.k8s.io/v1beta1",
         "PodDisruptionBudget": "policy/v1",
         "ElasticQuota": "scheduling.sigs.k8s.io/v1alpha1",
         "ElasticQuotaTree": "scheduling.sigs.k8s.io/v1beta1",
         "SchedulerConfig": "podledger.io/v1alpha1",
         "Job": "batch/v1",
+        "JobSet": "jobset.x-k8s.io/v1alpha2",
     }
 
 
 def test_check_api_version() -> None:
     assert check_api_version("PodGroup", "scheduling.k8s.io/v1beta1").kind == "PodGroup"
+    for v in ("v1beta1", "v1alpha3"):  # upstream's master and 1.37
+        assert check_api_version("CompositePodGroup", f"scheduling.k8s.io/{v}").kind == "CompositePodGroup"
     with pytest.raises(
         WrongApiVersionError, match=r'no matches for kind "PodGroup" in version "scheduling.k8s.io/v1alpha2"'
     ):

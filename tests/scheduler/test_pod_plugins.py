@@ -636,15 +636,29 @@ def test_node_verdicts_list_the_pod_aware_plugins() -> None:
         assert v.plugin == (first.plugin if first is not None else "")
 
 
-def test_balanced_allocation_decides_only_when_weighted() -> None:
-    """Weight 0 by default (decisions as before); with ``pluginWeights`` it prefers the node
-    whose cpu and memory fractions stay closer."""
+def test_balanced_allocation_decides_by_default_as_upstream() -> None:
+    """Weight 1 by default (upstream's default profile, ``default_plugins.go``): NodeResourcesFit
+    (LeastAllocated) scores a 81 and b 75, BalancedAllocation a 93 and b 100, so upstream's
+    totals are a 174, b 175 and the pod goes to b; with the weight 0 it goes to a."""
+    from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pod
+
+    for weights, want in (({}, "b"), ({"NodeResourcesBalancedAllocation": 0}, "a")):
+        cfg = replace(ZERO_BACKOFF, plugin_weights={**ZERO_BACKOFF.plugin_weights, **weights})
+        sim = Sim(cfg)
+        # a: 4 CPU / 16 GiB, b: 4 CPU / 8 GiB; the pod asks 1 CPU and 2 GiB
+        sim.apply(node("a", cpu=4, mem_gi=16), node("b", cpu=4, mem_gi=8), run=False)
+        sim.apply(pod("p", 1, mem_gi=2))
+        assert sim.node_of("p") == want, weights
+
+
+def test_balanced_allocation_weight_scales_its_score() -> None:
+    """a: 8 CPU / 64 GiB, b: 4 CPU / 8 GiB; the pod asks 2 CPU and 4 GiB: NodeResourcesFit
+    prefers a (84 to 50), BalancedAllocation b (100 to 90); weight 1 keeps a, weight 5 gives b."""
     from tests.scheduler.sched_helpers import ZERO_BACKOFF, Sim, node, pod
 
     for weights, want in (({}, "a"), ({"NodeResourcesBalancedAllocation": 5}, "b")):
         cfg = replace(ZERO_BACKOFF, plugin_weights={**ZERO_BACKOFF.plugin_weights, **weights})
         sim = Sim(cfg)
-        # a: 8 CPU / 64 GiB, b: 4 CPU / 8 GiB; the pod asks 2 CPU and 4 GiB
         sim.apply(node("a", cpu=8, mem_gi=64), node("b", cpu=4, mem_gi=8), run=False)
         sim.apply(pod("p", 2, mem_gi=4))
         assert sim.node_of("p") == want, weights

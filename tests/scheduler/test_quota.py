@@ -1,5 +1,5 @@
 """Elastic quota against the pure Scheduler API: objects and lookups, the PreFilter (max at leaf
-and ancestors, sum of mins), and the ElasticQuota preemption rules 1-7 of spec/quota.md."""
+and ancestors, sum of mins), and the ElasticQuota preemption rules 1-7 of docs/semantics.md Q.4."""
 
 from __future__ import annotations
 

@@ -245,7 +245,7 @@ def test_gang_outcome_closed_form_matches_loop() -> None:
     [
         (
             [pg("g", 1, prio=100), pod("p", prio=50, group="g")],
-            'all pods in a pod group hierarchy should have the same priority as the root pod group\'s priority, got 100 ("g") and 50 ("p")',
+            'all pods in a pod group hierarchy should have the same priority as the root pod group\'s priority, got 50 ("p") and 100 ("g")',
         ),
         (
             [pg("g", 1, prio=100), pod("p", group="g", scheduler_name="other")],
@@ -253,12 +253,12 @@ def test_gang_outcome_closed_form_matches_loop() -> None:
         ),
         (
             [pg("g", 2, prio=100), pod("p", group="g"), pod("q", group="g", scheduler_name="other")],
-            'all pods in a pod group hierarchy should have the same .spec.schedulerName set, got: "default-scheduler" ("p") and "other" ("q")',
+            'all pods in a pod group hierarchy should have the same .spec.schedulerName set, got: "other" ("q") and "default-scheduler" ("p")',
         ),
         (
             [pg("g", 1, prio=100), pod("p", group="g", preemption_policy=NEVER)],
             "all pods in a pod group hierarchy should have the same preemption policy as the root pod group's preemption policy, "
-            'got PreemptLowerPriority ("g") and Never ("p")',
+            'got Never ("p") and PreemptLowerPriority ("g")',
         ),
         (
             [
@@ -266,7 +266,7 @@ def test_gang_outcome_closed_form_matches_loop() -> None:
                 pg("g", 1, prio=50, parent="root", workload="w"),
                 pod("p", group="g", prio=100),
             ],
-            'all pod groups in a hierarchy should have the same priority as the root pod group\'s priority, got 100 ("root") and 50 ("g")',
+            'all pod groups in a hierarchy should have the same priority as the root pod group\'s priority, got 50 ("g") and 100 ("root")',
         ),
         (
             [
@@ -275,7 +275,7 @@ def test_gang_outcome_closed_form_matches_loop() -> None:
                 pod("p", group="g"),
             ],
             "all pod groups in a hierarchy should have the same preemption policy as the root pod group's preemption policy, "
-            'got PreemptLowerPriority ("root") and Never ("g")',
+            'got Never ("g") and PreemptLowerPriority ("root")',
         ),
     ],
 )
@@ -307,12 +307,12 @@ def test_validation_includes_running_members_and_gate_off_wording() -> None:
     assert sim.cond("g") == (
         "False",
         "SchedulerError",
-        'all pods in a pod group hierarchy should have the same preemption policy, got Never ("p") and PreemptLowerPriority ("q")',
+        'all pods in a pod group hierarchy should have the same preemption policy, got PreemptLowerPriority ("q") and Never ("p")',
     )
     sim2 = Sim()
     sim2.apply(node("n", cpu=8))
     sim2.apply(pg("g", 1), pod("run", group="g", prio=7, node_name="n"), pod("q", group="g"))
-    assert sim2.cond("g")[2].endswith('got 100 ("g") and 7 ("run")')  # type: ignore[index]
+    assert sim2.cond("g")[2].endswith('got 7 ("run") and 100 ("g")')  # type: ignore[index]
 
 
 # --------------------------------------------------------------------------- determinism

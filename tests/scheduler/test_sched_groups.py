@@ -78,7 +78,7 @@ def test_tc06b_basic_group_partial_then_all() -> None:
     sim.apply(node("node1", cpu=4), pod("blocker", cpu=2, node_name="node1", prio=0))
     sim.apply(pod("p1", group="pg1"), pod("p2", group="pg1"), pod("p3", group="pg1"))
     gated = [d for d in sim.decisions() if type(d).__name__ == "PodGated"]
-    assert {d.message for d in gated} == {'waiting for pod\'s pod group "pg1" to appear in scheduling queue'}  # type: ignore[attr-defined]
+    assert {d.message for d in gated} == {'waiting for pods\'s pod group "pg1" to appear in scheduling queue'}  # type: ignore[attr-defined]
     sim.apply(pg("pg1"))
     assert [sim.bound(f"p{i}") for i in (1, 2, 3)] == [True, True, False]
     assert sim.cond("pg1") == ("True", "Scheduled", "")
@@ -137,7 +137,7 @@ def test_tc16_deleting_pod_group_parks_members() -> None:
     assert not sim.bound("p3")
     assert sim.s.pending_reason("default/p3") == (
         "GangScheduling",
-        'waiting for pod\'s pod group "pg" to appear in scheduling queue',
+        'waiting for pods\'s pod group "pg" to appear in scheduling queue',
     )
     assert sim.s.group_conditions("default/pg") == {}
 
@@ -151,7 +151,7 @@ def test_tc16_variant_unschedulable_member_parked_after_delete() -> None:
     sim.delete("PodGroup", "default/pg")
     new = sim.results[n:]
     assert [r.result for r in new] == ["gated"]
-    assert sim.s.pending_reason("default/p3")[1].startswith("waiting for pod's pod group")  # type: ignore[index]
+    assert sim.s.pending_reason("default/p3")[1].startswith("waiting for pods's pod group")  # type: ignore[index]
 
 
 def test_tc17_failed_attempt_requeues_without_event() -> None:
@@ -171,7 +171,9 @@ def test_tc17_failed_attempt_requeues_without_event() -> None:
     )
     pu = [d for d in res[0].decisions if isinstance(d, PodUnschedulable)]
     assert [d.pod for d in pu] == ["default/p1", "default/p2"]
-    assert all(d.message == gu.message for d in pu)
+    # upstream's submitPodGroupResult: p1 was placed, then reverted -> the group's status; p2 fitted
+    # no node -> its own fit error
+    assert [d.message for d in pu] == [gu.message, "0/1 nodes are available: 1 Insufficient cpu."]
     # time moves: retried (and fails again, condition unchanged -> no new condition decision)
     res2 = sim.advance(1)
     assert [r.result for r in res2] == ["unschedulable"]

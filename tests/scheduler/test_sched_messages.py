@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from scheduler.framework import Code, fit_error_message, go_quote
+from scheduler.framework import Code, fit_error_message
+from scheduler.messages import go_quote
 from scheduler.model import Taint
 from scheduler.plugins import gang_scheduling, scheduling_gates
 from scheduler.plugins.taint_toleration import reason as taint_reason
@@ -36,7 +37,7 @@ def test_placement_feasible_table(m: int, s: int, r: int, code: Code, msg: str) 
 def test_pre_enqueue_messages() -> None:
     assert (
         gang_scheduling.group_not_found("pg1").message
-        == 'waiting for pod\'s pod group "pg1" to appear in scheduling queue'
+        == 'waiting for pods\'s pod group "pg1" to appear in scheduling queue'
     )
     assert (
         gang_scheduling.min_count_not_met().message
@@ -66,7 +67,7 @@ def test_tc19_pre_enqueue_table() -> None:
     sim.apply(node("n1", cpu=100))
     # pod whose group is unknown
     sim.apply(pod("x1", group="ghost"))
-    assert _gates(sim)["default/x1"] == 'waiting for pod\'s pod group "ghost" to appear in scheduling queue'
+    assert _gates(sim)["default/x1"] == 'waiting for pods\'s pod group "ghost" to appear in scheduling queue'
     assert sim.s.pending_reason("default/x1") == ("GangScheduling", _gates(sim)["default/x1"])
     # gang(3) with 2 pods -> gated; 3 pods -> scheduled
     sim.apply(pg("pg1", 3), pod("a1", group="pg1"), pod("a2", group="pg1"))

@@ -29,7 +29,7 @@ from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 from ledger.resources.admission import AdmissionOutcome, admit
 from ledger.resources.errors import DocumentParseError, FieldError
-from ledger.resources.job import COMPILED_BY, expand_jobs
+from ledger.resources.job import expand_jobs
 from ledger.resources.kinds import KindInfo, get_kind, resolve_kind
 from ledger.resources.models import Resource
 from ledger.resources.parse import parse_documents, validate
@@ -172,13 +172,13 @@ def apply_objects(
             r.normalized["metadata"]["uid"] = r.previous["metadata"]["uid"]
         action = "Created" if r.action == "created" else "Updated"
         eid = request_event_id(idempotency_key, i) if idempotency_key else None
-        job = compiled.get((r.kind, r.namespace or "", r.name))
+        by = compiled.get((r.kind, r.namespace or "", r.name))  # a Job's or JobSet's controller
         new_events.append(
             NewEvent(
                 stream,
                 input_event_type(r.kind, action),
                 {"object": r.normalized},
-                {**base_meta, "actor": COMPILED_BY, "job": job} if job else base_meta,
+                {**base_meta, **by} if by else base_meta,
                 eid,
                 effective_at,
             )
@@ -258,19 +258,17 @@ def delete_objects(
 def _with_dependents(
     uow: UnitOfWork, refs: Sequence[tuple[str, str | None, str]]
 ) -> list[tuple[str, str | None, str]]:
-    """``refs`` followed by what the garbage collector deletes with them: a Job's Workload,
-    PodGroup and pods (its controller ownerReference names the Job), as with kubectl's default
-    background propagation."""
-    out = list(refs)
-    jobs = [(ns or "default", name) for kind, ns, name in refs if resolve_kind(kind).kind == "Job"]
-    if not jobs:
-        return out
-    named = {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
-    for ns, name in jobs:
-        for kind, child in objects_q.controlled_by(uow.conn, ns, "Job", name):
+    """``refs`` and what the garbage collector deletes with them (kubectl's default background
+    propagation): what a Job or a JobSet controls, and what those Jobs control."""
+    out, named = list(refs), {(resolve_kind(k).kind, ns or "default", n) for k, ns, n in refs}
+    owners = sorted(r for r in named if r[0] in ("Job", "JobSet"))
+    while owners:
+        owner_kind, ns, name = owners.pop(0)
+        for kind, child in objects_q.controlled_by(uow.conn, ns, owner_kind, name):
             if (kind, ns, child) not in named:
                 named.add((kind, ns, child))
                 out.append((kind, ns, child))
+                owners += [(kind, ns, child)] if kind == "Job" else []
     return out
 
 

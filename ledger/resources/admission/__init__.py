@@ -7,11 +7,11 @@ can be used further down). If any object is rejected the whole request is refuse
 (``outcome.refused``): the caller appends nothing but one ``AdmissionRejected`` event built
 from ``outcome.rejection_record()``.
 
-One module per rule (spec/workload-scheduling.md §2.5, §2.6, §9; spec/quota.md):
+One module per rule (docs/semantics.md §2.5, §2.6, §9 and Q.1):
 
 * ``priority``: priority and ``preemptionPolicy`` of new Pods, PodGroups and CompositePodGroups;
-* ``templates``: the Workload template tree (at most 8 templates per list, depth at most 4,
-  unique names, gang/basic and disruption-mode nesting);
+* ``templates``: the Workload template tree (upstream's ``ValidateWorkloadSpec``: at most 8
+  templates per list, depth at most 4, unique names, one priority; disruption-mode nesting);
 * ``references``: ``workloadRef`` names an existing Workload and template of the matching kind,
   and a group's parent CompositePodGroup references the same Workload;
 * ``immutability``: server-filled fields carried over on update, immutable fields unchanged;

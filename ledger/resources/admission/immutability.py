@@ -3,15 +3,15 @@
 Fields the server fills in (``metadata.uid``; Pod ``priorityClassName``, ``priority``,
 ``preemptionPolicy``, ``nodeName``, ``schedulerName``; the three priority fields of PodGroup and
 CompositePodGroup) are taken from the stored object when the new manifest leaves them out, as
-``kubectl apply`` would. Then (spec/workload-scheduling.md §2.1-§2.3, "immutable"):
+``kubectl apply`` would. Then (docs/semantics.md §2.1-§2.3, "immutable"):
 
 * ``metadata.uid`` never changes;
 * Pod: the spec, except removing scheduling gates, adding tolerations and changing images;
 * PodGroup / CompositePodGroup: the spec, except ``gang.minCount`` / ``gang.minGroupCount``
   (basic and gang cannot be swapped);
 * PriorityClass: ``value`` and ``preemptionPolicy``;
-* Workload: ``controllerRef`` and the templates, except their gang minimums (templates cannot
-  be added or removed).
+* Workload: ``controllerRef`` and every template field, except a gang's minimum (templates
+  cannot be added or removed; each change is reported at its own path, as upstream does).
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ _SERVER_FIELDS = {
     "CompositePodGroup": _PRIORITY_FIELDS,
 }
 
-_GROUP_IMMUTABLE = (
-    "parentCompositePodGroupName",
-    "workloadRef",
+# the fields a Workload template and a group share (besides schedulingPolicy)
+_TEMPLATE_IMMUTABLE = (
     "schedulingConstraints",
     "resourceClaims",
     "disruptionMode",
@@ -47,6 +46,7 @@ _GROUP_IMMUTABLE = (
     "priority",
     "preemptionPolicy",
 )
+_GROUP_IMMUTABLE = ("parentCompositePodGroupName", "workloadRef", *_TEMPLATE_IMMUTABLE)
 
 
 def carry_server_fields(obj: Resource, old: Resource) -> Resource:
@@ -179,30 +179,42 @@ def _priority_class_problems(pc: PriorityClass, old: PriorityClass) -> list[Reje
 # --------------------------------------------------------------------------- Workload
 
 
-def _strip_minimums(value: Any) -> Any:
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k == "gang" and isinstance(v, dict):
-                out[k] = {g: x for g, x in v.items() if g not in ("minCount", "minGroupCount")}
-            else:
-                out[k] = _strip_minimums(v)
-        return out
-    if isinstance(value, list):
-        return [_strip_minimums(v) for v in value]
-    return value
-
-
 def _workload_problems(workload: Workload, old: Workload) -> list[Rejection]:
+    """Upstream's Workload update rules (declarative ``immutable`` / ``update`` tags): the
+    ``controllerRef`` and every template field are immutable except a gang's minimum; templates
+    are matched by name, an added one is refused at its index, a removed one at its list."""
     new_spec, old_spec = workload.normalized()["spec"], old.normalized()["spec"]
-    reasons = _changed(("controllerRef",), new_spec, old_spec)
+    return _changed(("controllerRef",), new_spec, old_spec) + _templates_changed("spec", new_spec, old_spec)
+
+
+def _templates_changed(path: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Rejection]:
+    reasons: list[Rejection] = []
     for key in ("podGroupTemplates", "compositePodGroupTemplates"):
-        if _strip_minimums(new_spec.get(key)) != _strip_minimums(old_spec.get(key)):
-            reasons.append(
-                Rejection(
-                    f"spec.{key}",
-                    "field is immutable: templates cannot be added, removed "
-                    "or changed (only gang.minCount / gang.minGroupCount may change)",
-                )
-            )
+        news, olds = new.get(key) or [], old.get(key) or []
+        by_name = {t["name"]: t for t in olds}
+        for i, template in enumerate(news):
+            tpath = f"{path}.{key}[{i}]"
+            before = by_name.get(template["name"])
+            if before is None:
+                reasons.append(Rejection(tpath, "field is immutable: a template cannot be added"))
+                continue
+            reasons += [
+                Rejection(f"{tpath}.{f}", "field is immutable")
+                for f in _TEMPLATE_IMMUTABLE
+                if template.get(f) != before.get(f)
+            ]
+            reasons += _policy_changed(f"{tpath}.schedulingPolicy", template, before)
+            reasons += _templates_changed(tpath, template, before)
+        if {t["name"] for t in olds} - {t["name"] for t in news}:
+            reasons.append(Rejection(f"{path}.{key}", "field is immutable: a template cannot be removed"))
     return reasons
+
+
+def _policy_changed(path: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Rejection]:
+    """A template's ``basic`` / ``gang`` cannot be set or cleared (the gang's minimum may change)."""
+    new_policy, old_policy = new.get("schedulingPolicy") or {}, old.get("schedulingPolicy") or {}
+    return [
+        Rejection(f"{path}.{variant}", "field is immutable: basic and gang cannot be swapped")
+        for variant in ("basic", "gang")
+        if (variant in new_policy) != (variant in old_policy)
+    ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ledger.resources.admission.outcome import Rejection
 from ledger.resources.models.batch import Job
+from ledger.resources.models.jobset import JobSet
 
 
 def _variant(scheduling: dict[str, Any]) -> str | None:
@@ -45,4 +46,17 @@ def job_update_problems(job: Job, old: Job) -> list[Rejection]:
     return reasons
 
 
-__all__ = ["job_update_problems"]
+def jobset_update_problems(js: JobSet, old: JobSet) -> list[Rejection]:
+    """A stored JobSet's updates (KEP-969): ``spec.scheduling`` is immutable once the JobSet runs
+    (it may change while the stored JobSet is suspended); the ReplicatedJobs are immutable
+    (elastic JobSets are not modelled); ``suspend`` may change."""
+    new_spec, old_spec = js.normalized()["spec"], old.normalized()["spec"]
+    reasons = []
+    if new_spec.get("replicatedJobs") != old_spec.get("replicatedJobs"):
+        reasons.append(Rejection("spec.replicatedJobs", "field is immutable"))
+    if new_spec.get("scheduling") != old_spec.get("scheduling") and not old.spec.suspend:
+        reasons.append(Rejection("spec.scheduling", "field is immutable while the JobSet is not suspended"))
+    return reasons
+
+
+__all__ = ["job_update_problems", "jobset_update_problems"]

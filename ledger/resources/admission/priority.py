@@ -1,4 +1,4 @@
-"""Priority admission (spec/workload-scheduling.md §2.6 and §9; built-in classes: DESIGN §2).
+"""Priority admission (docs/semantics.md §2.6 and §9; built-in classes: DESIGN §2).
 
 A new Pod, PodGroup or CompositePodGroup gets ``priorityClassName``, ``priority`` and
 ``preemptionPolicy``: the named PriorityClass (the built-ins ``system-cluster-critical`` and

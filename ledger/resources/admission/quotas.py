@@ -1,4 +1,4 @@
-"""One ElasticQuota per namespace, one ElasticQuotaTree per cluster (spec/quota.md "Objects").
+"""One ElasticQuota per namespace, one ElasticQuotaTree per cluster (docs/semantics.md Q.1).
 
 Checked when the object is created; an update of the existing one is always allowed.
 """

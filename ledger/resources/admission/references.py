@@ -1,4 +1,4 @@
-"""References of a new PodGroup / CompositePodGroup (spec/workload-scheduling.md §2.5, §2.6).
+"""References of a new PodGroup / CompositePodGroup (docs/semantics.md §2.5, §2.6).
 
 ``workloadRef`` must name an existing Workload (in the group's namespace) and a template of
 the matching kind (PodGroup or CompositePodGroup template); when the parent CompositePodGroup

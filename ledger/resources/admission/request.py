@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.resources.admission.immutability import carry_server_fields, immutable_problems, uid_problems
-from ledger.resources.admission.jobs import job_update_problems
+from ledger.resources.admission.jobs import job_update_problems, jobset_update_problems
 from ledger.resources.admission.outcome import Action, AdmissionOutcome, AdmissionResult, Rejection
 from ledger.resources.admission.priority import admit_priority
 from ledger.resources.admission.quotas import elastic_quota_problems, quota_tree_problems
@@ -32,6 +32,7 @@ from ledger.resources.models import (
     model_for,
 )
 from ledger.resources.models.batch import Job
+from ledger.resources.models.jobset import JobSet
 
 
 def admit(objects: Sequence[Resource], state: AdmissionState) -> AdmissionOutcome:
@@ -82,6 +83,8 @@ def _admit_one(
     if old is not None:
         if isinstance(obj, Job) and isinstance(old, Job):
             reasons += job_update_problems(obj, old)
+        elif isinstance(obj, JobSet) and isinstance(old, JobSet):
+            reasons += jobset_update_problems(obj, old)
         return obj, reasons + immutable_problems(obj, old)
     if isinstance(obj, Pod | PodGroup | CompositePodGroup):
         obj, more = admit_priority(obj, batch)

@@ -15,7 +15,8 @@ Validation follows upstream (``pkg/apis/batch/validation`` plus the declarative 
   Basic); ``gang.minCount`` 0 is ``required value``, negative ``must be greater than or equal
   to 1``, and above ``parallelism`` it can never be met, so it is refused at admission;
 * ``scheduling.schedulingConstraints`` / ``disruptionMode`` / ``resourceClaims``: the same rules
-  as a PodGroup's;
+  as a PodGroup's; ``disruptionMode: {all: {}}`` with a Basic (or absent) policy is refused, as
+  the Job controller's workloadbuilder does;
 * ``scheduling`` is forbidden together with ``template.spec.schedulingGroup`` (the user's
   PodGroup is authoritative: the controller would compile nothing).
 """
@@ -28,10 +29,12 @@ from pydantic import Field
 
 from ledger.resources.models.core import Pod, PodSpec
 from ledger.resources.models.meta import Empty, K8sModel, Resource
-from ledger.resources.models.scheduling import MAX_RESOURCE_CLAIMS, DisruptionMode, SchedulingConstraints
+from ledger.resources.models.scheduling import DisruptionMode, SchedulingConstraints, claims_problems
 from ledger.resources.models.values import Problems, check_int32, check_labels, exactly_one_of
 
 RESTART_POLICIES = ("OnFailure", "Never")
+# k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder (validateDisruptionModeCompatibleWithSchedulingPolicy)
+MSG_ALL_WITH_BASIC = "the disruptionMode `all` is not supported with the Basic scheduling policy"
 
 
 class JobGangPolicy(K8sModel):
@@ -84,10 +87,12 @@ class JobScheduling(K8sModel):
         if self.scheduling_constraints is not None:
             problems += self.scheduling_constraints.check(f"{path}.schedulingConstraints")
         if self.disruption_mode is not None:
-            problems += self.disruption_mode.check(f"{path}.disruptionMode")
-        if len(self.resource_claims) > MAX_RESOURCE_CLAIMS:
-            problems.append((f"{path}.resourceClaims", f"must have at most {MAX_RESOURCE_CLAIMS} items"))
-        return problems
+            union = self.disruption_mode.check(f"{path}.disruptionMode")
+            problems += union
+            basic = policy is None or not policy.is_gang  # an absent policy is Basic
+            if not union and basic and self.disruption_mode.mode == "All":
+                problems.append((f"{path}.disruptionMode", MSG_ALL_WITH_BASIC))
+        return problems + claims_problems(path, self.resource_claims)
 
 
 class TemplateMeta(K8sModel):

@@ -61,6 +61,8 @@ class SchedulerConfigSpec(K8sModel):
     feature_gates: dict[str, bool] | None = None  # merged over every gate on
     # left out when unset (100: score every feasible node; 0: upstream's adaptive formula)
     percentage_of_nodes_to_score: int | None = None
+    # left out when unset (0, upstream's adaptive limit, KEP-5732; 100: every placement)
+    percentage_of_placements_to_score: int | None = None
     # left out when unset: the profile name podledger's scheduler serves (unset: default-scheduler,
     # every pod as before) and whether it emulates controllers (unset: on; ``attach --mode
     # schedule`` turns it off, the cluster's own controllers recreate preempted pods)
@@ -125,9 +127,12 @@ class SchedulerConfigSpec(K8sModel):
                 problems.append((f"{path}.backoff.initialSeconds", "must be >= 0"))
             if b.max_seconds < b.initial_seconds:
                 problems.append((f"{path}.backoff.maxSeconds", "must be >= backoff.initialSeconds"))
-        pct = self.percentage_of_nodes_to_score
-        if pct is not None and not 0 <= pct <= 100:
-            problems.append((f"{path}.percentageOfNodesToScore", "must be in the range 0-100"))
+        for fld, pct in (
+            ("percentageOfNodesToScore", self.percentage_of_nodes_to_score),
+            ("percentageOfPlacementsToScore", self.percentage_of_placements_to_score),
+        ):
+            if pct is not None and not 0 <= pct <= 100:
+                problems.append((f"{path}.{fld}", "must be in the range 0-100"))
         if self.scheduler_name is not None:
             problem = dns_subdomain_problem(self.scheduler_name)
             if problem:

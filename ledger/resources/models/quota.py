@@ -1,6 +1,6 @@
 """``scheduling.sigs.k8s.io`` elastic quotas: ElasticQuota (one per namespace) and ElasticQuotaTree.
 
-The tree rules of spec/quota.md: quota names unique, min <= max, the children's min sums to at
+The tree rules of docs/semantics.md Q.1: quota names unique, min <= max, the children's min sums to at
 most the parent's min, a child's max at most the parent's, namespaces only on leaves and in at
 most one leaf. One object per namespace / per cluster is an admission rule.
 """

@@ -17,6 +17,7 @@ from ledger.resources.errors import format_path
 from ledger.resources.kinds import get_kind
 from ledger.resources.models.batch import Job
 from ledger.resources.models.core import Node, Pod
+from ledger.resources.models.jobset import JobSet
 from ledger.resources.models.meta import Resource
 from ledger.resources.models.podledger import SchedulerConfig, SchedulerConfigSpec
 from ledger.resources.models.policy import PodDisruptionBudget
@@ -38,6 +39,7 @@ MODELS: dict[str, type[Resource]] = {
         ElasticQuotaTree,
         SchedulerConfig,
         Job,
+        JobSet,
     )
 }
 

@@ -1,6 +1,6 @@
 """``scheduling.k8s.io`` kinds: PriorityClass, Workload, PodGroup and CompositePodGroup.
 
-The shape rules of spec/workload-scheduling.md §2.1-§2.3 (unions, int32 bounds, at most one
+The shape rules of docs/semantics.md §2.1-§2.3 (unions, int32 bounds, at most one
 topology constraint, at most 4 resource claims...). Rules that need other objects (priority
 resolution, template trees, workloadRef, immutability) belong to admission.
 """
@@ -21,7 +21,9 @@ from ledger.resources.models.values import (
     check_int32,
     check_name,
     check_priority,
+    dns_subdomain_problem,
     exactly_one_of,
+    path_segment_problem,
     qualified_name_problem,
 )
 
@@ -229,10 +231,33 @@ class _GroupBase(K8sModel):
         return self.disruption_mode.mode if self.disruption_mode else "Single"
 
 
-def _claims_problems(path: str, claims: list[dict[str, Any]]) -> Problems:
+def claims_problems(path: str, claims: list[dict[str, Any]]) -> Problems:
+    """``resourceClaims`` (upstream's declarative rules of ``PodGroupResourceClaim``): at most 4,
+    each with a unique ``name`` (a DNS label) and exactly one of ``resourceClaimName`` /
+    ``resourceClaimTemplateName`` (DNS subdomains); a repeated name is a duplicate at its index."""
+    lpath = f"{path}.resourceClaims"
     if len(claims) > MAX_RESOURCE_CLAIMS:
-        return [(f"{path}.resourceClaims", f"must have at most {MAX_RESOURCE_CLAIMS} items")]
-    return []
+        return [(lpath, f"must have at most {MAX_RESOURCE_CLAIMS} items")]
+    problems: Problems = []
+    seen: set[str] = set()
+    for i, claim in enumerate(claims):
+        cpath = f"{lpath}[{i}]"
+        name = claim.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append((f"{cpath}.name", "required value"))
+        else:
+            check_name(f"{cpath}.name", name, problems, label=True)
+            if name in seen:
+                problems.append((cpath, f'Duplicate value: "{name}"'))
+            seen.add(name)
+        sources = {key: claim.get(key) for key in ("resourceClaimName", "resourceClaimTemplateName")}
+        problems += exactly_one_of(cpath, {key: value is not None for key, value in sources.items()})
+        for key, value in sources.items():
+            if value is not None:
+                problem = dns_subdomain_problem(value) if isinstance(value, str) else "must be a string"
+                if problem:
+                    problems.append((f"{cpath}.{key}", f"invalid value {value!r}: {problem}"))
+    return problems
 
 
 # --------------------------------------------------------------------------- Workload
@@ -251,7 +276,7 @@ class PodGroupTemplate(_GroupBase):
     def check(self, path: str) -> Problems:
         problems: Problems = []
         check_name(f"{path}.name", self.name, problems, label=True)
-        return problems + self.check_group(path) + _claims_problems(path, self.resource_claims)
+        return problems + self.check_group(path) + claims_problems(path, self.resource_claims)
 
 
 class CompositePodGroupTemplate(_GroupBase):
@@ -282,6 +307,17 @@ class ControllerRef(K8sModel):
     kind: str
     name: str
 
+    def check(self, path: str) -> Problems:
+        """``apiGroup`` a DNS subdomain when set; ``kind`` and ``name`` required path segments."""
+        problems: Problems = []
+        if self.api_group:
+            check_name(f"{path}.apiGroup", self.api_group, problems)
+        for key, value in (("kind", self.kind), ("name", self.name)):
+            problem = path_segment_problem(value) if value else "required value"
+            if problem:
+                problems.append((f"{path}.{key}", problem))
+        return problems
+
 
 class WorkloadSpec(K8sModel):
     controller_ref: ControllerRef | None = None
@@ -295,12 +331,8 @@ class Workload(Resource):
 
     def check(self) -> Problems:
         problems = super().check()
-        ref = self.spec.controller_ref
-        if ref is not None:
-            if not ref.kind:
-                problems.append(("spec.controllerRef.kind", "required value"))
-            if not ref.name:
-                problems.append(("spec.controllerRef.name", "required value"))
+        if self.spec.controller_ref is not None:
+            problems += self.spec.controller_ref.check("spec.controllerRef")
         for path, _, template, _ in self.templates():
             problems += template.check(path)
         return problems
@@ -399,7 +431,7 @@ class PodGroup(_Group):
         problems = super().check() + spec.check_spec()
         if spec.parent_composite_pod_group_name is not None and spec.workload_ref is None:
             problems.append(("spec.parentCompositePodGroupName", "requires spec.workloadRef to be set"))
-        return problems + _claims_problems("spec", spec.resource_claims)
+        return problems + claims_problems("spec", spec.resource_claims)
 
 
 class CompositePodGroupSpec(_GroupSpec):

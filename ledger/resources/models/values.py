@@ -65,6 +65,16 @@ def dns_subdomain_problem(value: str) -> str | None:
     return None
 
 
+def path_segment_problem(value: str) -> str | None:
+    """Upstream ``IsValidPathSegmentName`` (a ``kind`` or ``name`` that ends up in a URL path)."""
+    if value in (".", ".."):
+        return f"may not be '{value}'"
+    for ch in "/%":
+        if ch in value:
+            return f"may not contain '{ch}'"
+    return None
+
+
 def qualified_name_problem(value: str) -> str | None:
     prefix, slash, name = value.rpartition("/")
     if slash:
