@@ -633,4 +633,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from api.process import tune_gc
+
+    tune_gc()
     raise SystemExit(main())

@@ -538,4 +538,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    from api.process import tune_gc
+
+    tune_gc()
     main()

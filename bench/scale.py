@@ -136,4 +136,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from api.process import tune_gc
+
+    tune_gc()
     main()

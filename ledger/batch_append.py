@@ -26,18 +26,15 @@ open yet) and there is no step 3: the last position drawn before the batch is re
 dollar-quoted with a tag the JSON does not contain (no quoting of user text in SQL), parsed
 on the server by ``jsonb``.
 
-Python's cyclic garbage collector is paused while a COPY-sized batch is prepared: the
-preparation allocates only acyclic objects, and with a large live heap (a scheduler, a
-benchmark holding its input) the collections it triggers cost ~5 us per event (measured,
-a quarter of the client's work).
+The cyclic garbage collector's settings are the process's, set at its entry point
+(``api/process.py``), not changed here.
 """
 
 from __future__ import annotations
 
-import gc
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -115,19 +112,6 @@ def _begin_sql(names: Sequence[str], counts: Sequence[int], given: Sequence[uuid
         )
         + gate
     )
-
-
-@contextmanager
-def no_gc(n: int) -> Iterator[None]:
-    """Pause the cyclic garbage collector for a COPY-sized batch (see the module docstring)."""
-    if n < COPY_THRESHOLD or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def append_batch(

@@ -34,7 +34,7 @@ from psycopg.types.json import set_json_loads
 
 from ledger import events as registry
 from ledger.batch_append import COPY_THRESHOLD as COPY_THRESHOLD
-from ledger.batch_append import append_batch, no_gc
+from ledger.batch_append import append_batch
 from ledger.canonical import MAX_EVENT_BYTES, canonical, iso
 from ledger.errors import ConcurrencyError, EventValidationError
 
@@ -290,14 +290,13 @@ def _append(
 ) -> tuple[list[int], list[_Prepared], bool]:
     if not events:
         return [], [], False
-    with no_gc(len(events)):
-        if len(events) > 1:
-            return append_batch(raw, events, _preparer(events, validate), expected_versions, commit=False)
-        prepared = _prepare_all(events, validate)
-        p = prepared[0]
-        _check_expected({p.stream: 1}, expected_versions)
-        position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
-        return [position], prepared, new
+    if len(events) > 1:
+        return append_batch(raw, events, _preparer(events, validate), expected_versions, commit=False)
+    prepared = _prepare_all(events, validate)
+    p = prepared[0]
+    _check_expected({p.stream: 1}, expected_versions)
+    position, new = _append_one(raw, p, (expected_versions or {}).get(p.stream))
+    return [position], prepared, new
 
 
 def _append_batch_autocommit(
@@ -305,8 +304,7 @@ def _append_batch_autocommit(
 ) -> list[int]:
     """Two or more events as their own transaction, BEGIN and COMMIT sent with the first and
     the last statement (ledger/batch_append.py counts the round trips)."""
-    with no_gc(len(events)):
-        return append_batch(conn, events, _preparer(events, validate), expected_versions, commit=True)[0]
+    return append_batch(conn, events, _preparer(events, validate), expected_versions, commit=True)[0]
 
 
 _COLUMNS = "position, stream, version, type, schema_version, event_id, data::text, meta::text, recorded_at, effective_at"

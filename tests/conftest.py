@@ -18,9 +18,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from api.process import tune_gc
 from ledger import db
 from ledger.database import Database
 from ledger.sql import Conn
+
+tune_gc()  # as every entry point of the product does (api/process.py)
 
 TEMPLATE = "podledger_tmpl"
 _counter = itertools.count()

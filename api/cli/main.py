@@ -23,6 +23,7 @@ import api.cli.scheduling  # noqa: F401  (registers schedule, simulate, demo, wo
 import api.cli.serve  # noqa: F401  (registers serve)
 import api.k8s.cli  # noqa: F401  (registers kubeconfig)
 from api.cli.console import UserError, app, err, one_line_error
+from api.process import tune_gc
 from api.services.errors import ServiceError
 from ledger.errors import LedgerError
 
@@ -61,6 +62,7 @@ def app_for(argv: list[str]) -> typer.Typer:
 
 
 def main() -> None:
+    tune_gc()
     try:
         app_for(sys.argv[1:])()
     except (UserError, LedgerError, ServiceError) as exc:

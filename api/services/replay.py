@@ -5,11 +5,8 @@
 
 from __future__ import annotations
 
-import gc
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -121,38 +118,10 @@ def verify_replay(db: Database, progress: Any = None) -> VerifyReport:
     log although the run did not see them. They are folded before the next run, as the live
     scheduler did at its next catch-up.
     """
-    with db.transaction() as conn, _young_gc_relaxed():
+    with db.transaction() as conn:
         # lean rows on one pooled connection, in one transaction
         with iter_rows(conn) as rows:
             return _verify(db, recorded_runs(db, rows), progress)
-
-
-_gc_lock = threading.Lock()
-_gc_users = 0  # verifies running
-_gc_saved = gc.get_threshold()  # the thresholds to restore when the last one ends
-
-
-@contextmanager
-def _young_gc_relaxed(young: int = 20_000) -> Iterator[None]:
-    """Collect the youngest generation every ``young`` allocations instead of every 700 while
-    the block runs. A replay allocates millions of short-lived objects (rows, payloads, pods)
-    and frees nearly all of them by reference counting; with the default threshold the cyclic
-    collector ran thousands of times over them (measured: 15-20% of the CPU time of
-    ``replay --verify``). Thresholds are process-wide: the first verify to start raises the
-    threshold, the last one to end restores it."""
-    global _gc_users, _gc_saved
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_saved = t0, t1, t2 = gc.get_threshold()
-            gc.set_threshold(max(t0, young), t1, t2)
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0:
-                gc.set_threshold(*_gc_saved)
 
 
 def _same_at_recorded_versions(produced: list[tuple[str, str, dict[str, Any]]], rows: list[Any]) -> bool:
