@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench paper lint clean-db
+.PHONY: demo test check bench paper lint clean-db
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,9 +28,16 @@ paper: $(STAMP)
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[paper]'
 	$(BIN)/python -m bench.paper --seeds $(SEEDS)
 
+# Lint, formatting and types (mypy strict on every package).
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy ledger scheduler
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy ledger scheduler api
+
+# Before a commit, under a minute: lint and types, then the tests that need no PostgreSQL
+# (tests/conftest.py marks the others `db`).
+check: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not db" --ignore=tests/test_lint.py
 
 clean-db:
 	rm -rf .podledger

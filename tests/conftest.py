@@ -98,3 +98,12 @@ def conn(database: Database) -> Iterator[Conn]:
     transaction; ``store.append`` on it is its own transaction)."""
     with database.connect() as c:
         yield c
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs a PostgreSQL server ``db`` (the session's, or one it starts
+    itself, as the reliability tests do): ``make check`` runs the others (``-m "not db"``), the
+    pure ones, in seconds."""
+    for item in items:
+        if "server_url" in getattr(item, "fixturenames", ()) or "reliability" in item.path.parts:
+            item.add_marker(pytest.mark.db)

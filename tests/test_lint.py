@@ -1,4 +1,4 @@
-"""The tree stays ruff-clean and mypy-strict on ledger/ and scheduler/ (issue: foundation)."""
+"""The tree stays ruff-clean, ruff-formatted and mypy-strict on ledger/, scheduler/ and api/."""
 
 from __future__ import annotations
 
@@ -10,15 +10,22 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def test_ruff_clean() -> None:
-    res = subprocess.run(
-        [str(BIN / "ruff"), "check", "."], cwd=ROOT, capture_output=True, text=True, timeout=120
+def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / args[0]), *args[1:]], cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )
+
+
+def test_ruff_clean() -> None:
+    res = run("ruff", "check", ".")
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_mypy_strict_on_ledger_and_scheduler() -> None:
-    res = subprocess.run(
-        [str(BIN / "mypy"), "ledger", "scheduler"], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+def test_ruff_formatted() -> None:
+    res = run("ruff", "format", "--check", ".")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_mypy_strict_on_every_package() -> None:
+    res = run("mypy", "ledger", "scheduler", "api", timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr

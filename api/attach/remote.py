@@ -38,7 +38,7 @@ def load_client(kubeconfig: str, context: str | None = None) -> Any:
     from kubernetes import client, config
 
     cfg = client.Configuration()
-    config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
     return client.ApiClient(cfg)
 
 
@@ -46,7 +46,7 @@ def cluster_name(kubeconfig: str, context: str | None = None) -> str:
     """The kubeconfig cluster name of ``context`` (or the current context)."""
     from kubernetes import config
 
-    contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+    contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     chosen = current
     if context is not None:
         chosen = next((c for c in contexts if c.get("name") == context), None)

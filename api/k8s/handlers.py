@@ -217,9 +217,9 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
             f"the API version in the data ({api_version}) does not match the expected API version "
             f"({res.api_version}) or kind {kind!r} is not {res.kind!r}",
         )
-    obj = {**obj, "apiVersion": res.api_version, "kind": res.kind}
-    meta = dict(obj.get("metadata") or {})
-    if not isinstance(obj.get("metadata", {}), dict):
+    out: dict[str, Any] = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    meta = dict(out.get("metadata") or {})
+    if not isinstance(out.get("metadata", {}), dict):
         raise K8sError(400, "metadata must be an object")
     if res.namespaced:
         body_ns = meta.get("namespace")
@@ -236,7 +236,7 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
         meta["name"] = t.name
     if need_name and not meta.get("name"):
         if meta.get("generateName"):
-            digest = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+            digest = hashlib.sha256(orjson.dumps(out, option=orjson.OPT_SORT_KEYS)).hexdigest()
             meta["name"] = f"{meta['generateName']}{digest[:5]}"
         else:
             raise invalid(
@@ -244,8 +244,8 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
                 "",
                 [{"field": "metadata.name", "message": "Required value: name or generateName is required"}],
             )
-    obj["metadata"] = meta
-    return obj
+    out["metadata"] = meta
+    return out
 
 
 def _precondition_rv(obj: dict[str, Any]) -> int | None:

@@ -118,7 +118,7 @@ def render(d: dict[str, Any], limit: int | None = None) -> list[str]:
     def at(w: dict[str, Any] | None) -> str:
         if w is None:
             return "unbound"
-        return w["node"] + (f"[{'-'.join(str(i) for i in w['gpus'])}]" if w["gpus"] else "")
+        return str(w["node"]) + (f"[{'-'.join(str(i) for i in w['gpus'])}]" if w["gpus"] else "")
 
     lines.append(f"  pods placed differently: {len(d['pods'])}")
     for r in d["pods"][:limit]:

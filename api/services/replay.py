@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -124,7 +124,9 @@ def verify_replay(db: Database, progress: Any = None) -> VerifyReport:
             return _verify(db, recorded_runs(db, rows), progress)
 
 
-def _same_at_recorded_versions(produced: list[tuple[str, str, dict[str, Any]]], rows: list[Any]) -> bool:
+def _same_at_recorded_versions(
+    produced: Sequence[tuple[str, str, Mapping[str, Any]]], rows: list[Any]
+) -> bool:
     """Whether a run that differs differs only by the schema: every differing event is recorded
     at an older schema version and equals the replayed decision as that version's writer stored
     it (``ledger.events.downcast``), e.g. a PodGated v1 payload, which carries no condition
@@ -137,7 +139,7 @@ def _same_at_recorded_versions(produced: list[tuple[str, str, dict[str, Any]]], 
         if data == row.data:
             continue
         raw = getattr(row, "raw_data", None)
-        if raw is None or registry.downcast(t, row.schema_version, data) != raw:
+        if raw is None or registry.downcast(t, row.schema_version, dict(data)) != raw:
             return False
     return True
 

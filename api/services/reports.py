@@ -97,7 +97,7 @@ class GroupRow:
 def initially_scheduled(status: Mapping[str, Any]) -> Mapping[str, Any]:
     for c in status.get("conditions") or []:
         if str(c.get("type", "")).endswith("InitiallyScheduled"):
-            return c
+            return dict(c)
     return {}
 
 
@@ -294,7 +294,9 @@ def group_pods(conn: Conn, ns: str, name: str) -> list[dict[str, Any]]:
     for pod, obj, status in objects_q.group_pods(conn, ns, name):
         status = status or {}
         req = pod_requests(obj.get("spec") or {})
-        cond = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+        cond: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
         out.append(
             {
                 "name": pod,

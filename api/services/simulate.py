@@ -232,7 +232,9 @@ class Simulation:
             return self._read_state(conn)
 
     def _read_state(self, conn: Conn) -> dict[str, Any]:
-        pods, groups, cgroups = {}, {}, {}
+        pods: dict[str, Any] = {}
+        groups: dict[str, Any] = {}
+        cgroups: dict[str, Any] = {}
         for r in list_objects(conn, "Pod"):
             st = r.status
             pods[f"{r.namespace}/{r.name}"] = {

@@ -152,7 +152,7 @@ def stacked_bars(
     slot = plot_w / len(buckets)
     bw = max(2.0, slot * 0.75)
     for i, bucket in enumerate(buckets):
-        y = top + plot_h
+        y: float = top + plot_h
         x = left + i * slot + (slot - bw) / 2
         for k, n in enumerate(names):
             v = series[n][i]

@@ -61,11 +61,10 @@ def _ts(value: Any) -> str:
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            return value
+            return str(value)
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        moment: datetime = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     return ""
 
 
