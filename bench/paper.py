@@ -48,10 +48,10 @@ from typing import Any
 import numpy as np
 
 from bench.common import Metric, write
+from bench.openb import DEFAULT_TRACE_DIR
 from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
 from bench.paper_published import ALLOC, FRAG_RATIO
 from bench.paper_report import load_runs, tables
-from bench.trace import DEFAULT_TRACE_DIR
 from scheduler import gpufrag
 from scheduler import gpushare as gs
 
@@ -233,7 +233,7 @@ def run_one(
     import psycopg
 
     from api.services.simulate import private_ledger
-    from bench.trace import load
+    from bench.openb import load
     from bench.writes import apply
     from ledger import db
     from scheduler import decisions as d

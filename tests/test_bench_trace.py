@@ -13,7 +13,7 @@ import pytest
 
 from api.services.commands import objects as commands
 from api.services.objects import list_objects, load_documents
-from bench import trace
+from bench import openb, trace
 from ledger.database import Database
 from ledger.resources.parse import Document
 from ledger.sql import scalar
@@ -51,29 +51,29 @@ def trace_dir(tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch) 
 def test_manifests_map_the_trace_and_pass_validation(tmp_path: Path) -> None:
     (tmp_path / trace.NODE_FILE).write_text(NODES)
     (tmp_path / trace.POD_FILE).write_text(PODS)
-    nodes = trace.read_nodes(tmp_path / trace.NODE_FILE)
-    tasks = {t.name: t for t in trace.read_tasks(tmp_path / trace.POD_FILE)}
+    nodes = openb.read_nodes(tmp_path / trace.NODE_FILE)
+    tasks = {t.name: t for t in openb.read_tasks(tmp_path / trace.POD_FILE)}
     assert tasks["p-forever"].deleted is None and tasks["p-two"].gpu_spec == ("A", "C")
-    node = trace.node_manifest(nodes[1])
+    node = openb.node_manifest(nodes[1])
     assert node["status"]["capacity"] == {"cpu": "16000m", "memory": "65536Mi", "nvidia.com/gpu": "2"}
-    assert node["metadata"]["labels"] == {trace.GPU_MODEL_LABEL: "A"}
-    assert "labels" not in trace.node_manifest(nodes[0])["metadata"]
-    share = trace.pod_manifest(tasks["p-share"])
+    assert node["metadata"]["labels"] == {openb.GPU_MODEL_LABEL: "A"}
+    assert "labels" not in openb.node_manifest(nodes[0])["metadata"]
+    share = openb.pod_manifest(tasks["p-share"])
     assert share["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert share["metadata"]["annotations"] == {trace.GPU_MILLI_ANNOTATION: "460"}
     assert share["spec"]["priorityClassName"] == "openb-ls"
-    two = trace.pod_manifest(tasks["p-two"])
+    two = openb.pod_manifest(tasks["p-two"])
     term = two["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["A", "C"]
-    assert trace.pod_manifest(tasks["p-guar"])["spec"]["priorityClassName"] == "openb-ls"
+    assert openb.pod_manifest(tasks["p-guar"])["spec"]["priorityClassName"] == "openb-ls"
     assert (
         "nvidia.com/gpu"
-        not in trace.pod_manifest(tasks["p-cpu"])["spec"]["containers"][0]["resources"]["requests"]
+        not in openb.pod_manifest(tasks["p-cpu"])["spec"]["containers"][0]["resources"]["requests"]
     )
     objects = trace.load(
         trace.priority_class_manifests()
-        + [trace.node_manifest(n) for n in nodes]
-        + [trace.pod_manifest(t) for t in tasks.values()],
+        + [openb.node_manifest(n) for n in nodes]
+        + [openb.pod_manifest(t) for t in tasks.values()],
         "test",
     )
     assert len(objects) == 3 + 3 + 7

@@ -194,7 +194,7 @@ def test_only_the_commands_and_the_scheduler_edge_write() -> None:
 
 
 def test_no_module_over_600_lines() -> None:
-    over = oversized(ROOT)
+    over = oversized(ROOT, (*PACKAGES, "bench", "tests"))
     assert {p: n for p, n in over.items() if p not in OVERSIZED} == {}
     # the temporary exceptions name only files that are still over the limit
     assert sorted(p for p in OVERSIZED if p not in over) == []
