@@ -99,6 +99,8 @@ def _check_reason_codes(name: str, log: list[dict[str, Any]]) -> None:
 
 def _event_digest(event: dict[str, Any]) -> str:
     body = {k: event[k] for k in ("stream", "version", "type", "data", "meta", "effective_at")}
+    # the scheduler's version stamp is not a payload: bumping it must not rewrite every digest
+    body["meta"] = {k: v for k, v in (body["meta"] or {}).items() if k != "scheduler_version"}
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return f"{event['type']} {event['stream']} {hashlib.sha256(raw).hexdigest()[:16]}"
 

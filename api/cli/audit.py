@@ -94,7 +94,7 @@ def replay(
     import orjson
     import yaml
 
-    from api.services.replay import verify_replay
+    from api.services.replay import SCHEDULER_VERSION, verify_replay
     from api.services.state import state_at
     from api.services.whatif import whatif
 
@@ -133,6 +133,7 @@ def replay(
                         "cycles": rep.cycles,
                         "decisions": rep.decisions,
                         "mismatches": rep.mismatches,
+                        "otherVersions": rep.other_versions,
                     },
                     option=orjson.OPT_INDENT_2,
                     default=str,
@@ -144,6 +145,11 @@ def replay(
                 f"replayed {rep.runs} scheduling runs ({rep.cycles} cycles, {rep.decisions} events): "
                 f"{len(rep.mismatches)} mismatches"
             )
+            for version, n in sorted(rep.other_versions.items()):
+                out.print(
+                    f"  {n} runs recorded by {version} decide otherwise under {SCHEDULER_VERSION} "
+                    "(the scheduler changed; not mismatches)"
+                )
             for mm in rep.mismatches[:20]:
                 out.print(
                     f"  at position {mm['position']}: recorded {mm.get('recorded')} replayed {mm.get('replayed')}"

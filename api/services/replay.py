@@ -16,7 +16,7 @@ from ledger import events as registry
 from ledger import store
 from ledger.replay_rows import iter_rows
 from ledger.store import StoredEvent
-from scheduler.edge.bridge import DECISION_TYPES, Bridge, config_from, ts
+from scheduler.edge.bridge import DECISION_TYPES, EARLIER_VERSIONS, SCHEDULER_VERSION, Bridge, config_from, ts
 from scheduler.edge.decision_events import CYCLE_COMPLETED, POD_RETRIED, RETRIED
 
 if TYPE_CHECKING:
@@ -31,6 +31,10 @@ class VerifyReport:
     cycles: int = 0
     decisions: int = 0
     mismatches: list[dict[str, Any]] = field(default_factory=list)
+    # runs recorded by an earlier scheduler version whose decisions this version makes otherwise:
+    # version -> runs (not mismatches: the recorded version decided so; an unknown version is
+    # a mismatch)
+    other_versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -178,7 +182,10 @@ def _verify(db: Database, runs: Iterable[tuple[str, Any]], progress: Any) -> Ver
         # real mismatch) is compared again in canonical form, as the log reads it back.
         if produced != recorded:
             produced = [(s, t, canonical(data)) for s, t, data in produced]
-        if produced != recorded and not _same_at_recorded_versions(produced, item):
+        version = (item[0].meta or {}).get("scheduler_version")
+        if produced != recorded and version in EARLIER_VERSIONS:
+            rep.other_versions[version] = rep.other_versions.get(version, 0) + 1
+        elif produced != recorded and not _same_at_recorded_versions(produced, item):
             # the log's cycle events (where the run matches, one per cycle the replay ran)
             cycles = sum(1 for _, t, data in recorded if _is_cycle(t, data))
             first = next(
@@ -201,4 +208,11 @@ def _verify(db: Database, runs: Iterable[tuple[str, Any]], progress: Any) -> Ver
     return rep
 
 
-__all__ = ["VerifyReport", "canonical", "produced_decisions", "recorded_runs", "verify_replay"]
+__all__ = [
+    "SCHEDULER_VERSION",
+    "VerifyReport",
+    "canonical",
+    "produced_decisions",
+    "recorded_runs",
+    "verify_replay",
+]

@@ -83,7 +83,13 @@ __all__ = [
     "ts",
 ]
 
-SCHEDULER_VERSION = "podledger-scheduler/0.1"
+# The scheduler whose decisions a run records (``meta.scheduler_version``). Bumped when the
+# same inputs can lead to other decisions; ``replay --verify`` compares a run recorded by an
+# earlier version (``EARLIER_VERSIONS``) and reports it apart when it differs.
+# 0.2: upstream's default profile (NodeResourcesBalancedAllocation weight 1), a failing gang
+# member's own FitError, upstream's message strings, TAS placements-to-score (issue 30).
+SCHEDULER_VERSION = "podledger-scheduler/0.2"
+EARLIER_VERSIONS = frozenset({"podledger-scheduler/0.1"})
 CYCLES_STREAM = streams.CYCLES
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
