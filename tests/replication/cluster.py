@@ -292,6 +292,19 @@ class Cluster:
             ).fetchone()
         return int(row[0]) if row else -1
 
+    def replay_lag(self) -> tuple[int, float]:
+        """(bytes, seconds) the standby's replay is behind: WAL not replayed yet, and
+        pg_stat_replication's ``replay_lag`` (the time a commit takes to become visible there);
+        (-1, -1) when no standby is connected."""
+        with self.primary.connect() as c:
+            row = c.execute(
+                "SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint, "
+                "coalesce(extract(epoch FROM replay_lag), 0)::float8 "
+                "FROM pg_stat_replication WHERE application_name = %s",
+                (STANDBY_NAME,),
+            ).fetchone()
+        return (int(row[0]), float(row[1])) if row else (-1, -1.0)
+
     def url(self, dbname: str, attrs: str = "read-write") -> str:
         """A multi-host libpq URL naming both servers (whichever is primary now)."""
         hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)

@@ -95,13 +95,16 @@ class Load:
         wait_until(lambda: len(acks(self.ackfile)[0]) >= 5, 30, "the writer's first acknowledged pods")
 
     def stop(self, database: Database) -> None:
+        """Stop the writer, wait until the worker has bound every acknowledged pod the log holds
+        (all of them, unless asynchronous replication lost some), stop the worker."""
         self.stopfile.touch()
         assert self.writer.wait(60) == 0, self.writer_log.read_text()[-2000:]
-        wait_until(
-            lambda: {f"default/{p}" for p in acks(self.ackfile)[0]} <= bound_pods(database),
-            30,
-            "every acknowledged pod bound",
-        )
+        wanted = {f"default/{p}" for p in acks(self.ackfile)[0]}
+        created = {
+            r[0].removeprefix("pod/")
+            for r in rows(database, "SELECT stream FROM events WHERE type = 'PodCreated'")
+        }
+        wait_until(lambda: wanted & created <= bound_pods(database), 30, "every acknowledged pod bound")
         self.worker.send_signal(signal.SIGTERM)
         assert self.worker.wait(30) == 0, self.wlog.read_text()[-2000:]
 
