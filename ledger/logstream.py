@@ -238,8 +238,15 @@ class Exporter:
         ).fetchone()
         if found:
             return False
+        version = conn.info.server_version
         try:
-            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (self.slot,))
+            if version >= 170000:  # a failover slot: standbys with sync_replication_slots keep it
+                conn.execute(
+                    "SELECT pg_create_logical_replication_slot(%s, 'pgoutput', false, false, true)",
+                    (self.slot,),
+                )
+            else:
+                conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (self.slot,))
         except psycopg.errors.ObjectNotInPrerequisiteState as exc:
             raise StreamError(
                 f"cannot create logical slot {self.slot}: {exc} (set wal_level = logical)"

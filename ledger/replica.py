@@ -132,7 +132,9 @@ def _position(database: Database) -> tuple[bool, str]:
     with database.connect() as conn:
         row = conn.execute(_POSITION_SQL).fetchone()
     assert row is not None
-    return bool(row[0]), str(row[1])
+    # a replica that does not replay WAL (e.g. Aurora's) has no replay position: 0/0, so a
+    # read that names a position is answered by the primary
+    return bool(row[0]), str(row[1]) if row[1] is not None else "0/0"
 
 
 def route(primary: Database, min_lsn: str | None = None) -> Database:

@@ -211,7 +211,9 @@ class Cluster:
         node.run(
             "pg_basebackup",
             "-D", str(node.pgdata),
-            "-d", f"host=127.0.0.1 port={self.primary.port} user=postgres application_name={STANDBY_NAME}",
+            # dbname: the standby's slot synchronisation connects to it (failover slots, PG 17+)
+            "-d", f"host=127.0.0.1 port={self.primary.port} user=postgres dbname=postgres "
+            f"application_name={STANDBY_NAME}",
             "-X", "stream", "-S", slot, "-R", "-c", "fast", "--no-sync",
             timeout=120,
         )  # fmt: skip

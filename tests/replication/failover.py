@@ -137,14 +137,14 @@ def fail_over(cluster: Cluster, load: Load, database: Database, *, timeout: floa
     return Round(promote_s, write_s, sched_s, lag, log_count(load.wlog, "leader"))
 
 
-def check(database: Database, ackfile: Path, notes: list[str], verifier: tl.Verifier) -> dict[str, Any]:
+def check(database: Database, load: Load, notes: list[str], verifier: tl.Verifier) -> dict[str, Any]:
     """The ledger after failovers: every acknowledged write present exactly once (and nothing
     else of the writer's), the chain intact, replay and projections agreeing, and every
     checkpoint of ``notes`` extended by the log. Returns the counts (raises on a violation)."""
     from api.services.replay import verify_replay
     from ledger.verify import verify_chain
 
-    pods, events = acks(ackfile)
+    pods, events = acks(load.ackfile)
     created = dict(rows(database, "SELECT stream, count(*) FROM events WHERE type = 'PodCreated' GROUP BY 1"))
     missing_pods = [p for p in pods if created.get(f"pod/default/{p}") != 1]
     found = dict(
@@ -155,7 +155,13 @@ def check(database: Database, ackfile: Path, notes: list[str], verifier: tl.Veri
         )
     )
     missing_events = [e for e in events if found.get(e) != 1]
-    present_notes = int(scalar(database, "SELECT count(*) FROM events WHERE type = 'NoteRecorded'"))
+    present_notes = int(
+        scalar(
+            database,
+            "SELECT count(*) FROM events WHERE type = 'NoteRecorded' AND data->>'text' LIKE %(p)s",
+            p=f"{load.prefix}-%",
+        )
+    )
     assert missing_pods == [] and missing_events == [], (missing_pods[:5], missing_events[:5])
     # a write whose commit reached the standby but whose acknowledgement was lost in the crash is
     # present and was retried with the same key/id: never twice, at most one beyond the acks

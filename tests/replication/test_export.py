@@ -104,3 +104,43 @@ def test_export_resumes_exactly_once_and_matches_the_checkpoints(ledger_url, tmp
     with pytest.raises(logstream.StreamError, match="root"):
         logstream.check_checkpoint(forged, first, signer.verifier)
     _export(ledger_url, out, "--drop-slot")
+
+
+@pytest.mark.timeout(120)
+def test_export_slot_survives_failover(cluster, ledger_url, tmp_path):
+    """PostgreSQL 17+ failover slots: the exporter's slot is synchronised to the standby
+    (``pg_sync_replication_slots``), and after the promotion the export continues from it on
+    the new primary, without a gap or a duplicate.
+
+    The standby keeps a synchronised slot only once the primary's slot has moved past what the
+    standby can guarantee (its catalog xmin): the exporter keeps consuming until it has."""
+    database = db.get_database(ledger_url)
+    out = tmp_path / "events.jsonl"
+    write(database, _notes("a", 3))
+    _export(ledger_url, out)  # creates the slot (a failover slot)
+    rounds = 0
+
+    def synced() -> bool:
+        nonlocal rounds
+        with cluster.standby.connect() as c:
+            c.execute("SELECT pg_sync_replication_slots()")
+            row = c.execute(
+                "SELECT synced AND NOT temporary FROM pg_replication_slots WHERE slot_name = 'podledger_export'"
+            ).fetchone()
+        if row and row[0]:
+            return True
+        rounds += 1
+        write(database, _notes(f"b{rounds}", 1))  # the exporter goes on: its slot moves
+        _export(ledger_url, out)
+        return False
+
+    cluster.wait(synced, 60, "the export slot to be synchronised to the standby")
+    write(database, _notes("c", 3))  # not exported before the failover
+    cluster.fail_over()
+    write(database, _notes("d", 2))  # on the promoted server
+    _export(ledger_url, out)
+    lines = logstream.read_lines(out)
+    with database.connect() as conn:
+        stored = conn.execute("SELECT position, event_id::text FROM events ORDER BY position").fetchall()
+    assert [(x["position"], x["event_id"]) for x in lines] == [(p, e) for p, e in stored]
+    assert [x["data"]["text"] for x in lines][-5:] == ["c-0", "c-1", "c-2", "d-0", "d-1"]

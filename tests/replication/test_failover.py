@@ -35,7 +35,7 @@ def test_failover_under_load_loses_no_acknowledged_event(cluster, ledger_url, pr
         assert r.schedule_resume_s <= 10, r
         after = anchor.make_checkpoint(database, signer).note  # the new primary signs on
         load.stop(database)
-        result = check(database, load.ackfile, [before, after], signer.verifier)
+        result = check(database, load, [before, after], signer.verifier)
     assert result["acked_pods"] >= 5 and result["acked_events"] >= 5, result
 
 
