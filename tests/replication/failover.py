@@ -61,18 +61,30 @@ class Load:
     url: str
     workdir: Path
     prefix: str = "load"
+    http: bool = True  # also a writer through both HTTP APIs (tests/replication/_http_writer.py)
     worker: Any = None
     writer: Any = None
+    http_writer: Any = None
     wlog: Path = field(init=False)
     writer_log: Path = field(init=False)
+    http_log: Path = field(init=False)
     ackfile: Path = field(init=False)
+    http_acks: Path = field(init=False)
     stopfile: Path = field(init=False)
 
     def __post_init__(self) -> None:
         self.wlog = self.workdir / f"{self.prefix}-worker.log"
         self.writer_log = self.workdir / f"{self.prefix}-writer.log"
+        self.http_log = self.workdir / f"{self.prefix}-http.log"
         self.ackfile = self.workdir / f"{self.prefix}-acks.txt"
+        self.http_acks = self.workdir / f"{self.prefix}-http-acks.txt"
         self.stopfile = self.workdir / f"{self.prefix}-stop"
+
+    def logs(self) -> list[Path]:
+        return [self.wlog, self.writer_log, self.http_log]
+
+    def all_pods(self) -> list[str]:
+        return acks(self.ackfile)[0] + acks(self.http_acks)[0]
 
     def start(self) -> None:
         env = dict(os.environ, PODLEDGER_DATABASE_URL=self.url)
@@ -91,15 +103,33 @@ class Load:
             self.writer_log,
             env,
         )
+        if self.http:
+            self.http_writer = self.procs.start(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.replication._http_writer",
+                    self.url,
+                    str(self.http_acks),
+                    str(self.stopfile),
+                    f"{self.prefix}h",
+                ],
+                self.http_log,
+                env,
+            )
         wait_until(lambda: log_count(self.wlog, "leader") >= 1, 30, "the worker to lead")
         wait_until(lambda: len(acks(self.ackfile)[0]) >= 5, 30, "the writer's first acknowledged pods")
+        if self.http:
+            wait_until(lambda: len(acks(self.http_acks)[0]) >= 4, 30, "the HTTP writer's first pods")
 
     def stop(self, database: Database) -> None:
         """Stop the writer, wait until the worker has bound every acknowledged pod the log holds
         (all of them, unless asynchronous replication lost some), stop the worker."""
         self.stopfile.touch()
         assert self.writer.wait(60) == 0, self.writer_log.read_text()[-2000:]
-        wanted = {f"default/{p}" for p in acks(self.ackfile)[0]}
+        if self.http_writer is not None:
+            assert self.http_writer.wait(60) == 0, self.http_log.read_text()[-2000:]
+        wanted = {f"default/{p}" for p in self.all_pods()}
         created = {
             r[0].removeprefix("pod/")
             for r in rows(database, "SELECT stream FROM events WHERE type = 'PodCreated'")
@@ -116,6 +146,7 @@ class Round:
     schedule_resume_s: float  # the promotion until a pod created after it is bound
     lag_bytes: int  # the standby's replay lag just before the crash
     leader_terms: int  # the worker's terms so far (a new one after each failover)
+    http_resume_s: float | None = None  # the promotion until the HTTP writer's next pods
 
 
 def fail_over(cluster: Cluster, load: Load, database: Database, *, timeout: float = 30) -> Round:
@@ -126,6 +157,7 @@ def fail_over(cluster: Cluster, load: Load, database: Database, *, timeout: floa
     promote_s = cluster.fail_over()
     t0 = time.monotonic()
     acked = len(acks(load.ackfile)[0])
+    http_acked = len(acks(load.http_acks)[0])
     wait_until(lambda: len(acks(load.ackfile)[0]) >= acked + 2, timeout, "the writer to resume")
     write_s = time.monotonic() - t0
     fresh = {f"default/{p}" for p in acks(load.ackfile)[0][acked + 1 : acked + 2]}
@@ -133,8 +165,14 @@ def fail_over(cluster: Cluster, load: Load, database: Database, *, timeout: floa
         lambda: fresh <= bound_pods(database), timeout, "the worker to bind a pod created after promotion"
     )
     sched_s = time.monotonic() - t0
+    http_s = None
+    if load.http:
+        wait_until(
+            lambda: len(acks(load.http_acks)[0]) >= http_acked + 2, timeout, "the HTTP writer to resume"
+        )
+        http_s = time.monotonic() - t0
     wait_until(lambda: log_count(load.wlog, "leader") > terms, timeout, "the worker to lead again")
-    return Round(promote_s, write_s, sched_s, lag, log_count(load.wlog, "leader"))
+    return Round(promote_s, write_s, sched_s, lag, log_count(load.wlog, "leader"), http_s)
 
 
 def check(database: Database, load: Load, notes: list[str], verifier: tl.Verifier) -> dict[str, Any]:
@@ -144,7 +182,8 @@ def check(database: Database, load: Load, notes: list[str], verifier: tl.Verifie
     from api.services.replay import verify_replay
     from ledger.verify import verify_chain
 
-    pods, events = acks(load.ackfile)
+    events = acks(load.ackfile)[1]
+    pods = load.all_pods()
     created = dict(rows(database, "SELECT stream, count(*) FROM events WHERE type = 'PodCreated' GROUP BY 1"))
     missing_pods = [p for p in pods if created.get(f"pod/default/{p}") != 1]
     found = dict(

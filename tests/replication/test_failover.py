@@ -27,12 +27,13 @@ def test_failover_under_load_loses_no_acknowledged_event(cluster, ledger_url, pr
     apply_text(database, nodes_yaml(2, "64"))
     load = Load(procs, ledger_url, tmp_path)
     load.start()
-    with dump_on_failure(load.wlog, load.writer_log, cluster.primary.log, cluster.standby.log):
+    with dump_on_failure(*load.logs(), cluster.primary.log, cluster.standby.log):
         before = anchor.make_checkpoint(database, signer).note
         r = fail_over(cluster, load, database)
         # writes and scheduling resume within 10 s of the promotion; the worker leads again
         assert r.write_resume_s <= 10, r
         assert r.schedule_resume_s <= 10, r
+        assert r.http_resume_s is not None and r.http_resume_s <= 10, r  # both HTTP APIs
         after = anchor.make_checkpoint(database, signer).note  # the new primary signs on
         load.stop(database)
         result = check(database, load, [before, after], signer.verifier)
