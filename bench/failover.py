@@ -72,7 +72,7 @@ def _present(database: Any, pods: list[str], events: list[str]) -> tuple[int, in
 
 def run(sync: bool, rounds: int, load_seconds: float, root: Path) -> dict[str, Any]:
     from ledger import anchor, db
-    from tests.reliability.conftest import Procs, apply_text, nodes_yaml
+    from tests.reliability.conftest import Procs, apply_text, dump_on_failure, nodes_yaml
     from tests.replication.cluster import Cluster
     from tests.replication.failover import Load, acks, check, fail_over
 
@@ -84,16 +84,16 @@ def run(sync: bool, rounds: int, load_seconds: float, root: Path) -> dict[str, A
         url = cluster.url("podledger")
         os.environ["PODLEDGER_DATABASE_URL"] = url
         database = db.get_database(url)
-        apply_text(database, nodes_yaml(4, "256"))
+        apply_text(database, nodes_yaml(16, "256"))  # 1,760 pods: room for every round's pods
         try:
             for n in range(rounds):
                 load = Load(procs, url, root, prefix=f"{'s' if sync else 'a'}{n}")
                 load.start()
                 sizes, secs = _sample_lag(cluster, load_seconds)
                 notes.append(anchor.make_checkpoint(database, signer).note)
-                r = fail_over(cluster, load, database)
-                # acknowledged before the crash: the writer's acks up to the promotion are in the file
-                load.stop(database)
+                with dump_on_failure(*load.logs(), cluster.primary.log, cluster.standby.log):
+                    r = fail_over(cluster, load, database)
+                    load.stop(database)
                 pods, events = load.all_pods(), acks(load.ackfile)[1]
                 have_pods, have_events = _present(database, pods, events)
                 lost = (len(pods) - have_pods) + (len(events) - have_events)

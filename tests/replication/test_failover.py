@@ -24,7 +24,7 @@ PODLEDGER = str(Path(sys.executable).parent / "podledger")
 def test_failover_under_load_loses_no_acknowledged_event(cluster, ledger_url, procs, tmp_path):  # noqa: F811
     signer = anchor.create_key(tmp_path / "checkpoint.key")
     database = db.get_database(ledger_url)
-    apply_text(database, nodes_yaml(2, "64"))
+    apply_text(database, nodes_yaml(4, "64"))  # room for 440 pods
     load = Load(procs, ledger_url, tmp_path)
     load.start()
     with dump_on_failure(*load.logs(), cluster.primary.log, cluster.standby.log):
