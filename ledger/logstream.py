@@ -310,9 +310,26 @@ class Exporter:
         stop: Callable[[], bool] = lambda: False,
     ) -> int:
         """Export until ``stop()`` (``follow``), or until the slot has nothing more
-        (``follow=False``), or ``max_events`` were written. Returns the events written."""
+        (``follow=False``), or ``max_events`` were written. Returns the events written.
+
+        Following, a lost connection (a restart, a failover: a multi-host URL then finds the
+        promoted server) is reopened every ``poll`` seconds (at most 5); the slot is found
+        there (a failover slot) or created anew, with the events since the file's last position
+        copied first, so the file has no gap either way."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn, self.out.open("a") as f:
+        with self.out.open("a") as f:
+            while True:
+                try:
+                    return self._run(f, follow, poll, max_events, stop)
+                except psycopg.OperationalError:
+                    if not follow or stop():
+                        raise
+                    time.sleep(min(max(poll, 0.1), 5.0))
+
+    def _run(
+        self, f: Any, follow: bool, poll: float, max_events: int | None, stop: Callable[[], bool]
+    ) -> int:
+        with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
             if self._ensure_slot(conn):
                 self._copy_existing(conn, f)
             while not stop():

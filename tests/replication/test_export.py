@@ -135,10 +135,31 @@ def test_export_slot_survives_failover(cluster, ledger_url, tmp_path):
         return False
 
     cluster.wait(synced, 60, "the export slot to be synchronised to the standby")
-    write(database, _notes("c", 3))  # not exported before the failover
-    cluster.fail_over()
-    write(database, _notes("d", 2))  # on the promoted server
-    _export(ledger_url, out)
+    # a follower runs across the failover: it reconnects to the promoted server and goes on
+    # from the synchronised slot (behind what it wrote: those events are skipped)
+    follower = subprocess.Popen(
+        [PODLEDGER, "export", "--out", str(out), "--follow", "--poll", "0.05"],
+        env=dict(os.environ, PODLEDGER_DATABASE_URL=ledger_url),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        write(database, _notes("c", 3))
+        cluster.fail_over()
+        write(database, _notes("d", 2))  # on the promoted server
+        with database.connect() as conn:
+            head = int(conn.execute("SELECT max(position) FROM events").fetchone()[0])
+        wait_until(
+            lambda: (logstream.read_lines(out) or [{"position": 0}])[-1]["position"] == head,
+            30,
+            "the follower to export the promoted server's events",
+        )
+        follower.send_signal(signal.SIGTERM)
+        assert follower.wait(30) == 0, follower.stderr.read() if follower.stderr else ""
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait(10)
     lines = logstream.read_lines(out)
     with database.connect() as conn:
         stored = conn.execute("SELECT position, event_id::text FROM events ORDER BY position").fetchall()
