@@ -100,11 +100,13 @@ def test_reads_from_the_standby_with_read_your_writes(cluster, ledger_url, monke
             "/podledger/v1/state",
             "/api/v1/namespaces/default/pods/p1",
             "/api/v1/pods",
+            "/api/v1/pods?watch=true&timeoutSeconds=1",  # a watch on the standby (it polls)
         ):
             r = client.get(path, headers={**auth("reader"), "X-Podledger-Min-LSN": pod_lsn})
             assert r.status_code == 200, (path, r.text)
             assert r.headers["X-Podledger-Served-By"] == "standby", path
             assert lsn_int(r.headers["X-Podledger-Read-LSN"]) >= lsn_int(pod_lsn), path
+            assert '"p1"' in r.text, (path, r.text[:300])
 
         # the dashboard works against the standby
         client.cookies.set(COOKIE, TOKENS["reader"])
