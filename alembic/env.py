@@ -15,14 +15,15 @@ url = config.attributes.get("url") or db.server_url()
 MIGRATION_LOCK = 7243150002
 
 
-def sqlalchemy_url(libpq: str) -> str:
-    """The libpq URL as SQLAlchemy names the psycopg 3 dialect (Alembic runs on SQLAlchemy;
-    nothing else of podledger does)."""
-    return "postgresql+psycopg" + db.libpq_url(libpq)[len("postgresql") :]
-
-
 def run_migrations_online() -> None:
-    engine = sa.create_engine(sqlalchemy_url(url), poolclass=sa.pool.NullPool)
+    # psycopg opens the connection from the libpq URL itself: SQLAlchemy's URL parser does not
+    # take a multi-host URL (h1:5432,h2:5432) of a replicated server, libpq does
+    import psycopg
+
+    target = db.libpq_url(url)
+    engine = sa.create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=sa.pool.NullPool
+    )
     with engine.connect() as connection:
         connection.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK})
         try:

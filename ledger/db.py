@@ -155,11 +155,47 @@ def database_name(url: str) -> str:
 
 
 def libpq_url(url: str) -> str:
+    """``url`` as libpq takes it (no SQLAlchemy driver suffix). A URL naming several servers
+    (``postgresql://h1:5432,h2:5432/db``, the way a client finds the primary of a replicated
+    PostgreSQL) gets ``target_session_attrs=read-write`` unless it says otherwise: every writer
+    (the pools, the leader lock, LISTEN) then connects to whichever server is the primary now."""
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
     if scheme == "postgres":
         scheme = "postgresql"
-    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, parts.fragment))
+    query = parts.query
+    if is_multi_host(url) and "target_session_attrs=" not in query:
+        query = (query + "&" if query else "") + "target_session_attrs=read-write"
+    return urlunsplit((scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def is_multi_host(url: str) -> bool:
+    """Whether the libpq URL names more than one server (in its authority or a ``host=`` list)."""
+    from urllib.parse import parse_qs
+
+    parts = urlsplit(url)
+    hosts = parts.netloc.rsplit("@", 1)[-1]
+    listed = parse_qs(parts.query).get("host", [""])[-1]
+    return "," in hosts or "," in listed
+
+
+def read_url() -> str | None:
+    """``PODLEDGER_READ_DATABASE_URL`` (the servers readers may use: a standby, or a multi-host
+    URL of the whole cluster) as the application role's libpq URL, with
+    ``target_session_attrs=prefer-standby`` unless it says otherwise; None when unset."""
+    env = os.environ.get("PODLEDGER_READ_DATABASE_URL", "").strip()
+    if not env:
+        return None
+    parts = urlsplit(env)
+    query = parts.query
+    if "target_session_attrs=" not in query:
+        query = (query + "&" if query else "") + "target_session_attrs=prefer-standby"
+    url = libpq_url(urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)))
+    as_owner = os.environ.get("PODLEDGER_USE_APP_ROLE", "1") != "1"
+    if not as_owner and parts.username not in (APP_ROLE, REPORTING_ROLE):
+        # the owner's login (as PODLEDGER_DATABASE_URL): readers log in as the application role
+        url = with_login(url, APP_ROLE, os.environ.get("PODLEDGER_APP_PASSWORD"))
+    return url
 
 
 def ensure_database(url: str) -> None:

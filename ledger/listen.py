@@ -2,6 +2,9 @@
 
 A notification is only a hint (it can be missed while disconnected); callers always catch up
 by reading positions. LISTEN is issued before the first catch-up query.
+
+On a standby (a reader on ``PODLEDGER_READ_DATABASE_URL``) LISTEN is refused and NOTIFY is not
+replicated: the listener then only paces its caller's polling (``STANDBY_POLL`` seconds).
 """
 
 from __future__ import annotations
@@ -12,23 +15,31 @@ from typing import Any
 import psycopg
 
 CHANNEL = "podledger_events"
+STANDBY_POLL = 0.5  # seconds between two reads of a caller whose server cannot LISTEN
 
 
 class Listener:
     def __init__(self, libpq_url: str) -> None:
         self._url = libpq_url
         self._conn: psycopg.Connection[Any] | None = None
+        self.standby = False  # the server is in recovery: no LISTEN, callers poll
 
     def _connect(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
-            self._conn.execute(f"LISTEN {CHANNEL}")
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+            except psycopg.errors.ReadOnlySqlTransaction:
+                conn.close()
+                self.standby = True
+                raise
+            self._conn = conn
         return self._conn
 
     def start(self) -> None:
         try:
             self._connect()
-        except psycopg.OperationalError:
+        except psycopg.Error:
             self._conn = None
 
     def wait(self, timeout: float) -> int | None:
@@ -36,6 +47,9 @@ class Listener:
 
         Returns None on timeout or when the connection failed (the caller then polls).
         """
+        if self.standby:
+            time.sleep(min(timeout, STANDBY_POLL))
+            return None
         try:
             conn = self._connect()
             best: int | None = None

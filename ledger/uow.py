@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import pq
 
-from ledger import store
+from ledger import replica, store
 from ledger.projections.current import project, touched_keys
 from ledger.store import NewEvent, StoredEvent
 
@@ -65,6 +65,7 @@ class UnitOfWork:
         self._deferred: list[StoredEvent] = []
         self._done = False
         self.committed = False
+        self.commit_lsn: str | None = None  # set by commit when positions are tracked
 
     # ------------------------------------------------------------------ the block
 
@@ -185,6 +186,13 @@ class UnitOfWork:
         self.committed = True
         if not self.dry_run and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE:
             conn.autocommit = True  # reads after the commit need no transaction
+            if replica.current() is not None:
+                # the WAL position after the COMMIT: a standby that replayed it has this write
+                # (asked only when the caller tracks positions: one round trip)
+                row = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+                self.commit_lsn = str(row[0]) if row else None
+                if self.commit_lsn:
+                    replica.note_commit(self.commit_lsn)
         return list(self.appended)
 
     # ------------------------------------------------------------------ internals

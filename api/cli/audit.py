@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from api.cli.console import UserError, app, database, err, out
+from api.cli.console import UserError, app, database, err, out, read_database
 from api.cli.printer import Table
 
 
@@ -42,7 +42,7 @@ def explain(
 
     ns, name = _ref(ref)
     try:
-        doc = do_explain(database(), kind, ns, name, at=at, nodes=nodes)
+        doc = do_explain(read_database(), kind, ns, name, at=at, nodes=nodes)
     except (LookupError, ValueError) as exc:
         raise UserError(str(exc).strip("'\"")) from None
     if output == "json":
@@ -64,7 +64,7 @@ def history(
 
     ns, name = _ref(ref)
     try:
-        rows = do_history(database(), kind, ns, name)
+        rows = do_history(read_database(), kind, ns, name)
     except LookupError as exc:
         raise UserError(str(exc).strip("'\"")) from None
     if output == "json":

@@ -57,6 +57,24 @@ def database() -> Database:
     return db.get_database()
 
 
+def read_database() -> Database:
+    """The database a read command uses: with ``PODLEDGER_READ_DATABASE_URL`` set, a standby
+    that has replayed ``PODLEDGER_MIN_LSN`` (a write's commit position) within
+    ``PODLEDGER_READ_WAIT`` seconds, else the primary (``ledger.replica.route``); which one
+    answered as of which WAL position goes to stderr. Without it, the configured ledger."""
+    import os
+
+    from ledger import replica
+
+    primary = database()
+    if replica.read_database() is None:
+        return primary
+    with replica.tracking(os.environ.get("PODLEDGER_MIN_LSN") or None) as pos:
+        chosen = replica.route(primary)
+    err.print(f"(served by the {pos.served_by} as of WAL position {pos.read_lsn})")
+    return chosen
+
+
 def split_ref(ref: str | None) -> tuple[str | None, str | None]:
     """``NAMESPACE/NAME`` → (namespace, name); ``NAME`` → (None, name)."""
     if not ref:
@@ -67,4 +85,15 @@ def split_ref(ref: str | None) -> tuple[str | None, str | None]:
     return None, ref
 
 
-__all__ = ["UserError", "app", "database", "db_app", "err", "one_line_error", "out", "proj_app", "split_ref"]
+__all__ = [
+    "UserError",
+    "app",
+    "database",
+    "db_app",
+    "read_database",
+    "err",
+    "one_line_error",
+    "out",
+    "proj_app",
+    "split_ref",
+]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.console import UserError, app, database, err, out, split_ref
+from api.cli.console import UserError, app, database, err, out, read_database, split_ref
 from api.cli.printer import Table
 
 if TYPE_CHECKING:
@@ -216,10 +216,14 @@ def get(
     from ledger.queries.object_rows import list_objects
 
     if at is None and not watch:
-        from ledger import db
+        from ledger import db, replica
 
-        with db.read_connection() as conn:
-            rows = list_objects(conn, info.kind, ns, name)
+        if replica.read_database() is not None:  # a standby may answer (PODLEDGER_READ_DATABASE_URL)
+            with read_database().connect() as conn:
+                rows = list_objects(conn, info.kind, ns, name)
+        else:
+            with db.read_connection() as conn:
+                rows = list_objects(conn, info.kind, ns, name)
         if labels or fields:
             rows = [r for r in rows if _selected(r, labels, fields)]
         _print_rows(info, name, ns, rows, output)

@@ -10,6 +10,7 @@ caller is the local admin.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -27,6 +28,7 @@ from api.http.routes import admin, audit, checkpoint, dashboard, events, health,
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
 from api.k8s import routes as k8s_routes
+from ledger import replica
 
 if TYPE_CHECKING:
     from ledger.database import Database
@@ -58,8 +60,12 @@ segment, e.g. `{PREFIX}/nodes/-/node-1`.
 
 
 class RequestContext:
-    """Gives every request an id (``X-Request-ID``, echoed or made up) and counts it in the
-    metrics by method, route template and status."""
+    """Gives every request an id (``X-Request-ID``, echoed or made up), counts it in the
+    metrics by method, route template and status, and tracks its WAL positions
+    (``ledger.replica``): ``X-Podledger-Min-LSN`` is the position its reads must see; the
+    response says the position its writes committed at (``X-Podledger-Commit-LSN``) and which
+    server answered its reads as of which position (``X-Podledger-Served-By``,
+    ``X-Podledger-Read-LSN``)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -69,10 +75,19 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         incoming = ""
+        min_lsn: str | None = None
         for name, value in scope.get("headers", ()):
             if name == b"x-request-id":
                 incoming = value.decode("latin-1")
+            elif name == b"x-podledger-min-lsn":
+                min_lsn = value.decode("latin-1").strip() or None
         rid = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        if min_lsn is not None:
+            try:
+                replica.lsn_int(min_lsn)
+            except ValueError as exc:
+                await _bad_request(send, rid, f"header X-Podledger-Min-LSN: {exc}")
+                return
         scope.setdefault("state", {})["request_id"] = rid
         status = 500
         t0 = time.perf_counter()
@@ -83,11 +98,17 @@ class RequestContext:
                 status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
                 headers.append((b"x-request-id", rid.encode()))
+                if pos.commit_lsn:
+                    headers.append((b"x-podledger-commit-lsn", pos.commit_lsn.encode()))
+                if pos.read_lsn and pos.served_by:
+                    headers.append((b"x-podledger-served-by", pos.served_by.encode()))
+                    headers.append((b"x-podledger-read-lsn", pos.read_lsn.encode()))
                 message = {**message, "headers": headers}
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            with replica.tracking(min_lsn) as pos:
+                await self.app(scope, receive, send_with_id)
         finally:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
@@ -97,6 +118,13 @@ class RequestContext:
                 )
             except Exception:  # metrics never break a request (e.g. the DB is down)
                 pass
+
+
+async def _bad_request(send: Any, rid: str, message: str) -> None:
+    body = json.dumps({"error": "BadRequest", "message": message, "details": []}).encode()
+    headers = [(b"content-type", b"application/json"), (b"x-request-id", rid.encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def create_app(

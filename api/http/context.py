@@ -47,6 +47,15 @@ class AppContext:
         return self._db
 
     @property
+    def read_db(self) -> Database:
+        """The database a read is served by: a standby that has replayed the request's
+        ``X-Podledger-Min-LSN``, else the primary (``ledger.replica.route``; it may wait, so
+        use it in the thread that reads, never on the event loop)."""
+        from ledger import replica
+
+        return replica.route(self.db)
+
+    @property
     def metrics(self) -> Metrics:
         if self._metrics is None:
             with self._lock:

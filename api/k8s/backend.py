@@ -74,6 +74,12 @@ def database(request: Any) -> Database:
     return context(request).db
 
 
+def read_database(request: Any) -> Database:
+    """The database a GET (list, get, watch) is served by: a standby when one is configured and
+    has replayed the request's ``X-Podledger-Min-LSN`` (``ledger.replica.route``)."""
+    return context(request).read_db
+
+
 def listener(db: Database) -> Listener:
     """A LISTEN connection on the append channel (ledger.listen); ``wait`` returns on NOTIFY."""
     lst = Listener(db.login_url)

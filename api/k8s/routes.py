@@ -186,6 +186,8 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     rid = getattr(request.state, "request_id", "")
     actor = principal.actor
     if method == "GET":
+        # reads may be served by a standby (ledger.replica.route waits: not on the event loop)
+        db = await run_in_threadpool(backend.read_database, request)
         if t.name is None:
             if q.get("watch") in ("1", "true", "True"):
                 return await _watch(request, db, t, q, accept)

@@ -24,8 +24,9 @@ router = APIRouter(prefix=PREFIX, tags=["audit"])
 
 
 def _explain_sync(ctx: Any, info: KindInfo, ns: str, name: str, at: str | None, nodes: bool) -> Explanation:
-    pos = position_at(ctx.db, at)
-    doc = explain_service.explain(ctx.db, info.singular, ns, name, at=pos, nodes=nodes)
+    database = ctx.read_db
+    pos = position_at(database, at)
+    doc = explain_service.explain(database, info.singular, ns, name, at=pos, nodes=nodes)
     return Explanation.model_validate({**doc, "text": explain_service.render_explain(doc)})
 
 
@@ -52,7 +53,7 @@ async def explain(
 
 
 def _history_sync(ctx: Any, info: KindInfo, ns: str, name: str) -> History:
-    items = history_service.history(ctx.db, info.singular, ns, name)  # NotFound when the log has none
+    items = history_service.history(ctx.read_db, info.singular, ns, name)  # NotFound when the log has none
     return History(
         kind=info.kind, namespace=ns, name=name, items=[HistoryEntry.model_validate(i) for i in items]
     )
@@ -87,9 +88,10 @@ async def state(
     _p: Annotated[Principal, Depends(reader)],
     at: Annotated[int | None, Query(ge=0, le=2**62, description="Log position (default: the head)")] = None,
 ) -> StateAt:
-    db = context(request).db
+    ctx = context(request)
 
     def run() -> StateAt:
+        db = ctx.read_db
         pos = log_service.head(db) if at is None else at
         return StateAt.model_validate(state_at(db, pos))
 

@@ -165,9 +165,10 @@ async def groups_page(request: Request, q: str = "", state: str = "") -> Respons
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    db = context(request).db
+    ctx = context(request)
 
     def load() -> dict[str, Any]:
+        db = ctx.read_db
         page = dashboard.groups_page(db, q, state)
         labels, done, waiting = page.pop("wait")
         buckets, series = page.pop("attempts")
@@ -193,12 +194,13 @@ async def group_page(request: Request, namespace: str, name: str, kind: str = ""
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    db = context(request).db
+    ctx = context(request)
     kind_name = (
         "CompositePodGroup" if kind.lower() in ("composite", "compositepodgroup", "cpg") else "PodGroup"
     )
 
     def load() -> dict[str, Any] | None:
+        db = ctx.read_db
         page = dashboard.group_page(db, kind_name, namespace, name)
         if page is None:
             return None
@@ -239,9 +241,10 @@ async def charts_page(request: Request) -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    db = context(request).db
+    ctx = context(request)
 
     def load() -> dict[str, Any]:
+        db = ctx.read_db
         figures = dashboard.charts_page(db)
         labels, done, waiting = figures["wait"]
         u_buckets, u_series = figures["unschedulable"]
@@ -300,11 +303,12 @@ async def log_page(
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    db = context(request).db
+    ctx = context(request)
     limit = max(1, min(limit, 500))
     after = max(0, after) if after is not None else None
 
     def load() -> dict[str, Any]:
+        db = ctx.read_db
         rows, head = dashboard.log_page(
             db, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
         )

@@ -52,9 +52,10 @@ async def list_events(
         str | None, Query(description="One stream, or a prefix ending in `/` (e.g. `sched/`)", max_length=512)
     ] = None,
 ) -> EventPage:
-    db = context(request).db
+    ctx = context(request)
 
     def read() -> EventPage:
+        db = ctx.read_db
         evs = read_events(db, after, limit, _types(type_), stream)
         return EventPage(
             items=[Event.model_validate(event_json(e)) for e in evs],

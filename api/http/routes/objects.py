@@ -231,7 +231,7 @@ async def delete(
 
 
 def _list_sync(ctx: Any, info: KindInfo, **kw: Any) -> ObjectList:
-    items, cursor = listing.list_page(ctx.db, info, **kw)
+    items, cursor = listing.list_page(ctx.read_db, info, **kw)
     return ObjectList(items=items, metadata={"count": len(items), "continue": cursor})  # type: ignore[arg-type]
 
 
@@ -300,7 +300,8 @@ async def get_object(
 ) -> dict[str, Any]:
     info = kind_info(kind)
     ns = object_ns(info, namespace)
-    obj, version = await run_in_threadpool(object_service.get_one, context(request).db, info, ns, name)
+    ctx = context(request)
+    obj, version = await run_in_threadpool(lambda: object_service.get_one(ctx.read_db, info, ns, name))
     response.headers["ETag"] = f'"{version}"'
     return obj
 
