@@ -12,7 +12,11 @@ from tests.api.test_reason_views import node, pod
 
 STEPS: list[dict] = [{"apply": [node("n1", "r1", "4")]}]
 for i in range(5):  # five pods that each hold the whole node for 100 s
-    STEPS += [{"apply": [pod(f"a{i}", "4")]}, {"advance": "100s"}, {"delete": [{"kind": "Pod", "name": f"a{i}"}]}]
+    STEPS += [
+        {"apply": [pod(f"a{i}", "4")]},
+        {"advance": "100s"},
+        {"delete": [{"kind": "Pod", "name": f"a{i}"}]},
+    ]
 STEPS += [
     {"apply": [pod("holder", "4")]},
     {"advance": "40s"},
