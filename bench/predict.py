@@ -106,7 +106,7 @@ def run(folder: Path, share: float, seed: int, limit: int, horizon_days: float) 
             with database.unit_of_work() as uow:
                 commands.delete_objects(
                     uow,
-                    [("Pod", *k.split("/", 1)) for k in keys],
+                    [("Pod", k.partition("/")[0], k.partition("/")[2]) for k in keys],
                     actor="bench-predict",
                     effective_at=from_ts(at),
                 )
@@ -187,11 +187,11 @@ def run(folder: Path, share: float, seed: int, limit: int, horizon_days: float) 
                                 "median": statistics.median(seen) if seen else None,
                             }
                         )
-            if i >= len(times) and all(c["pod"] in started for c in cases):
+            if i >= len(times) and all(case["pod"] in started for case in cases):
                 break
         wall = time.perf_counter() - t_start
-    for c in cases:
-        c["actual"] = started[c["pod"]] - c["pending_at"] if c["pod"] in started else None
+    for case in cases:
+        case["actual"] = started[case["pod"]] - case["pending_at"] if case["pod"] in started else None
     return {"cases": cases, "nodes": len(chosen), "tasks": len(tasks), "wall_s": wall, "predict_s": predict_s}
 
 
