@@ -213,3 +213,10 @@ GRANT EXECUTE ON FUNCTION analytics_unschedulable(timestamptz, timestamptz),
 GRANT SELECT ON v_unschedulable_hourly, v_preemptions_hourly, v_levels_hourly, v_allocation_hourly,
     v_pending_hourly, v_below_min_hourly, v_waits, v_wait_percentiles_hourly, v_gpu_allocation
     TO podledger_reporting, podledger_app;
+
+-- Node changes (Grafana annotations): every Node created, updated or deleted.
+CREATE OR REPLACE VIEW v_node_changes AS
+SELECT e.position, e.effective_at AS at, e.type AS change,
+       coalesce(e.data->'object'->'metadata'->>'name', e.data->>'name') AS node
+FROM events e WHERE e.type IN ('NodeCreated', 'NodeUpdated', 'NodeDeleted');
+GRANT SELECT ON v_node_changes TO podledger_reporting, podledger_app;

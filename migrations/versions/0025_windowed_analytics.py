@@ -46,7 +46,7 @@ def downgrade() -> None:
         "analytics_preemptions(timestamptz, timestamptz), analytics_waits_between(timestamptz, timestamptz)"
     )
     _ddl(
-        "DROP VIEW IF EXISTS v_wait_percentiles_hourly, v_waits, v_below_min_hourly, v_pending_hourly, "
+        "DROP VIEW IF EXISTS v_node_changes, v_wait_percentiles_hourly, v_waits, v_below_min_hourly, v_pending_hourly, "
         "v_allocation_hourly, v_levels_hourly, v_preemptions_hourly, v_unschedulable_hourly"
     )
     _ddl((SQL / "v_gpu_allocation.sql").read_text())
