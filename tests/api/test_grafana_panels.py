@@ -37,7 +37,9 @@ def expand_macros(sql: str) -> str:
         "$__timeTo()", "now() + interval '1 day'"
     )
     # template variables (issue 34), as Grafana expands "All"
-    sql = sql.replace("($namespace)", "(SELECT namespace FROM v_pending_hourly UNION SELECT namespace FROM v_waits)")
+    sql = sql.replace(
+        "($namespace)", "(SELECT namespace FROM v_pending_hourly UNION SELECT namespace FROM v_waits)"
+    )
     sql = sql.replace("($quota)", "(SELECT quota FROM v_waits UNION SELECT '')")
     assert "$__" not in sql and "$" not in sql.replace("$$", ""), f"a macro the test does not expand: {sql}"
     return sql
@@ -119,8 +121,17 @@ def test_variables_links_annotations_and_steps(gpu_cluster):
     annotations for preemptions and node changes (their SQL runs as the reporting role), step
     interpolation on every time series, and the new series."""
     doc = json.loads(DASHBOARD.read_text())
-    assert {v["name"] for v in doc["templating"]["list"]} >= {"cluster", "namespace", "quota", "podledger_url"}
-    links = [l["url"] for p in panels() for l in (p.get("fieldConfig") or {}).get("defaults", {}).get("links", [])]
+    assert {v["name"] for v in doc["templating"]["list"]} >= {
+        "cluster",
+        "namespace",
+        "quota",
+        "podledger_url",
+    }
+    links = [
+        link["url"]
+        for p in panels()
+        for link in (p.get("fieldConfig") or {}).get("defaults", {}).get("links", [])
+    ]
     assert links and all(u.startswith("${podledger_url}/groups/") for u in links)
     assert all(
         p["fieldConfig"]["defaults"]["custom"]["lineInterpolation"] == "stepAfter"
@@ -134,5 +145,8 @@ def test_variables_links_annotations_and_steps(gpu_cluster):
     assert names == {"Preemptions", "Node changes"}
     url = db.with_login(gpu_cluster.url, "podledger_reporting", None)
     with psycopg.connect(url) as conn:
-        counts = {a["name"]: len(conn.execute(expand_macros(a["target"]["rawSql"])).fetchall()) for a in doc["annotations"]["list"]}
+        counts = {
+            a["name"]: len(conn.execute(expand_macros(a["target"]["rawSql"])).fetchall())
+            for a in doc["annotations"]["list"]
+        }
     assert counts["Node changes"] >= 3
