@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import os
 import random
 import statistics
 import sys
@@ -49,6 +50,7 @@ from bench.trace import (
 from bench.trace import load as load_manifests
 
 ALPHA = 0.2
+DEBUG = os.environ.get("PODLEDGER_PREDICT_DEBUG") == "1"
 
 
 def _namespace(qos: str) -> str:
@@ -174,6 +176,24 @@ def run(folder: Path, share: float, seed: int, limit: int, horizon_days: float) 
                         ns, name = key.split("/", 1)
                         t0 = time.perf_counter()
                         est = predict(c, "Pod", ns, name, head)
+                        if DEBUG and est is not None and est.p50_seconds == 0:
+                            from api.services.predict import inputs_at
+
+                            inp = inputs_at(c, "Pod", ns, name, head)
+                            assert inp is not None
+                            el = sorted(inp.demand.eligible or ())
+                            msg = c.execute(
+                                "SELECT type, data->>'message' FROM events WHERE stream = %s AND type = 'PodUnschedulable' ORDER BY position DESC LIMIT 1",
+                                (f"sched/pod/{key}",),
+                            ).fetchone()
+                            print(
+                                "DEBUG fits now:",
+                                key,
+                                msg,
+                                inp.demand.requests,
+                                [(n, inp.free[n]) for n in el][:4],
+                                file=sys.stderr,
+                            )
                         predict_s += time.perf_counter() - t0
                         seen = waits_seen.get(ns) or []
                         cases.append(
@@ -187,8 +207,8 @@ def run(folder: Path, share: float, seed: int, limit: int, horizon_days: float) 
                                 "median": statistics.median(seen) if seen else None,
                             }
                         )
-            if i >= len(times) and all(case["pod"] in started for case in cases):
-                break
+            if i >= len(times) and (not ends or all(case["pod"] in started for case in cases)):
+                break  # every arrival is in and nothing more can end (or every case has started)
         wall = time.perf_counter() - t_start
     for case in cases:
         case["actual"] = started[case["pod"]] - case["pending_at"] if case["pod"] in started else None

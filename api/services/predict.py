@@ -12,36 +12,39 @@ from datetime import datetime
 from typing import Any
 
 from api.services.start_estimate import Demand, Estimate, Holder, Inputs, estimate, kaplan_meier
+from ledger import streams
 from ledger.resources.models import pod_effective_requests
 from ledger.sql import Conn
 
 OPEN = 9223372036854775807
 MIN_CASES = 30  # fewer similar completed lifetimes than this: widen to the namespace, then all
 
+# the entity's last requeue or compacted retry up to P: when the scheduler tries it next
+_NEXT = """
+SELECT type, effective_at, data FROM events
+WHERE stream = %(s)s AND position <= %(p)s AND type IN ('PodRequeued', 'PodGroupRequeued', 'PodRetried', 'PodGroupRetried')
+ORDER BY position DESC LIMIT 1
+"""
 _AT = "SELECT effective_at FROM events WHERE position <= %s ORDER BY position DESC LIMIT 1"
 _ALIVE = """
 SELECT kind, namespace, name, object, status, created_position
 FROM object_versions
 WHERE kind = ANY(%(kinds)s) AND valid_from <= %(p)s AND valid_to > %(p)s
 """
-# every bind up to P with the end of that bind (delete or preemption) if it came before P
+# every bind up to P with the end of that bind (the pod's next delete or preemption) if it came
+# before P: one pass ordered by pod (a window), not a lookup per bind
 _LIFETIMES = """
-WITH binds AS (
-    SELECT position, effective_at, data->>'pod' AS pod, data->'requests' AS req
-    FROM events WHERE type = 'PodBound' AND position <= %(p)s
-), ends AS (
-    SELECT position, effective_at,
-           CASE WHEN type = 'PodPreempted' THEN data->>'victim'
+WITH ev AS (
+    SELECT position, effective_at, type, data->'requests' AS req,
+           CASE WHEN type = 'PodBound' THEN data->>'pod'
+                WHEN type = 'PodPreempted' THEN data->>'victim'
                 ELSE (data->>'namespace') || '/' || (data->>'name') END AS pod
-    FROM events WHERE type IN ('PodPreempted', 'PodDeleted') AND position <= %(p)s
+    FROM events WHERE type IN ('PodBound', 'PodPreempted', 'PodDeleted') AND position <= %(p)s
+), seq AS (
+    SELECT ev.*, lead(effective_at) OVER (PARTITION BY pod ORDER BY position) AS end_at FROM ev
 )
-SELECT b.pod, b.req::text, extract(epoch FROM (coalesce(e.effective_at, %(t)s) - b.effective_at))::float8,
-       e.position IS NULL
-FROM binds b
-LEFT JOIN LATERAL (
-    SELECT x.position, x.effective_at FROM ends x
-    WHERE x.pod = b.pod AND x.position > b.position ORDER BY x.position LIMIT 1
-) e ON true
+SELECT pod, req::text, extract(epoch FROM (coalesce(end_at, %(t)s) - effective_at))::float8, end_at IS NULL
+FROM seq WHERE type = 'PodBound'
 """
 
 
@@ -142,6 +145,12 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
                 age = (now - datetime.fromisoformat(bound_at)).total_seconds() if bound_at else 0.0
                 holders.append(Holder(node, {k: int(v) for k, v in req.items()}, max(age, 0.0)))
         elif phase == "Pending":
+            nominated = status.get("nominatedNodeName")
+            if nominated in free and (r[1], r[2]) != (namespace, name):
+                # a nominated pod's requests are held for it on that node (scheduler/nominated.py)
+                req = pod_effective_requests({"spec": obj.get("spec") or {}})
+                for k, v in req.items():
+                    free[str(nominated)][k] = free[str(nominated)].get(k, 0) - int(v)
             pg = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
             key = ("PodGroup", f"{r[1]}/{pg}") if pg else ("Pod", f"{r[1]}/{r[2]}")
             pending.setdefault(key, []).append(r)
@@ -180,7 +189,32 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
                 n: str(((o.get("metadata") or {}).get("labels") or {}).get(tk, "")) for n, o in nodes.items()
             }
     curve = _curve(conn, position, now, namespace, mine.requests)
-    return Inputs(mine, free, holders, curve, ahead, domain_of)
+    return Inputs(
+        mine,
+        free,
+        holders,
+        curve,
+        ahead,
+        domain_of,
+        _next_attempt(conn, kind, namespace, name, position, now),
+    )
+
+
+def _next_attempt(conn: Conn, kind: str, namespace: str, name: str, position: int, now: datetime) -> float:
+    """Seconds from ``now`` until the scheduler's next attempt at the entity (0 if not in backoff):
+    a start cannot come before it."""
+    stream = streams.scheduler("podgroup" if kind == "PodGroup" else "pod", f"{namespace}/{name}")
+    row = conn.execute(_NEXT, {"s": stream, "p": position}).fetchone()
+    if row is None:
+        return 0.0
+    typ, at, data = row
+    if typ.endswith("Requeued"):
+        until = data.get("backoff_until")
+        if data.get("queue") != "backoff" or until is None:
+            return 0.0
+        return max(float(until) - now.timestamp(), 0.0)
+    since: float = (at - now).total_seconds()
+    return max(since + float(data.get("backoff") or 0.0), 0.0)
 
 
 def _curve(conn: Conn, position: int, now: datetime, namespace: str, req: Mapping[str, int]) -> Any:

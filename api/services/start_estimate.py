@@ -118,6 +118,7 @@ class Inputs:
     curve: Survival
     ahead: Sequence[Demand] = ()
     domain_of: Mapping[str, str] | None = None  # node -> topology domain (None: no constraint)
+    not_before: float = 0.0  # seconds until the scheduler's next attempt (its backoff)
 
 
 @dataclass
@@ -196,7 +197,7 @@ def estimate(inp: Inputs, samples: int = SAMPLES, horizon: float = 365 * 86400.0
     starts: list[float] = []
     for _ in range(samples):
         ends = residuals(inp.curve, ages, rng.random(len(holders))) if holders else np.zeros(0)
-        starts.append(_one_draw(inp, holders, ends, rng, horizon))
+        starts.append(max(_one_draw(inp, holders, ends, rng, horizon), inp.not_before))
     arr = np.asarray(starts)
     out.never = float(np.mean(~np.isfinite(arr)))
     out.p50_seconds = _quantile(arr, 0.5)
