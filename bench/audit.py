@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.append import drop_database, fresh_database
@@ -365,6 +365,69 @@ def measure(
     ]
 
 
+def measure_analytics(database: Any, reps: int) -> list[Metric]:
+    """Issue 34's windowed analytics on this log: the top unschedulable reasons over a window
+    whose edges fall inside hours (buckets plus raw edges), and allocation against capacity per
+    hour over the last week; each beside what answered it before, in the same run (the per-day
+    view re-aggregating the whole history; the per-change allocation view)."""
+    with database.connect() as c:
+        lo, hi = c.execute("SELECT min(effective_at), max(effective_at) FROM events").fetchone()
+    edge = min(timedelta(minutes=7, seconds=13), (hi - lo) / 10)  # inside an hour on a long log
+    start, end = lo + edge, hi - edge / 2
+    week = hi - timedelta(days=7)
+
+    def query(sql: str, args: tuple[Any, ...]) -> Callable[[], int]:
+        def run() -> int:
+            with database.connect() as c:
+                return len(c.execute(sql, args).fetchall())
+
+        return run
+
+    top = query("SELECT * FROM analytics_unschedulable(%s, %s) LIMIT 10", (start, end))
+    top0 = query(
+        "SELECT reason, sum(attempts) FROM v_unschedulable_reasons WHERE day >= date_trunc('day', %s::timestamptz) "
+        "AND day <= %s GROUP BY 1 ORDER BY 2 DESC LIMIT 10",
+        (start, end),
+    )
+    alloc = query(
+        "SELECT hour, resource, allocated_avg, capacity_avg, fraction_avg FROM v_allocation_hourly "
+        "WHERE resource IN ('gpu', 'cpu') AND hour >= %s ORDER BY hour",
+        (week,),
+    )
+    alloc0 = query(
+        "SELECT date_trunc('hour', at), max(gpus_allocated), max(gpus_allocatable) FROM v_gpu_allocation "
+        "WHERE at >= %s GROUP BY 1 ORDER BY 1",
+        (week,),
+    )
+    print("  measuring windowed analytics ...", file=sys.stderr, flush=True)
+    n_top, n_alloc = top(), alloc()
+    t_top, t_top0 = _time(top, reps), _time(top0, max(3, reps // 10))
+    t_alloc, t_alloc0 = _time(alloc, reps), _time(alloc0, max(3, reps // 10))
+
+    def m(name: str, samples: list[float], base: list[float], what: str, rows: int) -> Metric:
+        v, b = _p99(samples), _p99(base)
+        return Metric(
+            name, v, "ms p99", what, b, v / b if b else None, f"value <= 1000 ms ({rows} rows)", v <= 1000
+        )
+
+    return [
+        m(
+            "top unschedulable reasons, window with off-hour edges",
+            t_top,
+            t_top0,
+            "per-day view over the whole history (before)",
+            n_top,
+        ),
+        m(
+            "GPU/CPU allocation vs capacity per hour over a week",
+            t_alloc,
+            t_alloc0,
+            "per-change v_gpu_allocation (whole history)",
+            n_alloc,
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     global BIG_PODS
     ap = argparse.ArgumentParser(prog="python -m bench.audit", description=__doc__.splitlines()[0])
@@ -378,6 +441,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--keep", action="store_true", help="keep the database and print its URL")
     ap.add_argument("--reuse", metavar="URL", help="measure a database kept by --keep (no build)")
+    ap.add_argument("--analytics-only", action="store_true", help="measure only the windowed analytics")
     args = ap.parse_args(argv)
     BIG_PODS = args.big_pods
     if args.reuse:
@@ -395,13 +459,24 @@ def main(argv: list[str] | None = None) -> None:
             print(f"building a log of >= {args.events:,} events ...", file=sys.stderr, flush=True)
             info = build(database, args.events)
         owner = db.get_database(url, migrate_on_start=False, owner=True)
-        metrics = measure(database, info, args.reps, verify=not args.no_verify, owner=owner)
+        metrics = (
+            []
+            if args.analytics_only
+            else measure(database, info, args.reps, verify=not args.no_verify, owner=owner)
+        )
+        metrics += measure_analytics(database, min(args.reps, 20))
     finally:
         if args.keep or args.reuse:
             print(f"database kept: {url}", file=sys.stderr)
         else:
             drop_database(url)
-    name = "audit" if args.events == DEFAULT_EVENTS else f"audit-{args.events}-{BIG_PODS}"
+    name = (
+        "audit-analytics"
+        if args.analytics_only
+        else "audit"
+        if args.events == DEFAULT_EVENTS
+        else f"audit-{args.events}-{BIG_PODS}"
+    )
     print_table(f"audit at scale (bench/results/{name}.json)", metrics)
     write(name, metrics)
 

@@ -143,6 +143,21 @@ class EventPage(BaseModel):
     head: int = Field(..., description="Newest position of the log when the page was read")
 
 
+class PredictedStart(BaseModel):
+    """The predicted wait from ``as_of`` (the position's time): p50 and p90 in seconds (None: not
+    within a year), and what it rests on (issue 34)."""
+
+    p50_seconds: float | None = None
+    p90_seconds: float | None = None
+    cases: int = Field(description="completed lifetimes of similar pods the survival curve rests on")
+    censored: int = Field(description="similar pods still running (censored lifetimes)")
+    holders: int = Field(description="pods bound on the nodes it can use")
+    queue_ahead: int
+    closest_domain: str | None = None
+    as_of: str | None = None
+    method: str | None = None
+
+
 class Explanation(BaseModel):
     """Why a PodGroup or Pod is where it is (see `podledger explain`)."""
 
@@ -155,6 +170,9 @@ class Explanation(BaseModel):
     verdict: str | None = None
     condition: dict[str, Any] | None = None
     reasons: list[Any] = Field(default_factory=list)
+    predictedStart: PredictedStart | None = Field(  # noqa: N815 (the document's key)
+        None, description="When a pending pod or PodGroup will start, as of `position` (docs/prediction.md)"
+    )
     text: str | None = Field(None, description="The explanation as `podledger explain` prints it")
 
 

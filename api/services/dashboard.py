@@ -3,11 +3,14 @@ HTTP layer renders it into templates and SVG charts)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from api.services import reports
 from api.services.explain import explain, render_explain
 from api.services.history import history
+from ledger.projections.temporal import shadow_objects
+from ledger.queries import analytics as analytics_q
 from ledger.queries import log as log_q
 from ledger.queries import objects as objects_q
 
@@ -15,11 +18,26 @@ if TYPE_CHECKING:
     from ledger.database import Database
 
 
-def groups_page(db: Database, q: str = "", state: str = "") -> dict[str, Any]:
-    """Groups (filtered by text ``q`` and ``state``), counts per state, the wait distribution
-    and attempts over time."""
+def groups_page(
+    db: Database,
+    q: str = "",
+    state: str = "",
+    *,
+    at: int | None = None,
+    at_when: datetime | None = None,
+    namespace: str = "",
+    priority_class: str = "",
+) -> dict[str, Any]:
+    """Groups (filtered by text ``q``, ``state``, ``namespace`` and ``priority_class``) as of
+    position ``at`` (None: now), counts per state, the wait distribution and attempts over time."""
     with db.snapshot() as conn:
-        rows = reports.groups(conn)
+        if at is not None:
+            shadow_objects(conn, at)  # ``objects`` as of the position for this transaction
+        rows = reports.groups(conn, now=at_when) if at is not None else reports.groups(conn)
+        if namespace:
+            rows = [r for r in rows if r.namespace == namespace]
+        if priority_class:
+            rows = [r for r in rows if r.priority_class == priority_class]
         wait = reports.wait_distribution(rows)
         attempts = reports.attempts_over_time(conn)
     counts = {s: sum(1 for r in rows if r.state == s) for s in ("scheduled", "unschedulable", "pending")}
@@ -101,10 +119,15 @@ def _timeline(
     ]
 
 
-def group_page(db: Database, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-    """One group: manifest, status, condition, pods (or child groups), timeline, explanation
-    and pods per node; None if it does not exist."""
+def group_page(
+    db: Database, kind: str, namespace: str, name: str, at: int | None = None
+) -> dict[str, Any] | None:
+    """One group as of position ``at`` (None: now): manifest, status, condition, pods (or child
+    groups), timeline (entries after ``at`` marked ``future``), explanation (with the predicted
+    start while pending) and pods per node; None if it does not exist then."""
     with db.snapshot() as conn:
+        if at is not None:
+            shadow_objects(conn, at)
         found = objects_q.get_object(conn, kind, namespace, name)
         if found is None:
             return None
@@ -116,10 +139,12 @@ def group_page(db: Database, kind: str, namespace: str, name: str) -> dict[str, 
     explanation = None
     if kind == "PodGroup":
         try:
-            explanation = render_explain(explain(db, "podgroup", namespace, name))
+            explanation = render_explain(explain(db, "podgroup", namespace, name, at=at))
         except LookupError:
             explanation = None
     timeline = _timeline(db, kind, namespace, name, events)
+    for t in timeline:
+        t["future"] = at is not None and int(t["position"] or 0) > at
     if not explanation:
         explanation = plain_explanation(kind, namespace, name, status, pods, events)
     per_node: dict[str, int] = {}
@@ -165,4 +190,96 @@ def log_page(
         return log_q.log_page(conn, after=after, before=before, limit=limit, type_=type_, stream=stream)
 
 
-__all__ = ["charts_page", "group_page", "groups_page", "log_page", "plain_explanation"]
+def at_time(db: Database, at: str | None) -> tuple[int | None, datetime | None]:
+    """``?at=POSITION|TIME`` as (position, the time of its event); (None, None) without one.
+    Raises ValueError for anything else."""
+    if not at:
+        return None, None
+    from api.services.explain import resolve_at
+
+    with db.connect() as conn:
+        pos = resolve_at(conn, at)
+        row = conn.execute(
+            "SELECT effective_at FROM events WHERE position <= %s ORDER BY position DESC LIMIT 1", (pos,)
+        ).fetchone()
+    return pos, (row[0] if row else None)
+
+
+def time_series(
+    db: Database,
+    *,
+    namespace: str | None = None,
+    priority: int | None = None,
+    quota: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, Any]:
+    """The hourly series of the plots over time (issue 34), aligned on every hour of [since,
+    until) (default: the whole history): pending pods and groups (hour averages), GPU and CPU
+    allocation against the capacity of that hour, wait p50/p90 of the starts in the hour, and
+    preemptions per hour."""
+    with db.snapshot() as conn:
+        lo, hi = analytics_q.span(conn)
+        names = analytics_q.namespaces(conn)
+        if lo is None or hi is None:
+            return {"times": [], "series": {}, "namespaces": names}
+        start = max(lo, _hour(since)) if since else lo
+        end = min(hi + timedelta(hours=1), until) if until else hi + timedelta(hours=1)
+        rows = analytics_q.hourly(conn, start, end, namespace, priority, quota)
+    times: list[datetime] = []
+    t = start
+    while t < end and len(times) < 24 * 400:
+        times.append(t)
+        t += timedelta(hours=1)
+    idx = {h: i for i, h in enumerate(times)}
+
+    def col(n: int) -> list[float | None]:
+        return [None] * len(times) if n else [0.0] * len(times)
+
+    pods, groups = col(0), col(0)
+    for h, p, g in rows["pending"]:
+        if h in idx:
+            pods[idx[h]], groups[idx[h]] = float(p or 0), float(g or 0)
+    gpu_a, gpu_c, cpu_a, cpu_c = col(1), col(1), col(1), col(1)
+    for h, res, a, c in rows["allocation"]:
+        if h not in idx:
+            continue
+        i = idx[h]
+        if res == "gpu":
+            gpu_a[i], gpu_c[i] = float(a or 0), (float(c) if c is not None else None)
+        else:
+            cpu_a[i], cpu_c[i] = float(a or 0) / 1000, (float(c) / 1000 if c is not None else None)
+    p50, p90 = col(1), col(1)
+    for h, _n, a, b in rows["waits"]:
+        if h in idx:
+            p50[idx[h]], p90[idx[h]] = float(a), float(b)
+    pre = col(0)
+    for h, n in rows["preemptions"]:
+        if h in idx:
+            pre[idx[h]] = float(n)
+    return {
+        "times": times,
+        "namespaces": names,
+        "series": {
+            "pending": {"pending pods (avg)": pods, "pending groups (avg)": groups},
+            "gpu": {"GPUs allocated (avg)": gpu_a, "GPUs that existed (avg)": gpu_c},
+            "cpu": {"cores allocated (avg)": cpu_a, "cores that existed (avg)": cpu_c},
+            "waits": {"wait p50 (s)": p50, "wait p90 (s)": p90},
+            "preemptions": {"preemptions": pre},
+        },
+    }
+
+
+def _hour(t: datetime) -> datetime:
+    return t.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+__all__ = [
+    "at_time",
+    "charts_page",
+    "group_page",
+    "groups_page",
+    "log_page",
+    "plain_explanation",
+    "time_series",
+]

@@ -278,6 +278,13 @@ def document(
         )
         doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = table
         doc["nodesAt"] = int(snap) if snap is not None else pos
+    if kind != "CompositePodGroup" and any(p["phase"] == "Pending" for p in doc["pods"]):
+        # issue 34: when it will start, from the ledger as of the same position
+        from api.services.predict import predict
+
+        est = predict(conn, kind, namespace, name, pos)
+        if est is not None:
+            doc["predictedStart"] = est.as_dict()
     return doc
 
 
@@ -334,6 +341,8 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
         lines.append("  Attempts:  none recorded")
     if doc.get("codes"):
         lines.append(f"  Codes:     {', '.join(doc['codes'])}")
+    if doc.get("predictedStart"):
+        lines.append(render_prediction(doc["predictedStart"]))
     if doc.get("why"):
         lines.extend(render_why(doc["why"]))
     if doc.get("reasons"):
@@ -499,3 +508,22 @@ __all__ = [
     "render_why",
     "resolve_at",
 ]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not within a year"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def render_prediction(p: dict[str, Any]) -> str:
+    """One line: p50 and p90 of the predicted wait from this position, and what they rest on."""
+    return (
+        f"  Predicted: starts in {_duration(p['p50_seconds'])} (p50), by {_duration(p['p90_seconds'])} (p90); "
+        f"{p['cases']} past lifetimes ({p['censored']} running), {p['holders']} pods holding the capacity, "
+        f"{p['queue_ahead']} ahead in the queue"
+        + (f", closest domain {p['closest_domain']}" if p.get("closest_domain") else "")
+    )

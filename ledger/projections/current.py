@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ledger.events import INPUT_ROUTES
+from ledger.projections.analytics import Analytics, Before
 from ledger.resources.models import pod_effective_requests
 from ledger.simple_query import json_arg, run
 from ledger.sql import Conn
@@ -272,13 +273,16 @@ def usage_totals(used: Any) -> dict[str, int]:
 class _Temporal:
     """Versions and usage changes recorded event by event while a batch is folded."""
 
-    def __init__(self, usage: dict[str, Usage]) -> None:
+    def __init__(self, usage: dict[str, Usage], analytics: bool = True) -> None:
         self.usage = usage
         self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
         self.usage_rows: list[tuple[str, int, str]] = []
         # a pod object's effective requests, by object identity (a status change keeps the
         # object dict, so a pod's requests are computed once per batch, not per event)
         self._reqs: dict[int, tuple[dict[str, Any], dict[str, int]]] = {}
+        # the hourly buckets (migration 0025), same transaction; off only for a re-fold by a
+        # migration older than the tables
+        self.analytics = Analytics(enabled=analytics)
 
     def _requests(self, row: dict[str, Any] | None) -> dict[str, int]:
         if row is None or (row["status"] or {}).get("phase") != "Bound":
@@ -292,14 +296,17 @@ class _Temporal:
         return req
 
     def step(self, rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
+        self.analytics.event(ev, rows)
         key = next(iter(_touch(ev)), None)
         if key is None:
             return
         prev = rows.get(key)
         prev_req = self._requests(prev) if key[0] == "Pod" else None
+        before = Before(key[0], prev, prev_req)
         prev_obj, prev_status = (prev["object"], prev["status"]) if prev is not None else (None, None)
         _apply(rows, ev, dirty)
         row = rows.get(key)
+        self.analytics.change(key, before, row, self._requests(row) if key[0] == "Pod" else None, ev)
         if row is None:
             if prev is None:
                 return
@@ -370,6 +377,7 @@ class _Temporal:
                     for key, vf, vt, row in out
                 ]
                 cur.execute(_VERSION_WRITE, (orjson.dumps(doc).decode(),))
+        self.analytics.write(cur)
         if self.usage_rows:
             cur.execute(
                 _USAGE_WRITE,
@@ -426,7 +434,12 @@ def _read_scratch(raw: Any, ordered: list[Key]) -> dict[Key, dict[str, Any] | No
 
 
 def project(
-    conn: Conn, events: Sequence[StoredEvent], *, temporal: bool = True, commit: bool = False
+    conn: Conn,
+    events: Sequence[StoredEvent],
+    *,
+    temporal: bool = True,
+    commit: bool = False,
+    analytics: bool = True,
 ) -> None:
     """Fold ``events`` (in position order) into ``objects`` inside the caller's transaction.
 
@@ -445,7 +458,16 @@ def project(
     for ev in events:
         keys.update(_touch(ev))
     if not keys:
-        if commit:
+        # nothing to fold (retries, cycle markers): only the analytics' counts, if any
+        counts = Analytics(enabled=temporal and analytics)
+        for ev in events:
+            counts.event(ev, {})
+        if counts.attempts or counts.buckets:
+            with conn.cursor() as cur, conn.pipeline():
+                counts.write(cur)
+                if commit:
+                    cur.execute("COMMIT")
+        elif commit:
             conn.commit()
         return
     ordered = sorted(keys)
@@ -464,7 +486,7 @@ def project(
             usage: dict[str, Usage] = {}
             for ns, used in used_rows:
                 usage[ns] = {res: [int(t), int(n)] for res, t, n in used}
-            tracker = _Temporal(usage)
+            tracker = _Temporal(usage, analytics)
             for ev in events:
                 tracker.step(rows, ev, dirty)
         else:

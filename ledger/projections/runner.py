@@ -128,12 +128,16 @@ def rebuild_async(db: Database, projection: AsyncProjection) -> int:
     return Runner(db, projection, batch_size=5000).catch_up()
 
 
-def refold_current(conn: Conn, batch: int = 5000) -> int:
-    """Re-fold the inline projections (``objects``, ``object_versions``, ``quota_usage``) from
+def refold_current(conn: Conn, batch: int = 5000, *, analytics: bool = True) -> int:
+    """Re-fold the inline projections (``objects``, ``object_versions``, ``quota_usage``, the
+    analytics buckets of migration 0025) from
     position 0 in the caller's transaction; returns the number of events folded."""
     from ledger.projections.current import project
 
-    for table in ("objects", "object_versions", "quota_usage"):  # DELETE: the app role may not TRUNCATE
+    tables = ["objects", "object_versions", "quota_usage"]
+    if analytics:
+        tables += ["analytics_hourly", "analytics_waits"]
+    for table in tables:  # DELETE: the app role may not TRUNCATE
         conn.execute(f"DELETE FROM {table}")
     total = 0
     after = 0
@@ -141,7 +145,7 @@ def refold_current(conn: Conn, batch: int = 5000) -> int:
         events = _rows(conn, after, batch)
         if not events:
             break
-        project(conn, events)
+        project(conn, events, analytics=analytics)
         total += len(events)
         after = events[-1].position
     return total

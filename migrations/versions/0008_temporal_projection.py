@@ -83,7 +83,7 @@ def upgrade() -> None:
 
     from ledger.projections.runner import refold_current
 
-    refold_current(op.get_bind().connection.driver_connection)
+    refold_current(op.get_bind().connection.driver_connection, analytics=False)  # before 0025
 
 
 def downgrade() -> None:

@@ -33,7 +33,15 @@ def expand_macros(sql: str) -> str:
         lambda m: f"date_trunc('{INTERVALS[m[2]]}', {m[1]}) AS \"time\"",
         sql,
     )
-    assert "$__" not in sql, f"a macro the test does not expand: {sql}"
+    sql = sql.replace("$__timeFrom()", "'2025-12-01T00:00:00Z'::timestamptz").replace(
+        "$__timeTo()", "now() + interval '1 day'"
+    )
+    # template variables (issue 34), as Grafana expands "All"
+    sql = sql.replace(
+        "($namespace)", "(SELECT namespace FROM v_pending_hourly UNION SELECT namespace FROM v_waits)"
+    )
+    sql = sql.replace("($quota)", "(SELECT quota FROM v_waits UNION SELECT '')")
+    assert "$__" not in sql and "$" not in sql.replace("$$", ""), f"a macro the test does not expand: {sql}"
     return sql
 
 
@@ -106,3 +114,39 @@ def test_gpu_allocation_over_time(gpu_cluster):
         ("default/one-gpu", 2, 2, 2)
     ]
     assert found[0].gpus_allocatable == 8 and float(found[0].gpu_fraction) == 0.25
+
+
+def test_variables_links_annotations_and_steps(gpu_cluster):
+    """Issue 34: template variables (cluster, namespace, quota), data links to the group pages,
+    annotations for preemptions and node changes (their SQL runs as the reporting role), step
+    interpolation on every time series, and the new series."""
+    doc = json.loads(DASHBOARD.read_text())
+    assert {v["name"] for v in doc["templating"]["list"]} >= {
+        "cluster",
+        "namespace",
+        "quota",
+        "podledger_url",
+    }
+    links = [
+        link["url"]
+        for p in panels()
+        for link in (p.get("fieldConfig") or {}).get("defaults", {}).get("links", [])
+    ]
+    assert links and all(u.startswith("${podledger_url}/groups/") for u in links)
+    assert all(
+        p["fieldConfig"]["defaults"]["custom"]["lineInterpolation"] == "stepAfter"
+        for p in panels()
+        if p["type"] == "timeseries"
+    )
+    sql = "\n".join(t["rawSql"] for p in panels() for t in p["targets"])
+    for view in ("v_waits", "v_pending_hourly", "v_allocation_hourly", "analytics_unschedulable"):
+        assert view in sql, view
+    names = {a["name"] for a in doc["annotations"]["list"]}
+    assert names == {"Preemptions", "Node changes"}
+    url = db.with_login(gpu_cluster.url, "podledger_reporting", None)
+    with psycopg.connect(url) as conn:
+        counts = {
+            a["name"]: len(conn.execute(expand_macros(a["target"]["rawSql"])).fetchall())
+            for a in doc["annotations"]["list"]
+        }
+    assert counts["Node changes"] >= 3

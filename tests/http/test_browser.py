@@ -142,7 +142,7 @@ def test_dashboard_in_chromium(chromium, live_url):
             assert "node-r4-" in page.locator("section.card table").first.inner_text()
 
             page.goto(live_url + "/charts")
-            assert page.locator("svg.chart").count() == 6
+            assert page.locator("svg.chart").count() == 11  # 6 charts and 5 plots over time (issue 34)
             assert page.locator("svg.chart rect.bar").count() > 10
             page.screenshot(path=str(OUTPUT / "dashboard-charts.png"), full_page=True)
 
@@ -247,3 +247,45 @@ def test_dashboard_live_refresh_and_narrow_viewport(chromium, live_url, demo_dat
             page.screenshot(path=str(OUTPUT / "dashboard-group-400px.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_dashboard_as_of_a_position_plots_filters_at_400px(chromium, live_url, demo_database):
+    """Issue 34 in chromium: a timeline entry opens the group's page as of that position; the
+    charts page plots over time and its namespace filter applies; at 400 px wide neither page
+    scrolls horizontally (screenshots in test-output/)."""
+    from playwright.sync_api import sync_playwright
+
+    OUTPUT.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 400, "height": 800})
+            page.goto(live_url + "/login", wait_until="load")
+            page.fill("input[name=token]", TOKENS["reader"])
+            page.click("button[type=submit]")
+            page.wait_for_url(live_url + "/")
+            page.goto(live_url + "/groups/team-a/llm-pretrain", wait_until="load")
+            first = page.locator("table.timeline a.at-link").first
+            position = first.inner_text()
+            first.click()
+            page.wait_for_url(f"**/groups/team-a/llm-pretrain?at={position}")
+            assert f"as of position {position}" in page.locator("#asof-pill").inner_text()
+            assert f"(as of position {position})" in page.locator("#explanation").inner_text()
+            assert page.locator("table.timeline tr.future").count() >= 1
+            assert page.locator("#at-slider").get_attribute("value") == position
+            assert _no_horizontal_overflow(page) <= 0
+            page.screenshot(path=str(OUTPUT / "dashboard-group-at-400px.png"), full_page=True)
+
+            page.goto(live_url + "/charts", wait_until="load")
+            assert page.locator("#plots svg.chart polyline.series").count() >= 5
+            assert page.locator("#plots svg.chart text.tick").count() >= 2  # a time axis
+            page.select_option("select[name=namespace]", "team-a")
+            page.click("#charts-filter button")
+            page.wait_for_url("**/charts?namespace=team-a*")
+            assert page.locator("select[name=namespace]").input_value() == "team-a"
+            assert page.locator("#plots svg.chart").count() == 5
+            assert _no_horizontal_overflow(page) <= 0
+            page.screenshot(path=str(OUTPUT / "dashboard-charts-400px.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (OUTPUT / "dashboard-group-at-400px.png").stat().st_size > 5_000

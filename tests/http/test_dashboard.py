@@ -58,7 +58,7 @@ def test_group_page_and_composite_page(signed_in):
 
 def test_charts_page_draws_every_chart_from_the_data(signed_in):
     html = signed_in.get("/charts").text
-    assert html.count("<svg") == 6
+    assert html.count("<svg") == 11  # 6 charts and 5 plots over time (issue 34)
     for title in (
         "Group wait time distribution",
         "Unschedulable reasons over time",
@@ -79,7 +79,7 @@ def test_charts_fall_back_to_the_events_without_the_views(signed_in, monkeypatch
 
     monkeypatch.setattr(reports, "view_readable", lambda conn, view: False)
     html = signed_in.get("/charts").text
-    assert html.count("<svg") == 6
+    assert html.count("<svg") == 11
     assert re.search(r"<title>\d{2}:\d{2}:\d{2} · Unschedulable: \d+</title>", html)
 
 

@@ -16,14 +16,14 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 import orjson
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from api.http.auth import COOKIE, LOCAL, Principal
 from api.http.context import context
-from api.http.dashboard import charts
+from api.http.dashboard import charts, timecharts
 from api.http.routes.events import event_stream
 from api.services import dashboard
 
@@ -160,16 +160,30 @@ async def live(request: Request) -> Response:
 # ------------------------------------------------------------------------------- pages
 
 
+def _bad_at(request: Request, principal: Principal, at: str, exc: Exception) -> Response:
+    return _render(
+        request, "error.html", principal, status_code=400, title="Bad ?at=", message=f"at={at!r}: {exc}"
+    )
+
+
 @router.get("/", response_class=HTMLResponse)
-async def groups_page(request: Request, q: str = "", state: str = "") -> Response:
+async def groups_page(
+    request: Request, q: str = "", state: str = "", at: str = "", namespace: str = "", priority: str = ""
+) -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
     ctx = context(request)
+    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
+    try:
+        pos, when = await run_in_threadpool(dashboard.at_time, db, at)
+    except ValueError as exc:
+        return _bad_at(request, principal, at, exc)
 
     def load() -> dict[str, Any]:
-        db = ctx.read_db
-        page = dashboard.groups_page(db, q, state)
+        page = dashboard.groups_page(
+            db, q, state, at=pos, at_when=when, namespace=namespace, priority_class=priority
+        )
         labels, done, waiting = page.pop("wait")
         buckets, series = page.pop("attempts")
         return {
@@ -186,22 +200,38 @@ async def groups_page(request: Request, q: str = "", state: str = "") -> Respons
         }
 
     data = await run_in_threadpool(load)
-    return _render(request, "groups.html", principal, q=q, state=state, **data)
+    return _render(
+        request,
+        "groups.html",
+        principal,
+        q=q,
+        state=state,
+        at=pos,
+        at_when=when,
+        namespace=namespace,
+        priority=priority,
+        **data,
+    )
 
 
 @router.get("/groups/{namespace}/{name}", response_class=HTMLResponse)
-async def group_page(request: Request, namespace: str, name: str, kind: str = "") -> Response:
+async def group_page(request: Request, namespace: str, name: str, kind: str = "", at: str = "") -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
     ctx = context(request)
+    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
+    try:
+        pos, when = await run_in_threadpool(dashboard.at_time, db, at)
+        head = await run_in_threadpool(lambda: dashboard.at_time(db, "9223372036854775807")[0])
+    except ValueError as exc:
+        return _bad_at(request, principal, at, exc)
     kind_name = (
         "CompositePodGroup" if kind.lower() in ("composite", "compositepodgroup", "cpg") else "PodGroup"
     )
 
     def load() -> dict[str, Any] | None:
-        db = ctx.read_db
-        page = dashboard.group_page(db, kind_name, namespace, name)
+        page = dashboard.group_page(db, kind_name, namespace, name, pos)
         if page is None:
             return None
         per_node = page.pop("per_node")
@@ -231,20 +261,71 @@ async def group_page(request: Request, namespace: str, name: str, kind: str = ""
             principal,
             status_code=404,
             title="Not found",
-            message=f"{kind_name} {namespace}/{name} does not exist (or was deleted).",
+            message=f"{kind_name} {namespace}/{name} does not exist (or was deleted)"
+            + (f" at position {pos}." if pos is not None else "."),
         )
-    return _render(request, "group.html", principal, **data)
+    first = min((int(t["position"] or 0) for t in data["timeline"]), default=1)
+    return _render(
+        request,
+        "group.html",
+        principal,
+        at=pos,
+        at_when=when,
+        head=head,
+        first=first,
+        kind_param=kind,
+        **data,
+    )
+
+
+def _time_arg(value: str) -> datetime | None:
+    if not value:
+        return None
+    t = datetime.fromisoformat(value)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 @router.get("/charts", response_class=HTMLResponse)
-async def charts_page(request: Request) -> Response:
+async def charts_page(
+    request: Request,
+    at: str = "",
+    namespace: str = "",
+    priority: str = "",
+    quota: str = "",
+    since: str = Query("", alias="from"),
+    until: str = Query("", alias="to"),
+) -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
     ctx = context(request)
+    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
+    try:
+        pos, when = await run_in_threadpool(dashboard.at_time, db, at)
+        t_from, t_to = _time_arg(since), _time_arg(until)
+        prio = int(priority) if priority.strip() else None
+    except ValueError as exc:
+        return _bad_at(request, principal, at, exc)
+    if when is not None:
+        t_to = min(t_to, when) if t_to else when
 
     def load() -> dict[str, Any]:
-        db = ctx.read_db
+        ts = dashboard.time_series(
+            db, namespace=namespace or None, priority=prio, quota=quota or None, since=t_from, until=t_to
+        )
+        times, series = ts["times"], ts["series"]
+        plots = {
+            f"{key}_plot": timecharts.step_lines(
+                title, times, series.get(key) or {}, empty="no hourly data yet"
+            )
+            for key, title in (
+                ("pending", "Pending over time (hourly average)"),
+                ("gpu", "GPUs allocated vs the GPUs that existed (hourly average)"),
+                ("cpu", "CPU cores allocated vs the cores that existed (hourly average)"),
+                ("waits", "Wait p50 / p90 of the starts in each hour (s)"),
+                ("preemptions", "Preemptions per hour"),
+            )
+        }
         figures = dashboard.charts_page(db)
         labels, done, waiting = figures["wait"]
         u_buckets, u_series = figures["unschedulable"]
@@ -253,6 +334,8 @@ async def charts_page(request: Request) -> Response:
         nodes, quotas = figures["nodes"], figures["quotas"]
         marker = {(q.label, r): q.low[r] / q.total[r] for q in quotas for r in q.low if q.total.get(r)}
         return {
+            **plots,
+            "namespaces": ts["namespaces"],
             "wait_chart": charts.stacked_bars(
                 "Group wait time distribution",
                 labels,
@@ -288,7 +371,19 @@ async def charts_page(request: Request) -> Response:
         }
 
     data = await run_in_threadpool(load)
-    return _render(request, "charts.html", principal, **data)
+    return _render(
+        request,
+        "charts.html",
+        principal,
+        at=pos,
+        at_when=when,
+        namespace=namespace,
+        priority=priority,
+        quota=quota,
+        since=since,
+        until=until,
+        **data,
+    )
 
 
 @router.get("/log", response_class=HTMLResponse)
@@ -299,16 +394,23 @@ async def log_page(
     limit: int = 50,
     type: str = "",
     stream: str = "",
+    at: str = "",
 ) -> Response:
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
     ctx = context(request)
+    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
+    if at and before is None and after is None:  # the page of the log ending at that position
+        try:
+            pos, _when = await run_in_threadpool(dashboard.at_time, db, at)
+        except ValueError as exc:
+            return _bad_at(request, principal, at, exc)
+        before = (pos or 0) + 1
     limit = max(1, min(limit, 500))
     after = max(0, after) if after is not None else None
 
     def load() -> dict[str, Any]:
-        db = ctx.read_db
         rows, head = dashboard.log_page(
             db, after=after, before=before, limit=limit, type_=type.strip(), stream=stream.strip()
         )
