@@ -12,7 +12,7 @@ Decoding needs ``wal_level = logical`` on the server; creating the publication d
 migration runs on any server, and a consumer reports the missing setting when it creates its slot.
 
 Revision ID: 0027
-Revises: 0024
+Revises: 0025
 Create Date: 2026-12-06
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0027"
-down_revision = "0024"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
