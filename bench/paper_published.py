@@ -9,6 +9,16 @@ against an independent earlier transcription).
 
 from __future__ import annotations
 
+# The artifact's 17 pod lists (``openb_pod_list_<name>.csv``), by family of the sensitivity study
+# (each family varies one property of the default list; the default list belongs to none).
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "GPU-sharing tasks (% of GPU tasks)": ("gpushare40", "gpushare60", "gpushare80", "gpushare100"),
+    "GPU-model constraints (% of GPU tasks)": ("gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33"),
+    "multi-GPU tasks (% of GPU tasks)": ("multigpu20", "multigpu30", "multigpu40", "multigpu50"),
+    "non-GPU CPU demand (% of the default list's)": ("cpu050", "cpu100", "cpu200", "cpu250"),
+}
+ALL_TRACES: tuple[str, ...] = ("default",) + tuple(t for f in FAMILIES.values() for t in f)
+
 # (pod list, policy) -> {X: (mean %, sd)}
 ALLOC: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("default", "Random"): {90: (85.02, 0.29), 100: (86.30, 0.33), 130: (87.47, 0.32)},

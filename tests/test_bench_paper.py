@@ -4,6 +4,9 @@ in place (``PODLEDGER_TRACE_DIR`` or ``../shared/data/openb``); without it the s
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bench import paper
@@ -172,3 +175,49 @@ def test_whatif_fgd_over_a_recorded_bestfit_run(server_url: str, monkeypatch: py
         assert n["gpuMilliDelta"] == sum(r["gpuMilli"] for r in ins) - sum(r["gpuMilli"] for r in outs)
     text = render(d, limit=3)
     assert text[0].startswith(f"placements: {len(d['pods'])} pod(s) placed differently")
+
+
+def test_traces_all_is_the_artifacts_17_lists() -> None:
+    assert paper.parse_traces("all") == paper.ALL_TRACES and len(paper.ALL_TRACES) == 17
+    assert paper.parse_traces("default,cpu050") == ("default", "cpu050")
+    with pytest.raises(SystemExit):
+        paper.parse_traces("default,cpu300")
+    # one seed verified whole, the others sampled (the same sample on every rerun)
+    assert all(paper.verified_run(t, "FGD", 42, 42, 6) for t in paper.ALL_TRACES)
+    sample = [paper.verified_run(t, p, 43, 42, 6) for t in paper.ALL_TRACES for p in paper.POLICIES]
+    assert 0 < sum(sample) < len(sample)
+    assert sample == [paper.verified_run(t, p, 43, 42, 6) for t in paper.ALL_TRACES for p in paper.POLICIES]
+
+
+@pytest.mark.slow
+def test_smoke_variant_list_cells_with_digests(
+    server_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``bench.paper`` end to end on a variant list (first 300 pods, two policies, one seed): every
+    run verified by replay, every (list, policy, X) cell written with each run's digest, the
+    reported placements read from the ledger's views; ``--merge`` of the run file gives the same
+    cells."""
+    folder = paper.trace_dir()
+    if not (folder / paper.NODE_FILE).is_file():
+        pytest.skip(f"no openb trace at {folder}")
+    monkeypatch.setenv("PODLEDGER_DATABASE_URL", server_url)
+    runs, results = tmp_path / "runs.json", tmp_path / "paper.json"
+    args = ["--traces", "multigpu20", "--policies", "BestFit,FGD", "--seeds", "1", "--limit", "300"]
+    paper.main([*args, "--x", "1,2", "--out", str(runs), "--results", str(results)])
+    rows = json.loads(runs.read_text())
+    assert [(r["trace"], r["policy"], r["seed"], r["verified"]) for r in rows] == [
+        ("multigpu20", "BestFit", 42, "ok"),
+        ("multigpu20", "FGD", 42, "ok"),
+    ]
+    assert all(r["pods"] == 300 and 0 < r["bound"] <= 300 and len(r["digest"]) == 16 for r in rows)
+    doc = json.loads(results.read_text())
+    cells = {(c["list"], c["policy"], c["x"]): c for c in doc["cells"]}
+    assert set(cells) == {("multigpu20", p, x) for p in ("BestFit", "FGD") for x in (1, 2)}
+    for (_, policy, x), c in cells.items():
+        run = next(r for r in rows if r["policy"] == policy)
+        assert c["runs"] == [
+            {"seed": 42, "value": round(run["alloc"][x], 3), "digest": run["digest"], "verified": "ok"}
+        ]
+    merged = tmp_path / "merged.json"
+    paper.main(["--merge", str(runs), "--x", "1,2", "--results", str(merged)])
+    assert json.loads(merged.read_text())["cells"] == doc["cells"]
