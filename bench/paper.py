@@ -97,6 +97,7 @@ class Run:
     bound: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0  # this process's CPU time in the run (the database's not counted)
+    verify_cpu_s: float = 0.0  # this process's CPU time in replay --verify
     alloc: list[float] = field(default_factory=list)  # % at X = 0..130
     frag: dict[int, tuple[float, float]] = field(default_factory=dict)  # X -> (GPUs, ratio %)
     verified: str = ""
@@ -233,13 +234,9 @@ def run_one(
 ) -> Run:
     """One run in a private ledger; ``inspect(database)``, when given, runs on the ledger before
     it is dropped (its result in ``Run.inspected``). Placements name the ledger's nodes."""
-    import psycopg
-
-    from api.services.simulate import private_ledger
-    from bench.paper_ledger import placements_from_views
+    from bench.paper_ledger import placements_from_views, run_ledger
     from bench.trace import load
     from bench.writes import apply
-    from ledger import db
     from scheduler import decisions as d
     from scheduler.edge.bridge import Bridge, from_ts
 
@@ -250,19 +247,18 @@ def run_one(
     out = Run(trace, policy, seed, pods=len(tasks), node_order=node_order)
     t0, c0 = time.perf_counter(), time.process_time()
     now = 1767225600.0  # 2026-01-01T00:00:00Z
-    with private_ledger() as database:
-        # one flush appends ~30k decision events: on a loaded 2-core machine preparing its
-        # projection can exceed the ledger's 5 s idle-in-transaction limit (migration 0004).
-        # Every connection of this private ledger gets a longer limit: the database's default,
-        # set by its owner, and the pool's connections replaced by new ones that read it.
-        with psycopg.connect(database.url, autocommit=True) as owner:
-            name = db.database_name(database.url)
-            owner.execute(f"ALTER DATABASE \"{name}\" SET podledger.ledger_idle_timeout = '300s'")
-        database.pool.drain()
-        manifests = [config_manifest(policy)] + [node_manifest(r, nm) for nm, r in named]
-        manifests += [pod_manifest(t) for t in tasks]
-        objects = load(manifests, f"paper {trace} {policy} seed {seed}")
+    inputs = [node_manifest(r, nm) for nm, r in named] + [pod_manifest(t) for t in tasks]
+
+    def build(database: Any) -> None:
+        objects = load(inputs, f"paper {trace} seed {seed}")
         res = apply(database, objects, actor="paper", source="paper", effective_at=from_ts(now))
+        if not res.ok:
+            raise RuntimeError(f"apply refused: {res.errors[:3]}")
+
+    key = (str(folder), trace, seed, limit, node_order)
+    with run_ledger(key, build) as database:
+        cfg = load([config_manifest(policy)], f"paper {trace} {policy} seed {seed}")
+        res = apply(database, cfg, actor="paper", source="paper", effective_at=from_ts(now))
         if not res.ok:
             raise RuntimeError(f"apply refused: {res.errors[:3]}")
         bridge = Bridge(database, actor="paper")
@@ -287,7 +283,9 @@ def run_one(
         if verify:
             from api.services.replay import verify_replay
 
+            cv = time.process_time()
             rep = verify_replay(database)
+            out.verify_cpu_s = time.process_time() - cv
             out.verified = "ok" if not rep.mismatches else f"{len(rep.mismatches)} mismatches"
         if inspect is not None:
             out.inspected = inspect(database)
@@ -547,7 +545,8 @@ def main(argv: list[str] | None = None) -> None:
         a = {x: round(r.alloc[x], 2) for x in X_REPORTED if x < len(r.alloc)}
         print(
             f"[{bar:<30}] {done}/{len(combos)} {tr} {po} seed {seed}: {r.bound}/{r.pods} bound, "
-            f"alloc {a}, {r.wall_s:.0f} s (cpu {r.cpu_s:.1f} s){', verify ' + r.verified if r.verified else ''}"
+            f"alloc {a}, {r.wall_s:.0f} s (cpu {r.cpu_s:.1f} s)"
+            f"{f', verify {r.verified} (cpu {r.verify_cpu_s:.1f} s)' if r.verified else ''}"
             f" (eta {eta / 60:.0f} min)",
             flush=True,
         )
