@@ -293,7 +293,7 @@ def run_one(
     cum = alloc = 0
     xs: list[float] = []
     done: list[tuple[Task, str, tuple[int, ...]]] = []
-    frag_x = {50: None, 80: None}
+    frag_x: dict[int, bool | None] = {50: None, 80: None}
     for t in tasks:
         cum += t.gpu_milli
         p = placed.get(f"{NAMESPACE}/{t.name.lower()}")
@@ -507,15 +507,16 @@ def main(argv: list[str] | None = None) -> None:
         default=DEFAULT_NODE_ORDER,
         help="equal scores: the artifact's per-seed random node order (default) or the trace's file order",
     )
+    ap.add_argument("--resume", action="store_true", help="keep the runs already in --out, run the rest")
     ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
     args = ap.parse_args(argv)
     results = Path(args.results) if args.results else ROOT / "bench" / "results" / "paper.json"
     if args.merge:
-        runs = load_runs(args.merge.split(","), Run)
-        report(runs, results, xs=tuple(int(x) for x in args.x.split(",")))
+        merged: list[Run] = load_runs(args.merge.split(","), Run)
+        report(merged, results, xs=tuple(int(x) for x in args.x.split(",")))
         if not args.results:
-            plot(runs, ROOT / "docs" / "paper-alloc.png")
-        print(tables(runs, tuple(t for t in ALL_TRACES if any(r.trace == t for r in runs)), POLICIES))
+            plot(merged, ROOT / "docs" / "paper-alloc.png")
+        print(tables(merged, tuple(t for t in ALL_TRACES if any(r.trace == t for r in merged)), POLICIES))
         return
     traces = parse_traces(args.traces)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
@@ -532,15 +533,21 @@ def main(argv: list[str] | None = None) -> None:
                 )
         return
     combos = [(tr, po, args.seed0 + s) for s in range(args.seeds) for tr in traces for po in policies]
+    runs: list[Run] = []
+    if args.resume and Path(args.out).is_file():  # keep the runs already in --out, run the others
+        runs = load_runs([args.out], Run)
+        have = {(r.trace, r.policy, r.seed) for r in runs if r.node_order == args.node_order}
+        combos = [c for c in combos if c not in have]
     verify = [verified_run(tr, po, seed, args.verify_seed, args.verify_every) for tr, po, seed in combos]
     print(_eta_line(combos, verify), flush=True)
-    runs: list[Run] = []
     t0 = time.perf_counter()
+    r_cpu: list[float] = []
     for i, ((tr, po, seed), ver) in enumerate(zip(combos, verify, strict=True)):
         r = run_one(folder, tr, po, seed, args.limit, verify=ver, node_order=args.node_order)
         runs.append(r)
         done = i + 1
         eta = (time.perf_counter() - t0) / done * (len(combos) - done)
+        r_cpu.append(r.cpu_s + r.verify_cpu_s)
         bar = "#" * (30 * done // len(combos))
         a = {x: round(r.alloc[x], 2) for x in X_REPORTED if x < len(r.alloc)}
         print(
@@ -553,6 +560,10 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         rows = [{k: v for k, v in r.__dict__.items() if k not in ("placements", "inspected")} for r in runs]
         Path(args.out).write_text(json.dumps(rows, indent=1))
+    if r_cpu:
+        print(
+            f"paper: {len(r_cpu)} run(s), CPU per run {statistics.mean(r_cpu):.2f} s (this process, verification included)"
+        )
     if args.limit is None or args.results:
         report(runs, results, policies, tuple(int(x) for x in args.x.split(",")))
     if args.limit is None:
