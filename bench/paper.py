@@ -48,7 +48,7 @@ import numpy as np
 
 from bench.common import Metric
 from bench.paper_cells import cells, count_within, write_results
-from bench.paper_figures import plot
+from bench.paper_figures import family_tables, plot, plot_families, plot_frag, ranking_lines
 from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
 from bench.paper_published import ALL_TRACES, ALLOC, FRAG_RATIO
 from bench.paper_report import load_runs, tables
@@ -66,6 +66,8 @@ NAMESPACE = "openb"
 X_REPORTED = (90, 100, 130)
 RANK_X = 100
 FRAG_X = (50, 80)
+FRAG_CURVE_TRACES = ("default",)
+FRAG_CURVE_STEP = 5
 EST_RUN_S = 12.0  # wall per run of ~10.8k pods, idle machine (ETA only)
 EST_VERIFY_S = 3.0
 # published means / sd (n-1) of the simulator's expected results (bench/paper_published.py)
@@ -293,7 +295,9 @@ def run_one(
     cum = alloc = 0
     xs: list[float] = []
     done: list[tuple[Task, str, tuple[int, ...]]] = []
-    frag_x: dict[int, bool | None] = {50: None, 80: None}
+    # FGD's fragmentation at X = 50 and 80 (the published points); for the default list every 5 %
+    # of arrived demand (the paper's fragmentation-vs-demand figure)
+    frag_x = set(FRAG_X) | (set(range(0, 131, FRAG_CURVE_STEP)) if trace in FRAG_CURVE_TRACES else set())
     for t in tasks:
         cum += t.gpu_milli
         p = placed.get(f"{NAMESPACE}/{t.name.lower()}")
@@ -303,9 +307,8 @@ def run_one(
         x = 100 * cum / capacity
         while len(xs) <= 130 and x >= len(xs):
             xs.append(100 * alloc / capacity)
-            if len(xs) - 1 in frag_x and frag_x[len(xs) - 1] is None:
+            if len(xs) - 1 in frag_x:
                 out.frag[len(xs) - 1] = frag_at(named, done, typical)
-                frag_x[len(xs) - 1] = True
     out.alloc = xs
     return out
 
@@ -514,9 +517,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.merge:
         merged: list[Run] = load_runs(args.merge.split(","), Run)
         report(merged, results, xs=tuple(int(x) for x in args.x.split(",")))
+        present = tuple(t for t in ALL_TRACES if any(r.trace == t for r in merged))
         if not args.results:
             plot(merged, ROOT / "docs" / "paper-alloc.png")
-        print(tables(merged, tuple(t for t in ALL_TRACES if any(r.trace == t for r in merged)), POLICIES))
+            plot_families(merged, ROOT / "docs" / "paper-families.png")
+            plot_frag(merged, ROOT / "docs" / "paper-frag.png")
+        print(tables(merged, present, POLICIES))
+        print(family_tables(merged))
+        print()
+        print(ranking_lines(merged, present))
         return
     traces = parse_traces(args.traces)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())

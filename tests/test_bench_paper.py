@@ -221,3 +221,21 @@ def test_smoke_variant_list_cells_with_digests(
     merged = tmp_path / "merged.json"
     paper.main(["--merge", str(runs), "--x", "1,2", "--results", str(merged)])
     assert json.loads(merged.read_text())["cells"] == doc["cells"]
+
+
+def test_family_tables_flag_cells_outside_sd_plus_half_point() -> None:
+    """The docs' tables: ours / published (sd) per policy and variant, **NO** beyond sd + 0.5 pp."""
+    from bench import paper_figures as pf
+    from bench.paper_published import ALLOC
+
+    def run(trace: str, policy: str, value: float) -> paper.Run:
+        return paper.Run(trace, policy, 42, alloc=[value] * 131)
+
+    pub = ALLOC[("gpushare40", "FGD")][100]
+    runs = [run("gpushare40", "FGD", pub[0] + pub[1] + 0.4), run("gpushare60", "FGD", 50.0)]
+    text = pf.family_tables(runs)
+    row = next(line for line in text.splitlines() if line.startswith("| FGD | ") and "gpushare" not in line)
+    cells = row.split(" | ")
+    assert "**NO**" not in cells[1] and "**NO**" in cells[2] and cells[3] == "-"
+    assert pf.variant_value("multigpu50") == 50 and pf.variant_value("cpu050") == 50
+    assert set(ALLOC) >= {(t, p) for t in paper.ALL_TRACES for p in paper.POLICIES}  # 17 x 6 published
