@@ -48,7 +48,7 @@ import numpy as np
 
 from bench.common import Metric
 from bench.paper_cells import cells, count_within, write_results
-from bench.paper_figures import family_tables, plot, plot_families, plot_frag, ranking_lines
+from bench.paper_figures import family_tables, frag_table, plot, plot_families, plot_frag, ranking_lines
 from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
 from bench.paper_published import ALL_TRACES, ALLOC, FRAG_RATIO
 from bench.paper_report import load_runs, tables
@@ -524,6 +524,7 @@ def main(argv: list[str] | None = None) -> None:
             plot_frag(merged, ROOT / "docs" / "paper-frag.png")
         print(tables(merged, present, POLICIES))
         print(family_tables(merged))
+        print(frag_table(merged))
         print()
         print(ranking_lines(merged, present))
         return

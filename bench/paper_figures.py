@@ -184,6 +184,31 @@ def plot_frag(runs: list[Any], path: Path) -> bool:
     return True
 
 
+def frag_table(runs: list[Any], step: int = 10) -> str:
+    """Markdown: the default list's fragmentation ratio (%) every ``step`` % of arrived demand per
+    policy (ours: mean over the runs carrying the point), the published X = 50/80 mean (sd) beside
+    ours, **NO** where |ours - published| > 1 pp (the issue's goal for this measure)."""
+    curves = {p: dict(frag_curve(runs, p)) for p in POLICIES}
+    xs = sorted({x for c in curves.values() for x in c if x % step == 0 or (x in (50, 80))})
+    if not xs:
+        return ""
+    out = ["| X | " + " | ".join(POLICIES) + " |", "| --- |" + " --- |" * len(POLICIES)]
+    for x in xs:
+        cells = []
+        for p in POLICIES:
+            v = curves[p].get(x)
+            pub = FRAG_RATIO.get((p, x))
+            if v is None:
+                cells.append("-")
+            elif pub is None:
+                cells.append(f"{v:.1f}")
+            else:
+                mark = "" if abs(v - pub[0]) <= 1.0 else f" **NO** ({v - pub[0]:+.2f})"
+                cells.append(f"{v:.2f} / {pub[0]:.2f} ({pub[1]:.2f}){mark}")
+        out.append(f"| {x} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def _cell(runs: list[Any], trace: str, policy: str, x: int) -> tuple[str, bool | None]:
     rs = _runs(runs, trace, policy, x)
     pub = ALLOC.get((trace, policy), {}).get(x)

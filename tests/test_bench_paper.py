@@ -239,3 +239,21 @@ def test_family_tables_flag_cells_outside_sd_plus_half_point() -> None:
     assert "**NO**" not in cells[1] and "**NO**" in cells[2] and cells[3] == "-"
     assert pf.variant_value("multigpu50") == 50 and pf.variant_value("cpu050") == 50
     assert set(ALLOC) >= {(t, p) for t in paper.ALL_TRACES for p in paper.POLICIES}  # 17 x 6 published
+
+
+def test_frag_table_compares_the_published_points_within_one_point() -> None:
+    """The fragmentation table: ours every 10 % of X, the published X = 50/80 beside it, **NO**
+    beyond 1 pp."""
+    from bench import paper_figures as pf
+    from bench.paper_published import FRAG_RATIO
+
+    pub50, pub80 = FRAG_RATIO[("FGD", 50)][0], FRAG_RATIO[("FGD", 80)][0]
+    frag = {x: (0.0, float(x) / 2) for x in range(5, 131, 5)} | {
+        50: (0.0, pub50 + 0.9),
+        80: (0.0, pub80 - 1.2),
+    }
+    text = pf.frag_table([paper.Run("default", "FGD", 42, frag=frag)])
+    rows = {line.split(" | ")[0]: line.removesuffix(" |").split(" | ") for line in text.splitlines()[2:]}
+    fgd = 1 + pf.POLICIES.index("FGD")
+    assert "| 50" in rows and "**NO**" not in rows["| 50"][fgd] and "**NO**" in rows["| 80"][fgd]
+    assert rows["| 10"][fgd] == "5.0" and rows["| 10"][1] == "-" and "| 15" not in rows
