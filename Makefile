@@ -22,11 +22,13 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.report --write
 
-# The FGD paper's experiment (docs/paper.md): 3 pod lists x 6 policies x SEEDS seeds.
+# The FGD paper's experiment (docs/paper.md): TRACES (all 17 pod lists, or a comma-separated
+# subset) x 6 policies x SEEDS seeds; prints an ETA first, then one line per run.
 SEEDS ?= 10
+TRACES ?= all
 paper: $(STAMP)
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[paper]'
-	$(BIN)/python -m bench.paper --seeds $(SEEDS)
+	$(BIN)/python -m bench.paper --seeds $(SEEDS) --traces $(TRACES)
 
 # Lint, formatting and types (mypy strict on every package).
 lint: $(STAMP)

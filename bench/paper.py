@@ -38,7 +38,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,10 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import Metric, write
+from bench.common import Metric
 from bench.openb import DEFAULT_TRACE_DIR
+from bench.paper_cells import cells, count_within, write_results
+from bench.paper_figures import family_tables, frag_table, plot, plot_families, plot_frag, ranking_lines
 from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
-from bench.paper_published import ALLOC, FRAG_RATIO
+from bench.paper_published import ALL_TRACES, ALLOC, FRAG_RATIO
 from bench.paper_report import load_runs, tables
 from scheduler import gpufrag
 from scheduler import gpushare as gs
@@ -65,6 +66,10 @@ NAMESPACE = "openb"
 X_REPORTED = (90, 100, 130)
 RANK_X = 100
 FRAG_X = (50, 80)
+FRAG_CURVE_TRACES = ("default",)
+FRAG_CURVE_STEP = 5
+EST_RUN_S = 12.0  # wall per run of ~10.8k pods, idle machine (ETA only)
+EST_VERIFY_S = 3.0
 # published means / sd (n-1) of the simulator's expected results (bench/paper_published.py)
 PUBLISHED: dict[tuple[str, str, int], tuple[float, float]] = {
     (trace, policy, x): v for (trace, policy), xs in ALLOC.items() for x, v in xs.items()
@@ -94,6 +99,7 @@ class Run:
     bound: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0  # this process's CPU time in the run (the database's not counted)
+    verify_cpu_s: float = 0.0  # this process's CPU time in replay --verify
     alloc: list[float] = field(default_factory=list)  # % at X = 0..130
     frag: dict[int, tuple[float, float]] = field(default_factory=dict)  # X -> (GPUs, ratio %)
     verified: str = ""
@@ -230,12 +236,9 @@ def run_one(
 ) -> Run:
     """One run in a private ledger; ``inspect(database)``, when given, runs on the ledger before
     it is dropped (its result in ``Run.inspected``). Placements name the ledger's nodes."""
-    import psycopg
-
-    from api.services.simulate import private_ledger
     from bench.openb import load
+    from bench.paper_ledger import placements_from_views, run_ledger
     from bench.writes import apply
-    from ledger import db
     from scheduler import decisions as d
     from scheduler.edge.bridge import Bridge, from_ts
 
@@ -246,27 +249,33 @@ def run_one(
     out = Run(trace, policy, seed, pods=len(tasks), node_order=node_order)
     t0, c0 = time.perf_counter(), time.process_time()
     now = 1767225600.0  # 2026-01-01T00:00:00Z
-    with private_ledger() as database:
-        # one flush appends ~30k decision events: on a loaded 2-core machine preparing its
-        # projection can exceed the ledger's 5 s idle-in-transaction limit (migration 0004).
-        # Every connection of this private ledger gets a longer limit: the database's default,
-        # set by its owner, and the pool's connections replaced by new ones that read it.
-        with psycopg.connect(database.url, autocommit=True) as owner:
-            name = db.database_name(database.url)
-            owner.execute(f"ALTER DATABASE \"{name}\" SET podledger.ledger_idle_timeout = '300s'")
-        database.pool.drain()
-        manifests = [config_manifest(policy)] + [node_manifest(r, nm) for nm, r in named]
-        manifests += [pod_manifest(t) for t in tasks]
-        objects = load(manifests, f"paper {trace} {policy} seed {seed}")
+    inputs = [node_manifest(r, nm) for nm, r in named] + [pod_manifest(t) for t in tasks]
+
+    def build(database: Any) -> None:
+        objects = load(inputs, f"paper {trace} seed {seed}")
         res = apply(database, objects, actor="paper", source="paper", effective_at=from_ts(now))
         if not res.ok:
             raise RuntimeError(f"apply refused: {res.errors[:3]}")
+
+    key = (str(folder), trace, seed, limit, node_order)
+    with run_ledger(key, build) as database:
+        cfg = load([config_manifest(policy)], f"paper {trace} {policy} seed {seed}")
+        res = apply(database, cfg, actor="paper", source="paper", effective_at=from_ts(now))
+        if not res.ok:
+            raise RuntimeError(f"apply refused: {res.errors[:3]}")
         bridge = Bridge(database, actor="paper")
-        placed: dict[str, tuple[str, tuple[int, ...]]] = {}
+        decided: dict[str, tuple[str, tuple[int, ...]]] = {}
         for r in bridge.run_until_idle(now):
             for dec in r.decisions:
                 if isinstance(dec, d.PodBound):
-                    placed[dec.pod] = (dec.node, dec.gpus or ())
+                    decided[dec.pod] = (dec.node, dec.gpus or ())
+        # what is reported comes from the ledger's views, checked against the decisions made
+        placed = placements_from_views(database, NAMESPACE)
+        if placed != decided:
+            diff = sorted(set(placed.items()) ^ set(decided.items()))[:3]
+            raise RuntimeError(
+                f"{trace} {policy} seed {seed}: ledger views differ from the decisions: {diff}"
+            )
         out.wall_s = time.perf_counter() - t0
         out.cpu_s = time.process_time() - c0
         out.bound = len(placed)
@@ -276,7 +285,9 @@ def run_one(
         if verify:
             from api.services.replay import verify_replay
 
+            cv = time.process_time()
             rep = verify_replay(database)
+            out.verify_cpu_s = time.process_time() - cv
             out.verified = "ok" if not rep.mismatches else f"{len(rep.mismatches)} mismatches"
         if inspect is not None:
             out.inspected = inspect(database)
@@ -284,7 +295,9 @@ def run_one(
     cum = alloc = 0
     xs: list[float] = []
     done: list[tuple[Task, str, tuple[int, ...]]] = []
-    frag_x = {50: None, 80: None}
+    # FGD's fragmentation at X = 50 and 80 (the published points); for the default list every 5 %
+    # of arrived demand (the paper's fragmentation-vs-demand figure)
+    frag_x = set(FRAG_X) | (set(range(0, 131, FRAG_CURVE_STEP)) if trace in FRAG_CURVE_TRACES else set())
     for t in tasks:
         cum += t.gpu_milli
         p = placed.get(f"{NAMESPACE}/{t.name.lower()}")
@@ -294,9 +307,8 @@ def run_one(
         x = 100 * cum / capacity
         while len(xs) <= 130 and x >= len(xs):
             xs.append(100 * alloc / capacity)
-            if len(xs) - 1 in frag_x and frag_x[len(xs) - 1] is None:
+            if len(xs) - 1 in frag_x:
                 out.frag[len(xs) - 1] = frag_at(named, done, typical)
-                frag_x[len(xs) - 1] = True
     out.alloc = xs
     return out
 
@@ -378,7 +390,7 @@ def ranking(means: dict[str, float]) -> str:
 
 def summarize(runs: list[Run]) -> list[Metric]:
     metrics: list[Metric] = []
-    for trace in TRACES:
+    for trace in [t for t in ALL_TRACES if any(r.trace == t for r in runs)]:
         ours: dict[str, float] = {}
         for policy in POLICIES:
             rs = [r for r in runs if r.trace == trace and r.policy == policy and len(r.alloc) > 130]
@@ -399,7 +411,7 @@ def summarize(runs: list[Run]) -> list[Metric]:
                         metrics.append(
                             _close(name, statistics.mean(vals), len(vals), pub and (pub[0], 0.0), "%", 1.0)
                         )
-        if len(ours) == len(POLICIES):
+        if len(ours) == len(POLICIES) and all((trace, p) in ALLOC for p in POLICIES):
             pub_rank = ranking({p: ALLOC[(trace, p)][RANK_X][0] for p in POLICIES})
             same = ranking(ours) == pub_rank
             metrics.append(
@@ -428,57 +440,69 @@ def summarize(runs: list[Run]) -> list[Metric]:
     return metrics
 
 
-def plot(runs: list[Run], path: Path) -> bool:
-    try:
-        import matplotlib
+def parse_traces(text: str) -> tuple[str, ...]:
+    """``all`` or a comma-separated list of the artifact's pod lists (``ALL_TRACES``)."""
+    if text.strip() == "all":
+        return ALL_TRACES
+    out = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [t for t in out if t not in ALL_TRACES]
+    if bad or not out:
+        raise SystemExit(
+            f"--traces: unknown pod list(s) {bad or [text]}; one of: all, {', '.join(ALL_TRACES)}"
+        )
+    return out
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install -e '.[paper]'): no plot", file=sys.stderr)
+
+def verified_run(trace: str, policy: str, seed: int, verify_seed: int, every: int) -> bool:
+    """Every run of ``verify_seed``; of the other seeds one run in ``every`` (a fixed sample: a
+    hash of the run's key, so a rerun verifies the same runs; ``every <= 0``: none)."""
+    if seed == verify_seed:
+        return True
+    if every <= 0:
         return False
-    traces = [t for t in TRACES if any(r.trace == t for r in runs)]
-    fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4.5), squeeze=False)
-    for ax, trace in zip(axes[0], traces, strict=True):
-        for i, policy in enumerate(POLICIES):
-            rs = [r for r in runs if r.trace == trace and r.policy == policy and r.alloc]
-            if not rs:
-                continue
-            n = min(len(r.alloc) for r in rs)
-            mean = [statistics.mean(r.alloc[x] for r in rs) for x in range(n)]
-            ax.plot(range(n), mean, label=policy, color=f"C{i}")
-            pubs = [(x, PUBLISHED[(trace, policy, x)]) for x in X_REPORTED if (trace, policy, x) in PUBLISHED]
-            if pubs:
-                ax.errorbar(
-                    [x + (i - 2.5) * 0.4 for x, _ in pubs],
-                    [v[0] for _, v in pubs],
-                    yerr=[v[1] for _, v in pubs],
-                    fmt="o",
-                    ms=3,
-                    color=f"C{i}",
-                    capsize=2,
-                )
-        ax.plot([0, 100], [0, 100], color="grey", lw=0.5, ls=":")
-        ax.set_xlim(60, 132)
-        ax.set_ylim(60, 100)
-        ax.set_title(f"openb {trace}: ours (lines), published X=90/100/130 (dots, sd)")
-        ax.set_xlabel("arrived GPU demand X (% of capacity)")
-        ax.set_ylabel("GPU allocation ratio (%)")
-        ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return True
+    return int(hashlib.sha256(f"{trace}/{policy}/{seed}".encode()).hexdigest(), 16) % every == 0
+
+
+def _eta_line(combos: list[tuple[str, str, int]], verify: list[bool]) -> str:
+    runs_s = len(combos) * EST_RUN_S + sum(verify) * EST_VERIFY_S
+    return (
+        f"paper: {len(combos)} run(s) ({sum(verify)} verified), {len({c[0] for c in combos})} pod list(s); "
+        f"ETA ~{runs_s / 60:.0f} min on an idle 2-core machine ({EST_RUN_S:.0f} s per run, "
+        f"+{EST_VERIFY_S:.0f} s per verification; more under load)"
+    )
+
+
+def report(
+    runs: list[Run], results: Path, policies: tuple[str, ...] = POLICIES, xs: tuple[int, ...] = X_REPORTED
+) -> None:
+    """Write ``results`` (metrics and every cell), plot, print the summary and the tables."""
+    metrics = summarize(runs)
+    traces = tuple(t for t in ALL_TRACES if any(r.trace == t for r in runs))
+    cs = cells(runs, traces, policies, xs)
+    write_results(results, metrics, cs)
+    within, compared, total = count_within(cs)
+    print(f"{within} of {compared} compared allocation cells within sd + 0.5 pp ({total} cells)")
+    for m in metrics:
+        if m.name.endswith(f"ranking_x{RANK_X}"):
+            print(f"{m.name}: {'same' if m.met else 'DIFFERENT'} ({m.baseline}; {m.goal})")
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--seed0", type=int, default=SEED0, help="first seed (the artifact's: 42)")
-    ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument(
+        "--traces", default=",".join(TRACES), help="'all' or a comma-separated subset of the 17 lists"
+    )
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--limit", type=int, default=None, help="first N pods of each workload (smoke)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "paper-runs.json"))
+    ap.add_argument(
+        "--results", default=None, help="cells file (default bench/results/paper.json; none with --limit)"
+    )
+    ap.add_argument("--x", default="90,100,130", help="arrived demand X (%%) of the cells written")
+    ap.add_argument("--verify-seed", type=int, default=SEED0, help="every run of this seed is verified")
+    ap.add_argument("--verify-every", type=int, default=6, help="of the other seeds' runs verify 1 in N")
     ap.add_argument("--core", action="store_true", help="only the scheduling CPU per policy (no database)")
     ap.add_argument(
         "--node-order",
@@ -486,54 +510,73 @@ def main(argv: list[str] | None = None) -> None:
         default=DEFAULT_NODE_ORDER,
         help="equal scores: the artifact's per-seed random node order (default) or the trace's file order",
     )
+    ap.add_argument("--resume", action="store_true", help="keep the runs already in --out, run the rest")
     ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
     args = ap.parse_args(argv)
+    results = Path(args.results) if args.results else ROOT / "bench" / "results" / "paper.json"
     if args.merge:
-        runs = load_runs(args.merge.split(","), Run)
-        write("paper", summarize(runs))
-        plot(runs, ROOT / "docs" / "paper-alloc.png")
-        for m in summarize(runs):
-            print(f"{m.name}: {m.value} (published {m.baseline_value}, met {m.met})")
-        print(tables(runs, TRACES, POLICIES))
+        merged: list[Run] = load_runs(args.merge.split(","), Run)
+        report(merged, results, xs=tuple(int(x) for x in args.x.split(",")))
+        present = tuple(t for t in ALL_TRACES if any(r.trace == t for r in merged))
+        if not args.results:
+            plot(merged, ROOT / "docs" / "paper-alloc.png")
+            plot_families(merged, ROOT / "docs" / "paper-families.png")
+            plot_frag(merged, ROOT / "docs" / "paper-frag.png")
+        print(tables(merged, present, POLICIES))
+        print(family_tables(merged))
+        print(frag_table(merged))
+        print()
+        print(ranking_lines(merged, present))
         return
+    traces = parse_traces(args.traces)
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     folder = trace_dir()
     if not (folder / NODE_FILE).is_file():
         print(f"paper: no trace at {folder}; skipped")
         return
     if args.core:
-        for tr in args.traces.split(","):
-            for po in args.policies.split(","):
+        for tr in traces:
+            for po in policies:
                 bound, cpu = core_cpu(folder, tr, po, args.seed0, args.limit, args.node_order)
                 print(
                     f"core {tr} {po} seed {args.seed0}: {bound} bound, scheduling CPU {cpu:.1f} s", flush=True
                 )
         return
-    combos = [
-        (tr, po, args.seed0 + s)
-        for s in range(args.seeds)
-        for tr in args.traces.split(",")
-        for po in args.policies.split(",")
-    ]
+    combos = [(tr, po, args.seed0 + s) for s in range(args.seeds) for tr in traces for po in policies]
     runs: list[Run] = []
+    if args.resume and Path(args.out).is_file():  # keep the runs already in --out, run the others
+        runs = load_runs([args.out], Run)
+        have = {(r.trace, r.policy, r.seed) for r in runs if r.node_order == args.node_order}
+        combos = [c for c in combos if c not in have]
+    verify = [verified_run(tr, po, seed, args.verify_seed, args.verify_every) for tr, po, seed in combos]
+    print(_eta_line(combos, verify), flush=True)
     t0 = time.perf_counter()
-    for i, (tr, po, seed) in enumerate(combos):
-        r = run_one(folder, tr, po, seed, args.limit, verify=seed == SEED0, node_order=args.node_order)
+    r_cpu: list[float] = []
+    for i, ((tr, po, seed), ver) in enumerate(zip(combos, verify, strict=True)):
+        r = run_one(folder, tr, po, seed, args.limit, verify=ver, node_order=args.node_order)
         runs.append(r)
         done = i + 1
         eta = (time.perf_counter() - t0) / done * (len(combos) - done)
+        r_cpu.append(r.cpu_s + r.verify_cpu_s)
         bar = "#" * (30 * done // len(combos))
         a = {x: round(r.alloc[x], 2) for x in X_REPORTED if x < len(r.alloc)}
         print(
             f"[{bar:<30}] {done}/{len(combos)} {tr} {po} seed {seed}: {r.bound}/{r.pods} bound, "
-            f"alloc {a}, frag {r.frag}, {r.wall_s:.0f} s (cpu {r.cpu_s:.0f} s){', verify ' + r.verified if r.verified else ''}"
+            f"alloc {a}, {r.wall_s:.0f} s (cpu {r.cpu_s:.1f} s)"
+            f"{f', verify {r.verified} (cpu {r.verify_cpu_s:.1f} s)' if r.verified else ''}"
             f" (eta {eta / 60:.0f} min)",
             flush=True,
         )
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         rows = [{k: v for k, v in r.__dict__.items() if k not in ("placements", "inspected")} for r in runs]
         Path(args.out).write_text(json.dumps(rows, indent=1))
+    if r_cpu:
+        print(
+            f"paper: {len(r_cpu)} run(s), CPU per run {statistics.mean(r_cpu):.2f} s (this process, verification included)"
+        )
+    if args.limit is None or args.results:
+        report(runs, results, policies, tuple(int(x) for x in args.x.split(",")))
     if args.limit is None:
-        write("paper", summarize(runs))
         plot(runs, ROOT / "docs" / "paper-alloc.png")
 
 

@@ -55,7 +55,10 @@ def tables(runs: list[Any], traces: tuple[str, ...], policies: tuple[str, ...]) 
                 continue
             cells = []
             for x in (90, 100, 130):
-                pub = ALLOC[(trace, policy)][x]
+                pub = ALLOC.get((trace, policy), {}).get(x)
+                if pub is None:
+                    cells.append(f"{statistics.mean(r.alloc[x] for r in rs):.2f} / -")
+                    continue
                 cell = _cell([r.alloc[x] for r in rs], pub, pub[1] + 0.5)
                 total += 1
                 met += "**NO**" not in cell

@@ -4,6 +4,9 @@ in place (``PODLEDGER_TRACE_DIR`` or ``../shared/data/openb``); without it the s
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bench import paper
@@ -172,3 +175,85 @@ def test_whatif_fgd_over_a_recorded_bestfit_run(server_url: str, monkeypatch: py
         assert n["gpuMilliDelta"] == sum(r["gpuMilli"] for r in ins) - sum(r["gpuMilli"] for r in outs)
     text = render(d, limit=3)
     assert text[0].startswith(f"placements: {len(d['pods'])} pod(s) placed differently")
+
+
+def test_traces_all_is_the_artifacts_17_lists() -> None:
+    assert paper.parse_traces("all") == paper.ALL_TRACES and len(paper.ALL_TRACES) == 17
+    assert paper.parse_traces("default,cpu050") == ("default", "cpu050")
+    with pytest.raises(SystemExit):
+        paper.parse_traces("default,cpu300")
+    # one seed verified whole, the others sampled (the same sample on every rerun)
+    assert all(paper.verified_run(t, "FGD", 42, 42, 6) for t in paper.ALL_TRACES)
+    sample = [paper.verified_run(t, p, 43, 42, 6) for t in paper.ALL_TRACES for p in paper.POLICIES]
+    assert 0 < sum(sample) < len(sample)
+    assert sample == [paper.verified_run(t, p, 43, 42, 6) for t in paper.ALL_TRACES for p in paper.POLICIES]
+
+
+@pytest.mark.slow
+def test_smoke_variant_list_cells_with_digests(
+    server_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``bench.paper`` end to end on a variant list (first 300 pods, two policies, one seed): every
+    run verified by replay, every (list, policy, X) cell written with each run's digest, the
+    reported placements read from the ledger's views; ``--merge`` of the run file gives the same
+    cells."""
+    folder = paper.trace_dir()
+    if not (folder / paper.NODE_FILE).is_file():
+        pytest.skip(f"no openb trace at {folder}")
+    monkeypatch.setenv("PODLEDGER_DATABASE_URL", server_url)
+    runs, results = tmp_path / "runs.json", tmp_path / "paper.json"
+    args = ["--traces", "multigpu20", "--policies", "BestFit,FGD", "--seeds", "1", "--limit", "300"]
+    paper.main([*args, "--x", "1,2", "--out", str(runs), "--results", str(results)])
+    rows = json.loads(runs.read_text())
+    assert [(r["trace"], r["policy"], r["seed"], r["verified"]) for r in rows] == [
+        ("multigpu20", "BestFit", 42, "ok"),
+        ("multigpu20", "FGD", 42, "ok"),
+    ]
+    assert all(r["pods"] == 300 and 0 < r["bound"] <= 300 and len(r["digest"]) == 16 for r in rows)
+    doc = json.loads(results.read_text())
+    cells = {(c["list"], c["policy"], c["x"]): c for c in doc["cells"]}
+    assert set(cells) == {("multigpu20", p, x) for p in ("BestFit", "FGD") for x in (1, 2)}
+    for (_, policy, x), c in cells.items():
+        run = next(r for r in rows if r["policy"] == policy)
+        assert c["runs"] == [
+            {"seed": 42, "value": round(run["alloc"][x], 3), "digest": run["digest"], "verified": "ok"}
+        ]
+    merged = tmp_path / "merged.json"
+    paper.main(["--merge", str(runs), "--x", "1,2", "--results", str(merged)])
+    assert json.loads(merged.read_text())["cells"] == doc["cells"]
+
+
+def test_family_tables_flag_cells_outside_sd_plus_half_point() -> None:
+    """The docs' tables: ours / published (sd) per policy and variant, **NO** beyond sd + 0.5 pp."""
+    from bench import paper_figures as pf
+    from bench.paper_published import ALLOC
+
+    def run(trace: str, policy: str, value: float) -> paper.Run:
+        return paper.Run(trace, policy, 42, alloc=[value] * 131)
+
+    pub = ALLOC[("gpushare40", "FGD")][100]
+    runs = [run("gpushare40", "FGD", pub[0] + pub[1] + 0.4), run("gpushare60", "FGD", 50.0)]
+    text = pf.family_tables(runs)
+    row = next(line for line in text.splitlines() if line.startswith("| FGD | ") and "gpushare" not in line)
+    cells = row.split(" | ")
+    assert "**NO**" not in cells[1] and "**NO**" in cells[2] and cells[3] == "-"
+    assert pf.variant_value("multigpu50") == 50 and pf.variant_value("cpu050") == 50
+    assert set(ALLOC) >= {(t, p) for t in paper.ALL_TRACES for p in paper.POLICIES}  # 17 x 6 published
+
+
+def test_frag_table_compares_the_published_points_within_one_point() -> None:
+    """The fragmentation table: ours every 10 % of X, the published X = 50/80 beside it, **NO**
+    beyond 1 pp."""
+    from bench import paper_figures as pf
+    from bench.paper_published import FRAG_RATIO
+
+    pub50, pub80 = FRAG_RATIO[("FGD", 50)][0], FRAG_RATIO[("FGD", 80)][0]
+    frag = {x: (0.0, float(x) / 2) for x in range(5, 131, 5)} | {
+        50: (0.0, pub50 + 0.9),
+        80: (0.0, pub80 - 1.2),
+    }
+    text = pf.frag_table([paper.Run("default", "FGD", 42, frag=frag)])
+    rows = {line.split(" | ")[0]: line.removesuffix(" |").split(" | ") for line in text.splitlines()[2:]}
+    fgd = 1 + pf.POLICIES.index("FGD")
+    assert "| 50" in rows and "**NO**" not in rows["| 50"][fgd] and "**NO**" in rows["| 80"][fgd]
+    assert rows["| 10"][fgd] == "5.0" and rows["| 10"][1] == "-" and "| 15" not in rows
