@@ -41,6 +41,14 @@ def serve(
     tls_private_key_file: Annotated[
         str | None, typer.Option(help="The certificate's private key (PEM).")
     ] = None,
+    max_body: Annotated[
+        str | None,
+        typer.Option(
+            "--max-body",
+            help="Request body limit (bytes, or with Ki/Mi/Gi), answered 413 past it; "
+            "default PODLEDGER_MAX_BODY or 3Mi, like kube-apiserver.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (/podledger/v1, /docs, /metrics) and the dashboard (/).
 
@@ -51,7 +59,13 @@ def serve(
 
     from api.http.app import create_app
     from api.http.auth import TokenConfigError, tokens_from_env
+    from api.http.limits import max_body_from_env, parse_size
     from ledger import db
+
+    try:
+        limit = parse_size(max_body) if max_body is not None else max_body_from_env()
+    except ValueError as exc:
+        raise UserError(f"--max-body: {exc}" if max_body is not None else str(exc)) from None
 
     try:
         tokens = tokens_from_env()
@@ -70,7 +84,11 @@ def serve(
         err.warning("--insecure-local: no authentication, every caller is admin")
     database = db.get_database()  # migrates on start; fails here, not on the first request
     application = create_app(
-        database, tokens, insecure_local=insecure_local and not tokens, metrics_public=metrics_public
+        database,
+        tokens,
+        insecure_local=insecure_local and not tokens,
+        metrics_public=metrics_public,
+        max_body=limit,
     )
     if (tls_cert_file is None) != (tls_private_key_file is None):
         raise UserError("--tls-cert-file and --tls-private-key-file go together")

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from api.http.auth import AuthThrottle, TokenTable, parse_tokens, tokens_from_env
 from api.http.context import AppContext
 from api.http.errors import install_handlers
-from api.http.limits import BodyLimit
+from api.http.limits import BodyLimit, max_body_from_env
 from api.http.routes import admin, audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
@@ -106,7 +106,10 @@ def create_app(
     insecure_local: bool = False,
     metrics_public: bool = False,
     throttle: AuthThrottle | None = None,
+    max_body: int | None = None,
 ) -> FastAPI:
+    """``max_body``: the request body limit in bytes (default: ``PODLEDGER_MAX_BODY`` or 3 MiB)."""
+    limit = max_body if max_body is not None else max_body_from_env()
     table = (
         tokens
         if isinstance(tokens, TokenTable)
@@ -120,7 +123,9 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.ctx = AppContext(db, table, insecure_local, metrics_public=metrics_public, throttle=throttle)
+    app.state.ctx = AppContext(
+        db, table, insecure_local, metrics_public=metrics_public, throttle=throttle, max_body=limit
+    )
 
     install_handlers(app)
     app.include_router(health.router)
@@ -135,7 +140,7 @@ def create_app(
     # Pure ASGI middlewares (not BaseHTTPMiddleware): an error raised while a route reads the body
     # (BodyLimit's 413) reaches the exception handlers in the route's own task.
     app.add_middleware(RequestContext)
-    app.add_middleware(BodyLimit)  # outermost: limits hold before anything reads the request
+    app.add_middleware(BodyLimit, limit=limit)  # outermost: limits hold before anything reads the request
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
     install_docs(app)
 

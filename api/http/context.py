@@ -9,6 +9,7 @@ from fastapi import Request
 
 from api.http.auth import AuthThrottle, TokenTable
 from api.http.jobs import JobStore
+from api.http.limits import MAX_BODY
 from api.http.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -26,8 +27,10 @@ class AppContext:
         *,
         metrics_public: bool = False,
         throttle: AuthThrottle | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         self._db = db
+        self.max_body = max_body
         self.metrics_public = metrics_public
         self.throttle = throttle or AuthThrottle()
         self._lock = threading.Lock()
