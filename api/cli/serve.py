@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from typing import Annotated
 
 import typer
@@ -40,6 +41,14 @@ def serve(
     ] = None,
     tls_private_key_file: Annotated[
         str | None, typer.Option(help="The certificate's private key (PEM).")
+    ] = None,
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            "--trusted-proxies",
+            help="Comma-separated addresses/networks of reverse proxies whose X-Forwarded-For and "
+            "X-Forwarded-Proto are believed (default PODLEDGER_TRUSTED_PROXIES, else none).",
+        ),
     ] = None,
     max_body: Annotated[
         str | None,
@@ -82,6 +91,14 @@ def serve(
             raise UserError(f"--insecure-local binds to 127.0.0.1 only; refusing --host {host}")
         host = "127.0.0.1"
         err.warning("--insecure-local: no authentication, every caller is admin")
+    from api.http.auth import parse_proxies
+
+    try:
+        parse_proxies(
+            trusted_proxies if trusted_proxies is not None else os.environ.get("PODLEDGER_TRUSTED_PROXIES")
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     database = db.get_database()  # migrates on start; fails here, not on the first request
     application = create_app(
         database,
@@ -89,6 +106,7 @@ def serve(
         insecure_local=insecure_local and not tokens,
         metrics_public=metrics_public,
         max_body=limit,
+        trusted_proxies=trusted_proxies,
     )
     if (tls_cert_file is None) != (tls_private_key_file is None):
         raise UserError("--tls-cert-file and --tls-private-key-file go together")

@@ -10,6 +10,7 @@ caller is the local admin.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from api.http.auth import AuthThrottle, TokenTable, parse_tokens, tokens_from_env
+from api.http.auth import PROXIES_ENV, AuthThrottle, TokenTable, parse_tokens, tokens_from_env
 from api.http.context import AppContext
 from api.http.errors import install_handlers
+from api.http.headers import SecurityHeaders
 from api.http.limits import BodyLimit, max_body_from_env
 from api.http.routes import admin, audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
@@ -40,8 +42,9 @@ routes live under `{PREFIX}/` (the Kubernetes-compatible paths `/api`, `/apis` a
 **Auth**: `Authorization: Bearer TOKEN`. Tokens come from `PODLEDGER_TOKENS`
 (`reader=…,writer=…,admin=…`). Readers may GET; writers may also apply, delete and start
 what-if jobs; admins may do everything, including the operations under `{PREFIX}/admin/`. No
-token → 401, too weak a role → 403; after 10 wrong tokens from one address within a minute →
-429 with `Retry-After`. Tokens have at least 16 characters. `/metrics` needs a token too unless
+token → 401, too weak a role → 403; after 10 wrong tokens from one client within a minute →
+429 with `Retry-After` for any token that has not already worked from that client (the right
+token of someone else at the same address is never refused for another's failures). Tokens have at least 16 characters. `/metrics` needs a token too unless
 the server runs with `--metrics-public`. The actor of every write is recorded in the event's
 `meta.actor`.
 
@@ -107,8 +110,11 @@ def create_app(
     metrics_public: bool = False,
     throttle: AuthThrottle | None = None,
     max_body: int | None = None,
+    trusted_proxies: str | None = None,
 ) -> FastAPI:
-    """``max_body``: the request body limit in bytes (default: ``PODLEDGER_MAX_BODY`` or 3 MiB)."""
+    """``max_body``: the request body limit in bytes (default: ``PODLEDGER_MAX_BODY`` or 3 MiB).
+    ``trusted_proxies``: addresses/networks whose ``X-Forwarded-For``/``-Proto`` are believed
+    (default: ``PODLEDGER_TRUSTED_PROXIES``, else none)."""
     limit = max_body if max_body is not None else max_body_from_env()
     table = (
         tokens
@@ -124,7 +130,13 @@ def create_app(
         openapi_url="/openapi.json",
     )
     app.state.ctx = AppContext(
-        db, table, insecure_local, metrics_public=metrics_public, throttle=throttle, max_body=limit
+        db,
+        table,
+        insecure_local,
+        metrics_public=metrics_public,
+        throttle=throttle,
+        max_body=limit,
+        trusted_proxies=trusted_proxies if trusted_proxies is not None else os.environ.get(PROXIES_ENV),
     )
 
     install_handlers(app)
@@ -139,6 +151,7 @@ def create_app(
     app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)
     # Pure ASGI middlewares (not BaseHTTPMiddleware): an error raised while a route reads the body
     # (BodyLimit's 413) reaches the exception handlers in the route's own task.
+    app.add_middleware(SecurityHeaders)  # CSP, X-Frame-Options, nosniff, HSTS over https
     app.add_middleware(RequestContext)
     app.add_middleware(BodyLimit, limit=limit)  # outermost: limits hold before anything reads the request
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")

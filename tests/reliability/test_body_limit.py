@@ -117,6 +117,8 @@ def test_the_limit_is_configurable(server: tuple[int, str]) -> None:
 
 
 def test_a_bad_limit_is_refused_at_start(db_url: str) -> None:
-    env = dict(os.environ, PODLEDGER_DATABASE_URL=db_url, PODLEDGER_TOKENS=TOKEN_SPEC, PODLEDGER_MAX_BODY="lots")
+    env = dict(
+        os.environ, PODLEDGER_DATABASE_URL=db_url, PODLEDGER_TOKENS=TOKEN_SPEC, PODLEDGER_MAX_BODY="lots"
+    )
     res = subprocess.run([PODLEDGER, "serve", "--port", "1"], capture_output=True, env=env, timeout=60)
     assert res.returncode == 1 and b"PODLEDGER_MAX_BODY" in res.stderr and b"Traceback" not in res.stderr
