@@ -22,7 +22,8 @@ these checks before a value is built from it:
 For the Kubernetes API: ``load_body(body, content_type)`` decodes one request body (JSON, or
 YAML when the content type says so) under both checks and raises :class:`BodyError` (a
 ``DocumentParseError``) whose ``problem`` is the message to answer 400 with, e.g. ``duplicate
-field "metadata.name"`` or ``document contains excessive aliasing``.
+field "metadata.name"`` or ``document contains excessive aliasing``; ``inspect_body`` returns the
+duplicated paths instead of raising (for ``fieldValidation=Warn``/``Ignore``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "check_node",
     "duplicate_message",
     "duplicate_paths",
+    "inspect_body",
     "load_body",
     "load_yaml_values",
     "loads_json",
@@ -229,25 +231,24 @@ def loads_json(text: str | bytes, *, decimal: bool = True) -> tuple[Any, list[st
     return data, (duplicate_paths(data) if flagged else [])
 
 
-def load_body(body: bytes | str, content_type: str = "application/json", source: str = "request body") -> Any:
-    """One request body as a plain value (JSON, or YAML when ``content_type`` mentions yaml; an
-    empty body is None; non-integer numbers are floats, as orjson and YAML give them). Raises BodyError naming the problem (malformed, not UTF-8, nested too
-    deeply, more than one YAML document, a duplicate field, excessive aliasing)."""
+def inspect_body(
+    body: bytes | str, content_type: str = "application/json", source: str = "request body"
+) -> tuple[Any, list[str]]:
+    """One request body as ``(plain value, duplicated key paths)`` (JSON, or YAML when
+    ``content_type`` mentions yaml; an empty body is None; non-integer numbers are floats, as
+    orjson and YAML give them). Raises BodyError when it cannot be read (malformed, not UTF-8,
+    nested too deeply, more than one YAML document, excessive aliasing); duplicates are returned,
+    not raised, for callers whose upstream only warns about them (``fieldValidation=Warn``)."""
     try:
         text = body.decode("utf-8") if isinstance(body, bytes) else body
     except UnicodeDecodeError:
         raise BodyError("the request body is not UTF-8 text", source=source, index=None, line=None) from None
     try:
         if "yaml" in content_type.lower():
-            values = load_yaml_values(text, source)
-            if len(values) > 1:
-                raise BodyError(
-                    "the request body holds more than one YAML document", source=source, index=2, line=None
-                )
-            return values[0] if values else None
+            return _yaml_body(text, source)
         if not text.strip():
-            return None
-        data, dups = loads_json(text, decimal=False)
+            return None, []
+        return loads_json(text, decimal=False)
     except BodyError:
         raise
     except DocumentParseError as exc:
@@ -258,6 +259,38 @@ def load_body(body: bytes | str, content_type: str = "application/json", source:
         raise BodyError(exc.msg, source=source, index=1, line=exc.lineno, column=exc.colno) from None
     except RecursionError:
         raise BodyError("the request body is nested too deeply", source=source, index=1, line=None) from None
+
+
+def _yaml_body(text: str, source: str) -> tuple[Any, list[str]]:
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()  # ComposerError on a second document
+        if node is None:
+            return None, []
+        dups = check_node(node, source=source, index=1)
+        return loader.construct_document(node), dups
+    except yaml.composer.ComposerError as exc:
+        if "single document" in str(exc):
+            raise BodyError(
+                "the request body holds more than one YAML document", source=source, index=2, line=None
+            ) from None
+        raise DocumentParseError(str(exc.problem or exc), source=source, index=1, line=None) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
+        raise DocumentParseError(
+            problem, source=source, index=1, line=mark.line + 1 if mark else None
+        ) from None
+    except yaml.YAMLError as exc:
+        raise DocumentParseError(str(exc), source=source, index=1, line=None) from None
+    finally:
+        loader.dispose()
+
+
+def load_body(body: bytes | str, content_type: str = "application/json", source: str = "request body") -> Any:
+    """:func:`inspect_body` that also refuses a duplicated key (BodyError ``duplicate field
+    "path"``): the value of a body for ``fieldValidation=Strict`` (kubectl's default)."""
+    value, dups = inspect_body(body, content_type, source)
     if dups:
         raise BodyError(duplicate_message(dups[0]), source=source, index=1, line=None)
-    return data
+    return value

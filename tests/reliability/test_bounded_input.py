@@ -278,3 +278,44 @@ def test_json_api_apply_refuses_bombs_and_duplicates(client: TestClient, databas
         assert details[0]["message"] == 'duplicate field "metadata.name"'
         assert took < FAST, took
     assert count_events(database) == before
+
+
+# ------------------------------------------------------------------------------ the Kubernetes API
+
+
+def test_kubernetes_api_refuses_bombs_and_strict_duplicates(client: TestClient, database: Database) -> None:
+    """The shared guard in front of the Kubernetes-compatible API's writes (api/http/kube_guard.py)."""
+    before = count_events(database)
+    path = "/api/v1/namespaces/team-a/pods"
+    yaml_h = {**auth("writer"), "Content-Type": "application/yaml"}
+    json_h = {**auth("writer"), "Content-Type": "application/json"}
+    client.get("/api/v1/nodes", headers=auth("reader"))  # warm up
+    for body, headers in (
+        (BOMB_POD, yaml_h),
+        (BOMB_POD, {**yaml_h, "Content-Type": "application/apply-patch+yaml"}),
+    ):
+        method = "PATCH" if "apply" in headers["Content-Type"] else "POST"
+        target = path + "/boom?fieldManager=t" if method == "PATCH" else path
+        r, took = timed(
+            lambda m=method, t=target, b=body, h=headers: client.request(m, t, content=b, headers=h)
+        )
+        assert r.status_code == 400, r.text
+        assert r.json()["kind"] == "Status" and r.json()["reason"] == "BadRequest"
+        assert "document contains excessive aliasing" in r.json()["message"]
+        assert took < FAST, took
+    for body, headers in ((DUP_POD_JSON, json_h), (DUP_POD_YAML, yaml_h)):
+        r, took = timed(
+            lambda b=body, h=headers: client.post(path + "?fieldValidation=Strict", content=b, headers=h)
+        )
+        assert r.status_code == 400, r.text
+        assert r.json()["message"] == (
+            'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+            'duplicate field "metadata.name", duplicate field "spec.containers[0].image"'
+        )
+        assert took < FAST, took
+    assert count_events(database) == before
+    # a clean body still reaches the handlers unchanged
+    ok = '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fine", "namespace": "team-a"}, "spec": {"containers": [{"name": "c"}]}}'
+    r = client.post(path + "?fieldValidation=Strict", content=ok, headers=json_h)
+    assert r.status_code == 201, r.text
+    assert r.json()["metadata"]["name"] == "fine"
