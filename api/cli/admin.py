@@ -97,7 +97,25 @@ def db_shell(
             "psql not found: install the PostgreSQL client (e.g. apt-get install postgresql-client), "
             "or connect any SQL client to the URL of `podledger db url`"
         )
-    raise typer.Exit(subprocess.call([psql, url, *ctx.args]))
+    conninfo, env = psql_connection(url)
+    raise typer.Exit(subprocess.call([psql, conninfo, *ctx.args], env=env))
+
+
+def psql_connection(url: str) -> tuple[str, dict[str, str]]:
+    """The connection string for psql's argv *without* the password, and the environment that
+    carries it (``PGPASSWORD``): argv is visible to every user of the machine in ``ps``; a
+    process's environment only to its owner."""
+    import os
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(url)
+    password = params.pop("password", None)
+    env = dict(os.environ)
+    env.pop("PGPASSWORD", None)
+    if password is not None:
+        env["PGPASSWORD"] = str(password)
+    return make_conninfo("", **params), env
 
 
 @app.command()

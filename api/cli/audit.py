@@ -92,7 +92,6 @@ def replay(
 ) -> None:
     """Time travel, proof of every decision, and what-if under another configuration."""
     import orjson
-    import yaml
 
     from api.services.replay import SCHEDULER_VERSION, verify_replay
     from api.services.state import state_at
@@ -102,7 +101,14 @@ def replay(
     if config is not None:
         if not config.exists():
             raise UserError(f"{config}: no such file")
-        doc = yaml.safe_load(config.read_text()) or {}
+        from ledger.resources.bounded import load_yaml_values
+        from ledger.resources.errors import DocumentParseError
+
+        try:  # bounded: a duplicate key or an alias bomb is refused
+            values = load_yaml_values(config.read_text(), str(config))
+        except DocumentParseError as exc:
+            raise UserError(f"{config}: invalid YAML: {exc.problem}") from None
+        doc = (values[0] if values else None) or {}
         spec = doc.get("spec", doc) if isinstance(doc, dict) else {}
         res = whatif(target, spec)
         if output == "json" or not diff:

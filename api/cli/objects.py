@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -24,17 +24,31 @@ def _age(ts: datetime) -> str:
     return f"{secs}s"
 
 
-def _iter_sources(files: list[str]):  # type: ignore[no-untyped-def]
-    from ledger.resources.parse import iter_documents, iter_path
+def _iter_sources(files: list[str], limit: int):  # type: ignore[no-untyped-def]
+    """Documents of every source, refusing more than ``limit`` bytes in total (like the API's
+    body limit): files are measured before anything is read, stdin is counted while it is read."""
+    from api.http.limits import human_size
+    from ledger.resources.parse import CappedText, iter_documents, iter_path, manifest_files
 
+    total = 0
     for f in files:
-        if f == "-":
-            yield from iter_documents(sys.stdin, "-")
-        else:
+        if f != "-":
             p = Path(f)
             if not p.exists():
                 raise UserError(f"{f}: no such file or directory")
-            yield from iter_path(p)
+            total += sum(m.stat().st_size for m in manifest_files(p))
+    if total > limit:
+        raise UserError(
+            f"the manifests are {total / 2**20:.1f} MiB, over the {human_size(limit)} limit of one apply "
+            "(split them, or raise it with --max-bytes or PODLEDGER_MAX_BODY)"
+        )
+    spent = [total]
+    for f in files:
+        if f == "-":
+            capped = cast("IO[str]", CappedText(sys.stdin, limit, "-", spent))  # read() is all it uses
+            yield from iter_documents(capped, "-")
+        else:
+            yield from iter_path(Path(f))
 
 
 @app.command()
@@ -42,12 +56,25 @@ def apply(
     filename: Annotated[
         list[str], typer.Option("-f", "--filename", help="File, directory (recursive) or - for stdin.")
     ],
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-bytes",
+            help="Refuse more input than this (bytes, or with Ki/Mi/Gi); default PODLEDGER_MAX_BODY "
+            "or 3Mi, the API's body limit.",
+        ),
+    ] = None,
 ) -> None:
     """Create or update objects from YAML/JSON manifests (one transaction for everything)."""
+    from api.http.limits import max_body_from_env, parse_size
     from api.services.commands.objects import apply_objects
     from api.services.objects import load_documents
 
-    objects, errors = load_documents(_iter_sources(filename))
+    try:
+        limit = parse_size(max_bytes) if max_bytes is not None else max_body_from_env()
+    except ValueError as exc:
+        raise UserError(f"--max-bytes: {exc}" if max_bytes is not None else str(exc)) from None
+    objects, errors = load_documents(_iter_sources(filename, limit))
     if errors:
         for e in errors:
             err.error(e.removeprefix("error: "))

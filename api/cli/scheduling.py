@@ -69,16 +69,17 @@ def simulate(
 ) -> None:
     """Run a scenario on a fresh private ledger; exit 1 when an expectation fails."""
     import orjson
-    import yaml
 
     from api.services.simulate import ScenarioError, run_scenario
+    from ledger.resources.bounded import load_yaml_values
+    from ledger.resources.errors import DocumentParseError
 
     if not scenario.exists():
         raise UserError(f"{scenario}: no such file")
     try:
-        docs = [doc for doc in yaml.safe_load_all(scenario.read_text()) if doc]
-    except yaml.YAMLError as exc:
-        raise UserError(f"{scenario}: invalid YAML: {exc}") from None
+        docs = [doc for doc in load_yaml_values(scenario.read_text(), str(scenario)) if doc]
+    except DocumentParseError as exc:  # malformed, a duplicate key, excessive aliasing
+        raise UserError(f"{scenario}: invalid YAML: {exc.problem}") from None
     if len(docs) != 1:
         raise UserError(f"{scenario}: expected exactly one Scenario document, found {len(docs)}")
     try:

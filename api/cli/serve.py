@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from typing import Annotated
 
 import typer
@@ -41,6 +42,22 @@ def serve(
     tls_private_key_file: Annotated[
         str | None, typer.Option(help="The certificate's private key (PEM).")
     ] = None,
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            "--trusted-proxies",
+            help="Comma-separated addresses/networks of reverse proxies whose X-Forwarded-For and "
+            "X-Forwarded-Proto are believed (default PODLEDGER_TRUSTED_PROXIES, else none).",
+        ),
+    ] = None,
+    max_body: Annotated[
+        str | None,
+        typer.Option(
+            "--max-body",
+            help="Request body limit (bytes, or with Ki/Mi/Gi), answered 413 past it; "
+            "default PODLEDGER_MAX_BODY or 3Mi, like kube-apiserver.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (/podledger/v1, /docs, /metrics) and the dashboard (/).
 
@@ -51,7 +68,13 @@ def serve(
 
     from api.http.app import create_app
     from api.http.auth import TokenConfigError, tokens_from_env
+    from api.http.limits import max_body_from_env, parse_size
     from ledger import db
+
+    try:
+        limit = parse_size(max_body) if max_body is not None else max_body_from_env()
+    except ValueError as exc:
+        raise UserError(f"--max-body: {exc}" if max_body is not None else str(exc)) from None
 
     try:
         tokens = tokens_from_env()
@@ -68,9 +91,22 @@ def serve(
             raise UserError(f"--insecure-local binds to 127.0.0.1 only; refusing --host {host}")
         host = "127.0.0.1"
         err.warning("--insecure-local: no authentication, every caller is admin")
+    from api.http.auth import parse_proxies
+
+    try:
+        parse_proxies(
+            trusted_proxies if trusted_proxies is not None else os.environ.get("PODLEDGER_TRUSTED_PROXIES")
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     database = db.get_database()  # migrates on start; fails here, not on the first request
     application = create_app(
-        database, tokens, insecure_local=insecure_local and not tokens, metrics_public=metrics_public
+        database,
+        tokens,
+        insecure_local=insecure_local and not tokens,
+        metrics_public=metrics_public,
+        max_body=limit,
+        trusted_proxies=trusted_proxies,
     )
     if (tls_cert_file is None) != (tls_private_key_file is None):
         raise UserError("--tls-cert-file and --tls-private-key-file go together")

@@ -11,6 +11,7 @@ caller is the local admin.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import uuid
@@ -20,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from api.http.auth import AuthThrottle, TokenTable, parse_tokens, tokens_from_env
+from api.http.auth import PROXIES_ENV, AuthThrottle, TokenTable, parse_tokens, tokens_from_env
 from api.http.context import AppContext
 from api.http.errors import install_handlers
-from api.http.limits import BodyLimit
+from api.http.headers import SecurityHeaders
+from api.http.kube_guard import KubeBodyGuard
+from api.http.limits import BodyLimit, max_body_from_env
 from api.http.routes import admin, audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
 from api.http.routes.paths import PREFIX
@@ -42,8 +45,9 @@ routes live under `{PREFIX}/` (the Kubernetes-compatible paths `/api`, `/apis` a
 **Auth**: `Authorization: Bearer TOKEN`. Tokens come from `PODLEDGER_TOKENS`
 (`reader=…,writer=…,admin=…`). Readers may GET; writers may also apply, delete and start
 what-if jobs; admins may do everything, including the operations under `{PREFIX}/admin/`. No
-token → 401, too weak a role → 403; after 10 wrong tokens from one address within a minute →
-429 with `Retry-After`. Tokens have at least 16 characters. `/metrics` needs a token too unless
+token → 401, too weak a role → 403; after 10 wrong tokens from one client within a minute →
+429 with `Retry-After` for any token that has not already worked from that client (the right
+token of someone else at the same address is never refused for another's failures). Tokens have at least 16 characters. `/metrics` needs a token too unless
 the server runs with `--metrics-public`. The actor of every write is recorded in the event's
 `meta.actor`.
 
@@ -134,7 +138,13 @@ def create_app(
     insecure_local: bool = False,
     metrics_public: bool = False,
     throttle: AuthThrottle | None = None,
+    max_body: int | None = None,
+    trusted_proxies: str | None = None,
 ) -> FastAPI:
+    """``max_body``: the request body limit in bytes (default: ``PODLEDGER_MAX_BODY`` or 3 MiB).
+    ``trusted_proxies``: addresses/networks whose ``X-Forwarded-For``/``-Proto`` are believed
+    (default: ``PODLEDGER_TRUSTED_PROXIES``, else none)."""
+    limit = max_body if max_body is not None else max_body_from_env()
     table = (
         tokens
         if isinstance(tokens, TokenTable)
@@ -148,7 +158,15 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.ctx = AppContext(db, table, insecure_local, metrics_public=metrics_public, throttle=throttle)
+    app.state.ctx = AppContext(
+        db,
+        table,
+        insecure_local,
+        metrics_public=metrics_public,
+        throttle=throttle,
+        max_body=limit,
+        trusted_proxies=trusted_proxies if trusted_proxies is not None else os.environ.get(PROXIES_ENV),
+    )
 
     install_handlers(app)
     app.include_router(health.router)
@@ -162,8 +180,10 @@ def create_app(
     app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)
     # Pure ASGI middlewares (not BaseHTTPMiddleware): an error raised while a route reads the body
     # (BodyLimit's 413) reaches the exception handlers in the route's own task.
+    app.add_middleware(KubeBodyGuard)  # Kubernetes API writes: alias bombs, strict duplicates
+    app.add_middleware(SecurityHeaders)  # CSP, X-Frame-Options, nosniff, HSTS over https
     app.add_middleware(RequestContext)
-    app.add_middleware(BodyLimit)  # outermost: limits hold before anything reads the request
+    app.add_middleware(BodyLimit, limit=limit)  # outermost: limits hold before anything reads the request
     app.mount("/static", StaticFiles(directory=str(DASHBOARD_DIR / "static")), name="static")
     install_docs(app)
 

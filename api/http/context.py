@@ -7,8 +7,17 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
-from api.http.auth import AuthThrottle, TokenTable
+from api.http.auth import (
+    AuthOutcome,
+    AuthThrottle,
+    TokenTable,
+    check_token,
+    client_address,
+    parse_proxies,
+    request_scheme,
+)
 from api.http.jobs import JobStore
+from api.http.limits import MAX_BODY
 from api.http.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -26,8 +35,13 @@ class AppContext:
         *,
         metrics_public: bool = False,
         throttle: AuthThrottle | None = None,
+        max_body: int = MAX_BODY,
+        trusted_proxies: str | None = None,
     ) -> None:
         self._db = db
+        self.max_body = max_body
+        # proxies whose X-Forwarded-For/-Proto are believed (PODLEDGER_TRUSTED_PROXIES); none by default
+        self.proxies = parse_proxies(trusted_proxies)
         self.metrics_public = metrics_public
         self.throttle = throttle or AuthThrottle()
         self._lock = threading.Lock()
@@ -45,6 +59,21 @@ class AppContext:
 
                     self._db = db.get_database()
         return self._db
+
+    def client(self, request: Request) -> str:
+        """The client address the throttle counts (behind a trusted proxy: the forwarded one)."""
+        peer = request.client.host if request.client else None
+        return client_address(peer, request.headers, self.proxies)
+
+    def scheme(self, request: Request) -> str:
+        peer = request.client.host if request.client else None
+        return request_scheme(request.url.scheme, peer, request.headers, self.proxies)
+
+    def authenticate(self, request: Request, token: str | None) -> AuthOutcome:
+        """Check a presented token (bearer or cookie) for this request's client."""
+        return check_token(
+            self.tokens, self.throttle, token, self.client(request), insecure_local=self.insecure_local
+        )
 
     @property
     def read_db(self) -> Database:

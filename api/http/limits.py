@@ -11,13 +11,46 @@ namespace or cursor contains a control character).
 from __future__ import annotations
 
 import json
+import os
+import re
 from typing import Any
 from urllib.parse import parse_qsl
 
 from api.http.errors import ApiError
 
-MAX_BODY = 16 * 2**20
+# kube-apiserver's default --max-request-body-bytes (3 MiB); PODLEDGER_MAX_BODY or
+# `podledger serve --max-body` change it (bytes, or with a Ki/Mi/Gi suffix)
+MAX_BODY = 3 * 2**20
+ENV_VAR = "PODLEDGER_MAX_BODY"
 _CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F))
+_SIZE = re.compile(r"^\s*(\d+)\s*(|k|ki|kib|m|mi|mib|g|gi|gib)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """``"3Mi"``, ``"3MiB"``, ``"512Ki"`` or ``"3145728"`` → bytes (binary units). ValueError otherwise."""
+    m = _SIZE.match(text)
+    if m is None or int(m.group(1)) < 1:
+        raise ValueError(f"{text!r} is not a size (a positive number of bytes, or with Ki, Mi or Gi)")
+    return int(m.group(1)) * _UNITS[m.group(2)[:1].lower()]
+
+
+def max_body_from_env() -> int:
+    """The body limit: ``PODLEDGER_MAX_BODY`` when set, else 3 MiB."""
+    raw = os.environ.get(ENV_VAR, "").strip()
+    if not raw:
+        return MAX_BODY
+    try:
+        return parse_size(raw)
+    except ValueError as exc:
+        raise ValueError(f"{ENV_VAR}: {exc}") from None
+
+
+def human_size(limit: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if limit % size == 0:
+            return f"{limit // size} {unit}"
+    return f"{limit} bytes"
 
 
 def has_control(text: str) -> bool:
@@ -25,7 +58,7 @@ def has_control(text: str) -> bool:
 
 
 def too_large(limit: int) -> ApiError:
-    return ApiError(413, "too_large", f"the request body is over {limit // 2**20} MiB")
+    return ApiError(413, "too_large", f"the request body is over {human_size(limit)}")
 
 
 async def _answer(send: Any, status: int, code: str, message: str, field: str | None = None) -> None:
@@ -46,6 +79,9 @@ async def _answer(send: Any, status: int, code: str, message: str, field: str | 
 
 
 class BodyLimit:
+    """One limit for every route of the app (podledger's JSON API, the Kubernetes-compatible
+    API, the dashboard's forms): like kube-apiserver's ``--max-request-body-bytes``."""
+
     def __init__(self, app: Any, limit: int = MAX_BODY) -> None:
         self.app = app
         self.limit = limit
@@ -85,4 +121,13 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
-__all__ = ["MAX_BODY", "BodyLimit", "has_control", "too_large"]
+__all__ = [
+    "ENV_VAR",
+    "MAX_BODY",
+    "BodyLimit",
+    "has_control",
+    "human_size",
+    "max_body_from_env",
+    "parse_size",
+    "too_large",
+]

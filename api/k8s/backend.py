@@ -49,25 +49,8 @@ class Caller:
 
 def caller(request: Any) -> Caller:
     """Who is calling: the bearer token's role (the tokens of ``podledger serve``, api.http.auth)."""
-    ctx = context(request)
-    if not ctx.tokens:
-        if ctx.insecure_local:
-            from api.http.auth import LOCAL
-
-            return Caller(LOCAL)
-        return Caller(None, "no tokens are configured on this server")
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None:
-        return Caller(None, "a bearer token is required")
-    address = request.client.host if request.client else "-"
-    wait = ctx.throttle.retry_after(address)
-    if wait is not None:
-        return Caller(None, f"too many failed token attempts from this address; retry in {wait} s", wait)
-    principal = ctx.tokens.lookup(token)
-    if principal is None:
-        ctx.throttle.failed(address)
-        return Caller(None, "the bearer token is not valid")
-    return Caller(principal)
+    outcome = context(request).authenticate(request, bearer_token(request.headers.get("authorization")))
+    return Caller(outcome.principal, outcome.reason, outcome.retry_after)  # api.http.auth.check_token
 
 
 def database(request: Any) -> Database:

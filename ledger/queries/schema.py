@@ -19,6 +19,33 @@ def ping(conn: Conn) -> None:
     conn.execute("SELECT 1")
 
 
+# the columns every append sets (the app login holds INSERT on these columns only, migration 0024)
+APPEND_COLUMNS = ("stream", "version", "type", "event_id", "data", "meta", "recorded_at", "prev_hash", "hash")
+
+
+def write_blockers(conn: Conn) -> list[str]:
+    """Why this login could not append to the ledger now (empty: it can), without writing: the
+    server is a standby, transactions are read-only (``default_transaction_read_only``, a full
+    disk's emergency setting), or the role has lost INSERT on the columns an append sets. Call it before anything
+    changes the transaction's role."""
+    row = conn.execute(
+        "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on', "
+        "CASE WHEN to_regclass('events') IS NULL THEN false ELSE (SELECT bool_and("
+        "has_column_privilege('events', c, 'INSERT')) FROM unnest(%s::text[]) AS c) END, current_user",
+        (list(APPEND_COLUMNS),),
+    ).fetchone()
+    assert row is not None
+    standby, read_only, may_insert, user = row
+    blockers = []
+    if standby:
+        blockers.append("the server is a read-only standby")
+    if read_only:
+        blockers.append("transactions are read-only")
+    if not may_insert:
+        blockers.append(f"role {user} may not insert into events")
+    return blockers
+
+
 def view_readable(conn: Conn, view: str) -> bool:
     """The reporting view exists and this role may read it."""
     return bool(
@@ -30,4 +57,4 @@ def view_readable(conn: Conn, view: str) -> bool:
     )
 
 
-__all__ = ["migration_revisions", "ping", "view_readable"]
+__all__ = ["migration_revisions", "ping", "view_readable", "write_blockers"]

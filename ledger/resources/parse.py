@@ -10,7 +10,7 @@ yielded. ``validate`` turns a document into a model or a list of :class:`FieldEr
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,24 +19,26 @@ from typing import IO, Any
 
 import yaml
 
+from ledger.resources.bounded import Loader, check_node, duplicate_message, duplicate_paths, loads_json
 from ledger.resources.errors import DocumentParseError, FieldError
 from ledger.resources.kinds import UnknownKindError, WrongApiVersionError, check_api_version
 from ledger.resources.models import Resource, validate_raw
 
 __all__ = [
+    "CappedText",
     "Document",
     "MANIFEST_SUFFIXES",
     "iter_documents",
     "iter_path",
     "load_objects",
+    "manifest_files",
     "parse_documents",
     "validate",
 ]
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
-# libyaml is much faster on large files; fall back to the pure-Python loader
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Loader: Any = Loader  # libyaml when available (ledger.resources.bounded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,7 @@ class Document:
     raw: Mapping[str, Any]
     line: int | None = None  # 1-based line where the document starts (YAML only)
     item: int | None = None  # 1-based position inside a `kind: List` document
+    duplicates: tuple[str, ...] = ()  # paths of keys given twice (refused by validate)
 
     @property
     def kind(self) -> str:
@@ -104,15 +107,48 @@ def iter_path(path: str | Path) -> Iterator[Document]:
         with _utf8(None, "-"):
             yield from iter_documents(sys.stdin, "-")
         return
-    p = Path(path)
-    files = (
-        sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES)
-        if p.is_dir()
-        else [p]
-    )
-    for file in files:
+    for file in manifest_files(path):
         with _utf8(file, str(file)), file.open(encoding="utf-8") as fh:
             yield from iter_documents(fh, str(file))
+
+
+def manifest_files(path: str | Path) -> list[Path]:
+    """The files ``iter_path`` reads for ``path``: the file itself, or every manifest under a
+    directory in path order."""
+    p = Path(path)
+    if p.is_dir():
+        return sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in MANIFEST_SUFFIXES)
+    return [p]
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % 2**20 == 0 else f"{n} bytes"
+
+
+class CappedText:
+    """A text stream that refuses to hand out more than ``limit`` characters in total (counted
+    over every stream sharing ``spent``): reading stops there with a DocumentParseError, so a
+    huge stdin is refused while it is read instead of being parsed whole."""
+
+    def __init__(self, inner: IO[str], limit: int, source: str, spent: list[int] | None = None) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._spent = spent if spent is not None else [0]
+        self.name = source
+
+    def read(self, size: int = -1) -> str:
+        room = self._limit - self._spent[0]
+        chunk = self._inner.read(room + 1 if size < 0 or size > room + 1 else size)
+        self._spent[0] += len(chunk)
+        if self._spent[0] > self._limit:
+            raise DocumentParseError(
+                f"the input is over the limit of one apply ({_size(self._limit)}; raise it with "
+                "--max-bytes or PODLEDGER_MAX_BODY)",
+                source=self.name,
+                index=None,
+                line=None,
+            )
+        return chunk
 
 
 @contextmanager
@@ -153,6 +189,8 @@ def validate(doc: Document) -> tuple[Resource | None, list[FieldError]]:
     except WrongApiVersionError as exc:
         return None, [err("apiVersion", str(exc))]
     ns = (namespace or "default") if info.namespaced else None
+    if doc.duplicates:  # upstream's strict decoding: a key given twice is an error, not "last wins"
+        return None, [err(p, duplicate_message(p), kind_name=info.kind, ns=ns) for p in doc.duplicates]
     unsafe = unsafe_values(doc.raw)
     if unsafe:
         return None, [err(path, message, kind_name=info.kind, ns=ns) for path, message in unsafe]
@@ -264,7 +302,17 @@ def unsafe_values(data: Any) -> list[tuple[str, str]]:
     return sorted(problems)
 
 
-def _expand(data: Any, *, index: int, source: str, line: int | None) -> Iterator[Document]:
+def _item_duplicates(duplicates: Sequence[str], i: int) -> tuple[str, ...]:
+    """The duplicate paths under ``items[i]`` of a List, relative to the item."""
+    prefix = f"items[{i}]"
+    return tuple(
+        p[len(prefix) :].lstrip(".") for p in duplicates if p.startswith((prefix + ".", prefix + "["))
+    )
+
+
+def _expand(
+    data: Any, *, index: int, source: str, line: int | None, duplicates: Sequence[str] = ()
+) -> Iterator[Document]:
     if data is None:
         return
     if _too_deep(data):
@@ -280,6 +328,11 @@ def _expand(data: Any, *, index: int, source: str, line: int | None) -> Iterator
         )
     kind = data.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(data.get("items"), list):
+        outside = [p for p in duplicates if not p.startswith("items[")]
+        if outside:
+            raise DocumentParseError(
+                f"{kind}: {duplicate_message(outside[0])}", source=source, index=index, line=line
+            )
         for i, item in enumerate(data["items"], start=1):
             if not isinstance(item, dict):
                 raise DocumentParseError(
@@ -288,9 +341,10 @@ def _expand(data: Any, *, index: int, source: str, line: int | None) -> Iterator
                     index=index,
                     line=line,
                 )
-            yield Document(index=index, source=source, raw=item, line=line, item=i)
+            dups = _item_duplicates(duplicates, i - 1)
+            yield Document(index=index, source=source, raw=item, line=line, item=i, duplicates=dups)
         return
-    yield Document(index=index, source=source, raw=data, line=line)
+    yield Document(index=index, source=source, raw=data, line=line, duplicates=tuple(duplicates))
 
 
 def _yaml_documents(body: str | _Prefixed, source: str) -> Iterator[Document]:
@@ -304,6 +358,8 @@ def _yaml_documents(body: str | _Prefixed, source: str) -> Iterator[Document]:
                 index += 1
                 node = loader.get_node()
                 line = node.start_mark.line + 1 if node is not None else None
+                # alias expansion capped and duplicate keys found before anything is built
+                dups = check_node(node, source=source, index=index) if node is not None else []
                 data = loader.construct_document(node) if node is not None else None
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
@@ -324,14 +380,14 @@ def _yaml_documents(body: str | _Prefixed, source: str) -> Iterator[Document]:
                     index=max(index, 1),
                     line=None,
                 ) from None
-            yield from _expand(data, index=index, source=source, line=line)
+            yield from _expand(data, index=index, source=source, line=line, duplicates=dups)
     finally:
         loader.dispose()
 
 
 def _json_documents(text: str, source: str) -> Iterator[Document]:
     try:
-        data = json.loads(text, parse_float=Decimal)
+        data, dups = loads_json(text)
     except json.JSONDecodeError as exc:
         raise DocumentParseError(exc.msg, source=source, index=1, line=exc.lineno, column=exc.colno) from None
     except RecursionError:
@@ -340,6 +396,7 @@ def _json_documents(text: str, source: str) -> Iterator[Document]:
         ) from None
     if isinstance(data, list):
         for i, item in enumerate(data, start=1):
-            yield from _expand(item, index=i, source=source, line=None)
+            item_dups = duplicate_paths(item) if dups else []
+            yield from _expand(item, index=i, source=source, line=None, duplicates=item_dups)
     else:
-        yield from _expand(data, index=1, source=source, line=1)
+        yield from _expand(data, index=1, source=source, line=1, duplicates=dups)

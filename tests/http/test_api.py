@@ -320,7 +320,11 @@ def test_whatif_is_an_async_job_with_a_status_url(demo_client):
 def test_health_readiness_and_metrics(demo_client, demo_database):
     assert demo_client.get("/healthz").json() == {"status": "ok", "checks": {}}
     r = demo_client.get("/readyz")
-    assert r.status_code == 200 and r.json()["checks"] == {"database": "ok", "migrations": "ok"}
+    assert r.status_code == 200 and r.json()["checks"] == {
+        "database": "ok",
+        "writes": "ok",
+        "migrations": "ok",
+    }
     demo_client.get("/podledger/v1/pods", headers=auth("reader"))
     text = demo_client.get("/metrics", headers=auth("reader")).text
     with demo_database.connect() as c:

@@ -44,7 +44,7 @@ def test_services_commands_and_dependencies(compose):
     for name in ("migrate", "api", "worker"):  # one image, built from the one Dockerfile
         assert services[name]["build"] == "." and services[name]["image"] == "podledger:local"
         url = services[name]["environment"]["PODLEDGER_DATABASE_URL"]
-        assert url.startswith("postgresql://") and "@postgres:5432/podledger" in url
+        assert url.startswith("postgresql://") and url.endswith("@postgres:5432/podledger")
     assert command(services["migrate"]) == ["podledger", "db", "upgrade"]
     assert services["migrate"]["restart"] == "no"
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
@@ -85,8 +85,120 @@ def test_api_and_worker_log_in_as_the_application_role(compose):
     services = compose["services"]
     assert services["postgres"]["environment"]["POSTGRES_USER"] != "podledger"  # owner is no superuser
     for name in ("api", "worker"):
-        url = services[name]["environment"]["PODLEDGER_APP_DATABASE_URL"]
-        assert url.startswith("postgresql://podledger_app:") and url.endswith("@postgres:5432/podledger")
+        env = services[name]["environment"]
+        for var in ("PODLEDGER_DATABASE_URL", "PODLEDGER_APP_DATABASE_URL"):
+            assert env[var].startswith("postgresql://podledger_app:") and env[var].endswith(
+                "@postgres:5432/podledger"
+            )
+
+
+def _env_texts(service: dict) -> list[str]:  # type: ignore[type-arg]
+    env = service.get("environment", {})
+    values = env.values() if isinstance(env, dict) else env
+    return [str(v) for v in values] + [str(service.get("command", ""))]
+
+
+def test_only_migrate_has_the_owner_url(compose):
+    """The owner (DDL, the migrations) is given to the one-shot migrate service alone."""
+    owner = re.compile(r"postgres(ql)?://podledger:")
+    holders = [
+        name for name, svc in compose["services"].items() if any(owner.search(t) for t in _env_texts(svc))
+    ]
+    assert holders == ["migrate"]
+    assert compose["services"]["migrate"]["restart"] == "no"
+    assert "POSTGRES_PASSWORD" in compose["services"]["migrate"]["environment"]["PODLEDGER_DATABASE_URL"]
+
+
+def test_no_password_has_a_default(compose):
+    """Every password (and the tokens) is required: ``${VAR:?message}``, never ``${VAR:-default}``
+    or a literal; Grafana's admin password too."""
+    text = COMPOSE.read_text()
+    refs = re.findall(r"\$\{([A-Z0-9_]+)(:?[-?+]?)([^}]*)\}", text)
+    secret = re.compile(r"PASSWORD|TOKENS|SECRET")
+    secrets = [(name, op, rest) for name, op, rest in refs if secret.search(name)]
+    assert {n for n, _, _ in secrets} >= {
+        "POSTGRES_SUPERUSER_PASSWORD",
+        "POSTGRES_PASSWORD",
+        "PODLEDGER_APP_PASSWORD",
+        "PODLEDGER_REPORTING_PASSWORD",
+        "GRAFANA_ADMIN_PASSWORD",
+        "PODLEDGER_TOKENS",
+    }
+    for name, op, rest in secrets:
+        assert op == ":?" and rest.strip(), f"${{{name}{op}{rest}}} has a default or no message"
+    for svc_name, svc in compose["services"].items():
+        env = svc.get("environment", {})
+        for key, value in env.items() if isinstance(env, dict) else []:
+            if secret.search(key):
+                assert "${" in str(value), f"{svc_name}: {key} is a literal"
+            for m in re.finditer(r"postgres(?:ql)?://[^:/@]+:([^@]*)@", str(value)):
+                assert m.group(1).startswith("${") and ":?" in m.group(1), (
+                    f"{svc_name}: {key} has a literal password"
+                )
+    assert compose["services"]["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"].startswith(
+        "${GRAFANA_ADMIN_PASSWORD:?"
+    )
+
+
+def test_the_signing_key_is_in_the_worker_alone(compose):
+    for name, svc in compose["services"].items():
+        mounts = [v for v in svc.get("volumes", []) if "keys" in v]
+        has_key = "PODLEDGER_CHECKPOINT_KEY" in (svc.get("environment") or {})
+        assert (bool(mounts) or has_key) == (name == "worker"), name
+    assert compose["services"]["worker"]["environment"]["PODLEDGER_CHECKPOINT_KEY"] == "/keys/checkpoint.key"
+
+
+@pytest.mark.timeout(120)
+def test_api_runs_with_the_application_url_only(db_url, tmp_path):
+    """What compose gives the api: PODLEDGER_DATABASE_URL and PODLEDGER_APP_DATABASE_URL both the
+    application login (after migrate ran): it starts, is ready, and writes, with no owner URL."""
+    import os
+    import socket
+    import time
+
+    import httpx
+
+    from ledger import db
+    from tests.http.conftest import TOKEN_SPEC, TOKENS
+    from tests.reliability.conftest import PODLEDGER
+
+    app_url = db.with_login(db_url, "podledger_app", None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")}
+    env.update(
+        PODLEDGER_DATABASE_URL=app_url, PODLEDGER_APP_DATABASE_URL=app_url, PODLEDGER_TOKENS=TOKEN_SPEC
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [PODLEDGER, "serve", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"{base}/readyz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    tmp_path / "serve.log"
+                ).read_text()
+                time.sleep(0.1)
+        assert r.status_code == 200 and r.json()["checks"]["writes"] == "ok", r.text
+        node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}'
+        r = httpx.post(
+            f"{base}/podledger/v1/apply",
+            content=node,
+            headers={"Authorization": f"Bearer {TOKENS['writer']}", "Content-Type": "application/json"},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
 
 
 def test_dockerfile_builds_the_console_script():

@@ -141,7 +141,7 @@ def _raw_response(sock: socket.socket) -> bytes:
 
 def test_a_huge_chunked_body_is_refused_while_reading(database: Database) -> None:
     """300 MB sent chunked (no Content-Length): the server answers 413 after reading just over
-    the 16 MiB limit, long before the client has sent everything, and never buffers the rest."""
+    the 3 MiB limit, long before the client has sent everything, and never buffers the rest."""
     before = count_events(database)
     chunk = b"[" * 2**20
     with served(create_app(database, TOKEN_SPEC)) as (host, port):
@@ -196,7 +196,7 @@ def test_a_body_just_over_the_limit_is_413(client: TestClient, database: Databas
     before = count_events(database)
     r = _apply(client, b" " * (MAX_BODY + 1))
     assert r.status_code == 413, r.text
-    assert "16 MiB" in r.json()["message"]
+    assert "3 MiB" in r.json()["message"]
     assert count_events(database) == before
     _healthy(client)
 

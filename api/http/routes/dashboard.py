@@ -21,7 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from api.http.auth import COOKIE, LOCAL, Principal
+from api.http.auth import COOKIE, Principal
 from api.http.context import context
 from api.http.dashboard import charts, timecharts
 from api.http.routes.events import event_stream
@@ -72,10 +72,12 @@ templates.env.filters["ts"] = _ts
 
 
 def _principal(request: Request) -> Principal | None:
+    """The signed-in user: the cookie's token, checked (and throttled) like a bearer token."""
     ctx = context(request)
-    if not ctx.tokens:
-        return LOCAL if ctx.insecure_local else None
-    return ctx.tokens.lookup(request.cookies.get(COOKIE))
+    cookie = request.cookies.get(COOKIE)
+    if ctx.tokens and not cookie:
+        return None
+    return ctx.authenticate(request, cookie).principal
 
 
 def _safe_next(value: str | None) -> str:
@@ -116,13 +118,18 @@ async def login(request: Request) -> Response:
     form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
     token = (form.get("token") or [""])[0]
     nxt = _safe_next((form.get("next") or ["/"])[0])
-    principal = context(request).tokens.lookup(token.strip())
+    ctx = context(request)
+    outcome = ctx.authenticate(request, token.strip())  # throttled per client, like bearer tokens
+    principal = outcome.principal
     if principal is None:
+        throttled = outcome.status == 429
+        message = f"Too many failed attempts; try again in {outcome.retry_after} s." if throttled else ""
         return templates.TemplateResponse(
             request,
             "login.html",
-            {"next": nxt, "error": "That token is not valid.", "principal": None},
-            status_code=401,
+            {"next": nxt, "error": message or "That token is not valid.", "principal": None},
+            status_code=outcome.status,
+            headers={"Retry-After": str(outcome.retry_after)} if throttled else None,
         )
     resp = RedirectResponse(nxt, status_code=303)
     resp.set_cookie(
@@ -130,7 +137,7 @@ async def login(request: Request) -> Response:
         token.strip(),
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=ctx.scheme(request) == "https",
         max_age=12 * 3600,
     )
     return resp

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.http.auth import LOCAL, Principal
+from api.http.auth import Principal
 from api.http.context import context
 from api.http.errors import ApiError
 from api.http.schemas import Error
@@ -25,7 +25,9 @@ def _err(description: str) -> dict[str, Any]:
 AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: _err("No valid bearer token"),
     403: _err("The token's role may not do this"),
-    429: _err("Too many failed token attempts from this address (see Retry-After)"),
+    429: _err(
+        "Too many failed token attempts from this client (see Retry-After); tokens that already worked from it are still accepted"
+    ),
 }
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     **AUTH_ERRORS,
@@ -36,27 +38,14 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
-    ctx = context(request)
-    if not ctx.tokens:
-        if ctx.insecure_local:
-            return LOCAL
-        raise ApiError(401, "unauthorized", "no tokens are configured on this server", headers=_CHALLENGE)
-    if credentials is None:
-        raise ApiError(401, "unauthorized", "a bearer token is required", headers=_CHALLENGE)
-    address = request.client.host if request.client else "-"
-    wait = ctx.throttle.retry_after(address)
-    if wait is not None:
+    outcome = context(request).authenticate(request, credentials.credentials if credentials else None)
+    if outcome.principal is not None:
+        return outcome.principal
+    if outcome.status == 429:
         raise ApiError(
-            429,
-            "too_many_requests",
-            f"too many failed token attempts from this address; retry in {wait} s",
-            headers={"Retry-After": str(wait)},
+            429, "too_many_requests", outcome.reason, headers={"Retry-After": str(outcome.retry_after)}
         )
-    principal = ctx.tokens.lookup(credentials.credentials)
-    if principal is None:
-        ctx.throttle.failed(address)
-        raise ApiError(401, "unauthorized", "the bearer token is not valid", headers=_CHALLENGE)
-    return principal
+    raise ApiError(401, "unauthorized", outcome.reason, headers=_CHALLENGE)
 
 
 def require(role: str) -> Callable[..., Principal]:

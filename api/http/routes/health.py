@@ -1,4 +1,4 @@
-"""/healthz (the process answers), /readyz (database reachable and migrated), /metrics."""
+"""/healthz (the process answers), /readyz (database reachable, migrated and writable), /metrics."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def _ready(request: Request) -> tuple[bool, dict[str, str]]:
         with db.transaction() as conn:  # migration_revisions may SET LOCAL ROLE
             schema_q.ping(conn)
             checks["database"] = "ok"
+            blockers = schema_q.write_blockers(conn)  # before migration_revisions changes the role
+            checks["writes"] = "; ".join(blockers) or "ok"
             current = schema_q.migration_revisions(conn)
     except Exception as exc:
         if checks.get("database") == "ok":
@@ -61,7 +63,7 @@ def _ready(request: Request) -> tuple[bool, dict[str, str]]:
     heads = migration_heads()
     if current == heads:
         checks["migrations"] = "ok"
-        return True, checks
+        return not blockers, checks
     checks["migrations"] = f"at {','.join(current) or 'nothing'}, expected {','.join(heads)}"
     return False, checks
 
@@ -69,7 +71,7 @@ def _ready(request: Request) -> tuple[bool, dict[str, str]]:
 @router.get(
     "/readyz",
     response_model=Health,
-    summary="Readiness: the database is reachable and migrated",
+    summary="Readiness: the database is reachable, migrated, and the ledger can be written",
     responses={503: {"model": Health, "description": "Not ready"}},
 )
 async def readyz(request: Request) -> JSONResponse:

@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from api.http.auth import Principal
 from api.http.context import context
 from api.http.errors import ApiError
-from api.http.limits import MAX_BODY, too_large
+from api.http.limits import too_large
 from api.http.routes.deps import COMMON_ERRORS, _err, reader, writer
 from api.http.routes.paths import PREFIX, KindPath, NamePath, NsPath, object_ns
 from api.http.schemas import ApplyLine, ApplyResponse, DeleteResponse, EventRef, ObjectList
@@ -151,7 +151,7 @@ def _apply_sync(
     responses={
         **COMMON_ERRORS,
         409: _err("If-Match did not match the object's stream version, or a concurrent write won"),
-        413: _err("The body is over 16 MiB"),
+        413: _err("The body is over the limit (3 MiB unless the server sets PODLEDGER_MAX_BODY)"),
         422: _err("Invalid manifests (field paths in details) or refused by admission (error: rejected)"),
     },
     openapi_extra=APPLY_OPENAPI,
@@ -173,9 +173,10 @@ async def apply(
 ) -> ApplyResponse:
     key = check_idempotency_key(idempotency_key)
     expected = parse_if_match(if_match)
-    body = await request.body()  # BodyLimit refuses a body over MAX_BODY while it is read
-    if len(body) > MAX_BODY:
-        raise too_large(MAX_BODY)
+    limit = context(request).max_body
+    body = await request.body()  # BodyLimit refuses a body over the limit while it is read
+    if len(body) > limit:
+        raise too_large(limit)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
