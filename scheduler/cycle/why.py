@@ -65,8 +65,11 @@ def group_why(
     topology_key: str | None,
     codes: Sequence[str],
     message: str,
+    bound_domains: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The structured diagnosis (see the module docstring); ``{}`` without pending pods."""
+    """The structured diagnosis (see the module docstring); ``{}`` without pending pods.
+    ``bound_domains``: the domains of the group's bound members (upstream limits the group to
+    them: only they are diagnosed)."""
     if not pending:
         return {}
     pod = pending[0]
@@ -82,15 +85,17 @@ def group_why(
         for r in requests
     }
     cap_of = {r: [f // amt for f in free_of[r]] for r, amt in requests.items()}
-    room = snap.free[snap.res_index[PODS]].tolist() if PODS in snap.res_index else [needed] * n
+    slots = snap.free[snap.res_index[PODS]].tolist() if PODS in snap.res_index else [needed] * n
+    room = list(slots)
     for caps in cap_of.values():
         room = list(map(min, room, caps))
     nodes_of: dict[str, list[int]] = {}  # candidate domain -> its nodes (domains by first node)
     for j, nd in enumerate(snap.nodes):
         dom = CLUSTER if not topology_key else nd.labels.get(topology_key)
-        if dom is not None:
+        if dom is not None and (not bound_domains or dom in bound_domains):
             nodes_of.setdefault(dom, []).append(j)
     out: list[dict[str, Any]] = []
+    score: dict[str, float] = {}
     for dom, nodes in nodes_of.items():
         filters: dict[str, int] = {}
         admitted: list[int] = []  # the nodes the node filters let the pod onto
@@ -100,25 +105,29 @@ def group_why(
                 admitted.append(j)
             else:
                 filters[rej] = filters.get(rej, 0) + 1
-        cap = {r: sum(caps[j] for j in admitted) for r, caps in cap_of.items()} if admitted else {}
         d: dict[str, Any] = {
             "domain": dom,
             "nodes": len(nodes),
             "fit": min(sum(max(room[j], 0) for j in admitted), needed),
             "free": {r: show_amount(r, sum(free[j] for j in admitted)) for r, free in free_of.items()},
         }
-        if d["fit"] >= needed:
+        missing = needed - d["fit"]
+        if missing <= 0:
             d["binding"] = "none"
-        elif filters and sum(filters.values()) == d["nodes"]:
+            score[dom] = 0.0
+        elif not admitted:
             d["binding"] = "filter:" + max(sorted(filters), key=lambda p: filters[p])
-        elif cap:
-            d["binding"] = "resource:" + min(sorted(cap), key=lambda r: cap[r])
+            score[dom] = float("inf")
         else:
-            d["binding"] = "resource:pods"
+            change = _smallest_change(snap, admitted, missing, requests, free_of, room, slots)
+            d["change"] = change
+            d["binding"] = "resource:" + _binding_resource(change, requests)
+            score[dom] = sum(_cost(c["add"], requests) for c in change)
         if filters:
             d["excluded"] = dict(sorted(filters.items()))
         out.append(d)
-    out.sort(key=lambda d: (-d["fit"], d["domain"]))
+    # closest first: most pods fit, then the smallest change that fits the rest, then the name
+    out.sort(key=lambda d: (-d["fit"], score[d["domain"]], d["domain"]))
     why: dict[str, Any] = {
         "need": {
             "pods": needed,
@@ -127,10 +136,99 @@ def group_why(
         },
         "domains": out[:MAX_DOMAINS],
     }
+    if bound_domains:
+        why["pinned"] = {"domains": sorted(bound_domains), "bound": bound}
     if len(out) > MAX_DOMAINS:
         why["more"] = len(out) - MAX_DOMAINS
     why["unblock"] = _unblock(out[0] if out else None, needed, requests, topology_key, codes, message)
     return why
+
+
+def _cost(add: Mapping[str, int], requests: Mapping[str, int]) -> float:
+    """How big a change is: the added amounts as fractions of one pod's request (a pod slot: 1)."""
+    return sum(a / requests[r] if r in requests else 1.0 for r, a in add.items())
+
+
+def _smallest_change(
+    snap: Snapshot,
+    admitted: Sequence[int],
+    missing: int,
+    requests: Mapping[str, int],
+    free_of: Mapping[str, Sequence[int]],
+    room: Sequence[int],
+    slots: Sequence[int],
+) -> list[dict[str, Any]]:
+    """The smallest change that lets ``missing`` more pods into a domain: per admitted node, what
+    one more pod there lacks after the pods it already has room for (``add``: base units per
+    resource; ``free``: what the node has left for it); the ``missing`` cheapest, a node at
+    most once; any further pod needs a whole pod's request (``node`` None: another node)."""
+    options: list[tuple[float, int, dict[str, Any]]] = []
+    for j in admitted:
+        k = max(room[j], 0)
+        left = {r: free_of[r][j] - k * amt for r, amt in requests.items()}
+        add = {r: amt - left[r] for r, amt in requests.items() if left[r] < amt}
+        if slots[j] - k < 1:
+            add[PODS] = 1
+        options.append((_cost(add, requests), j, {"node": snap.names[j], "add": add, "free": left}))
+    options.sort(key=lambda o: (o[0], o[1]))
+    change = [o[2] for o in options[:missing]]
+    while len(change) < missing:
+        change.append({"node": None, "add": dict(requests), "free": {r: 0 for r in requests}})
+    return change
+
+
+def _binding_resource(change: Sequence[Mapping[str, Any]], requests: Mapping[str, int]) -> str:
+    """The resource the change adds most of (as fractions of a request); ``pods`` for slots only."""
+    total: dict[str, float] = {}
+    for c in change:
+        for r, a in c["add"].items():
+            if r != PODS:
+                total[r] = total.get(r, 0.0) + a / requests[r]
+    if not total:
+        return PODS
+    return max(sorted(total), key=lambda r: total[r])
+
+
+_FILTER_CODES = {
+    "NodeAffinity": "NodeAffinityMismatch",
+    "TaintToleration": "TaintNotTolerated",
+    "NodeUnschedulable": "NodeUnschedulable",
+    "NodeName": "NodeNameMismatch",
+    "NodePorts": "NodePortsConflict",
+}
+
+
+def binding_code(why: Mapping[str, Any]) -> str | None:
+    """The reason code of the closest domain's binding constraint (``resource:<r>`` ->
+    ``InsufficientResource(<r>)``, ``filter:<plugin>`` -> that filter's code); None when the
+    closest domain has room (or there is no diagnosis)."""
+    from scheduler.reason_codes import resource_code  # reason_codes imports the cycle package
+
+    domains = why.get("domains") or []
+    if not domains:
+        return None
+    binding = str(domains[0].get("binding") or "none")
+    kind, _, what = binding.partition(":")
+    if kind == "resource":
+        return resource_code(what)
+    if kind == "filter":
+        return _FILTER_CODES.get(what)
+    return None
+
+
+def rank_codes(codes: Sequence[str], why: Mapping[str, Any]) -> tuple[str, ...]:
+    """``codes`` with the closest domain's binding constraint first (added when missing), so a
+    view that counts an attempt under its first code counts it under what kept the closest
+    domain from fitting, not under the first placement tried."""
+    first = binding_code(why)
+    if first is None or (codes and codes[0] == first):
+        return tuple(codes)
+    rest = [c for c in codes if c != first and c != "Unclassified"]
+    return (first, *rest)
+
+
+def _amounts(add: Mapping[str, int]) -> str:
+    return " and ".join(f"{show_amount(r, a)} {r}" for r, a in add.items())
 
 
 def _unblock(
@@ -151,20 +249,35 @@ def _unblock(
     if best is None:
         parts.append(f"nodes with the label {key}" if key else "nodes")
     elif best["fit"] < needed:
-        missing = needed - best["fit"]
         binding = best["binding"]
-        if binding.startswith("resource:") and binding != "resource:pods":
-            r = binding.split(":", 1)[1]
-            parts.append(
-                f"free {show_amount(r, missing * requests[r])} more {r} in {where} "
-                f"(room for {missing} more pod(s) of {show_amount(r, requests[r])} each on nodes that admit them)"
-            )
-        elif binding.startswith("filter:"):
+        if binding.startswith("filter:"):
             parts.append(
                 f"nodes in {where} that pass {binding.split(':', 1)[1]} (it rejects every node there)"
             )
         else:
-            parts.append(f"room for {missing} more pod(s) in {where}")
+            steps = []
+            for c in best.get("change") or []:
+                need = ", ".join(f"{show_amount(r, requests[r])} {r}" for r in c["add"] if r in requests)
+                if c["node"] is None:
+                    steps.append(f"another node in {where} with {_amounts(requests)} free")
+                elif c["add"].get(PODS) and len(c["add"]) == 1:
+                    steps.append(f"a free pod slot on {c['node']}")
+                else:
+                    more = " and ".join(f"{show_amount(r, a)} more {r}" for r, a in c["add"].items())
+                    res = [r for r in c["add"] if r in requests]
+                    if len(res) == 1:
+                        r = res[0]
+                        has = f"it has {show_amount(r, max(c['free'][r], 0))} of the {show_amount(r, requests[r])} a pod needs"
+                    else:
+                        has = (
+                            "it has "
+                            + ", ".join(f"{show_amount(r, max(c['free'][r], 0))} {r}" for r in res)
+                            + f"; a pod needs {need}"
+                        )
+                    steps.append(f"free {more} on {c['node']} ({has})")
+            parts.append(
+                " and ".join(steps) if steps else f"room for {needed - best['fit']} more pod(s) in {where}"
+            )
     if "PreemptionNoVictims" in codes:
         parts.append(
             "preemption was tried and found no victims that would help (no lower-priority pods to evict)"
@@ -206,6 +319,15 @@ def _leaf_why(
         for k in state.members.get(key, ())
         if (p := state.pods.get(k)) is not None and p.node_name and p.pod_group
     )
+    domains: set[str] = set()
+    if pg.topology_key:
+        for k in state.members.get(key, ()):
+            p = state.pods.get(k)
+            if p is None or not p.node_name or not p.pod_group:
+                continue
+            j = state.snap.index.get(p.node_name)
+            if j is not None and (dom := state.snap.nodes[j].labels.get(pg.topology_key)) is not None:
+                domains.add(dom)
     return group_why(
         state.snap,
         pending,
@@ -214,6 +336,7 @@ def _leaf_why(
         topology_key=pg.topology_key,
         codes=codes,
         message=message,
+        bound_domains=sorted(domains),
     )
 
 
@@ -261,3 +384,56 @@ def composite_why(state: Any, attempt: Any, queued: Mapping[str, Sequence[Pod]])
     elif blocking:
         why["unblock"] = f"{blocking[0]['group']}: {blocking[0]['message'] or 'see its reason codes'}"
     return why
+
+
+def summary_line(why: Mapping[str, Any]) -> str:
+    """The diagnosis in one line (podledger's words, for the PodGroup's Event and explain):
+    ``fits only 1 of 2 pods in the closest rack-4: each needs 6 nvidia.com/gpu, the best node
+    has 5 free``. Empty without a domain diagnosis."""
+    need = why.get("need") or {}
+    domains = why.get("domains") or []
+    if not domains:
+        return ""
+    best = domains[0]
+    pods = need.get("pods")
+    key = need.get("topologyKey")
+    where = f"the closest {best['domain']}" if key else "the cluster"
+    if why.get("pinned"):
+        where = f"{best['domain']}, where its bound members are"
+    head = f"fits only {best['fit']} of {pods} pods in {where}"
+    binding = str(best.get("binding") or "none")
+    kind, _, what = binding.partition(":")
+    if kind == "filter":
+        return f"{head}: {what} rejects all {best['nodes']} of its nodes"
+    if kind == "resource" and what != PODS:
+        each = (need.get("request") or {}).get(what)
+        change = best.get("change") or []
+        node_free = max((c["free"].get(what, 0) for c in change if c["node"] is not None), default=None)
+        tail = (
+            f"the best node has {show_amount(what, max(node_free, 0))} free" if node_free is not None else ""
+        )
+        return f"{head}: each needs {each} {what}" + (f", {tail}" if tail else "")
+    if kind == "resource":
+        return f"{head}: no free pod slots"
+    return f"{head}: room by resources; see the reason codes"
+
+
+def exclusions_of(
+    state: Any, attempt: Any, queued: Mapping[str, Sequence[Pod]], why: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The per-node exclusions a PodGroup root's failed attempt saw
+    (``scheduler.cycle.exclusions``), over the diagnosis's listed domains; ``{}`` for a
+    CompositePodGroup root or without a diagnosis."""
+    from scheduler.cycle.exclusions import record_exclusions
+
+    if attempt.root_kind != "pg" or not why.get("domains") or attempt.root not in state.pod_groups:
+        return {}
+    pending = [p.key for p in queued.get(attempt.root, ())]
+    return record_exclusions(
+        state.snap.nodes,
+        state.pods.values(),
+        pending,
+        topology_key=(why.get("need") or {}).get("topologyKey"),
+        domains=[d["domain"] for d in why["domains"]],
+        pinned=bool(why.get("pinned")),
+    )

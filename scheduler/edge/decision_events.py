@@ -120,6 +120,8 @@ def decision_payload(dec: d.Decision) -> dict[str, Any]:
         data["pods"] = list(dec.pods)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
+        if isinstance(dec, d.GroupUnschedulable) and not dec.exclusions:
+            data.pop("exclusions")  # no record (a CompositePodGroup root): payloads as they were
     elif isinstance(dec, d.PodGated):
         if dec.report:
             data.pop("report")  # a payload field only when False

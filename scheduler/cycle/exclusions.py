@@ -1,0 +1,135 @@
+"""What the scheduler saw when a group did not fit (issue 31): its per-node exclusions, recorded
+with the ``PodGroupUnschedulable`` decision as ``exclusions``, compressed.
+
+The shape follows the machine-readable diagnosis proposed upstream (kubernetes-sigs/
+scheduler-library PR #16: per node the plugin, the stage in PreFilter/Filter/..., the reason),
+compressed: counts per domain, plugin, stage and reason, a bounded list of representative
+nodes, and per candidate domain how many of the group's pending pods fit.
+
+Pure and deterministic: it reads the nodes and pods the scheduler holds right after the failed
+attempt was rolled back (the state ``explain --nodes`` recomputes for events written before this
+record existed: the snapshot plus the earlier decisions of the same run). Per candidate domain
+(the diagnosis's ranked domains, at most ``why.MAX_DOMAINS``; the whole cluster without a
+topology key) the pending pods are placed one after another, each on the first node of the
+domain (snapshot order) whose filters accept it, against the bound pods plus the gang pods
+placed before it; the first pod no node of the domain accepts ends the domain (upstream's
+``N scheduled, M remaining``: the pods after it are not tried), and each node of the domain
+records why it rejected that pod. Nodes outside the candidate domains are counted, not
+evaluated: without the topology label, outside the domain of the group's bound members, or in a
+farther domain than the listed ones.
+
+``record = {nodes, pods, domains, counts, sample}``:
+
+* ``domains``: ``[domain, nodes, fit, tried]`` per evaluated domain, in the diagnosis's order
+  (``fit``: pods placed; ``tried``: pods evaluated, ``fit`` plus the one that fitted nowhere);
+* ``counts``: ``[domain, plugin, stage, reason, nodes]``: how many nodes of the domain excluded
+  the domain's failing pod for that reason (a node with two reasons counts under both);
+  ``domain`` ``(other)`` for the nodes that were not evaluated;
+* ``sample``: at most ``MAX_SAMPLE`` ``[node, plugin, stage, reason]``: the first node of each
+  (domain, plugin, reason) of the closest domains, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scheduler.model import Node, Pod
+from scheduler.reference import RefNode, filter_node_all, inter_pod_filter, ref_nodes, spread_filter
+from scheduler.snapshot import make_demand
+
+MAX_SAMPLE = 8
+FILTER, PREFILTER = "Filter", "PreFilter"
+TOPOLOGY = "TopologyPlacement"  # podledger's name for the placement generation step
+OTHER = "(other)"
+
+
+def _copy(rn: RefNode) -> RefNode:
+    return RefNode(rn.node, dict(rn.requested), rn.pod_count, rn.nz_cpu, rn.nz_mem)
+
+
+def record_exclusions(
+    nodes: Sequence[Node],
+    pods: Iterable[Pod],
+    pending: Sequence[str],
+    *,
+    topology_key: str | None,
+    domains: Sequence[str],
+    pinned: bool = False,
+) -> dict[str, Any]:
+    """The compressed per-node exclusions of the pending pods ``pending`` (keys, in the order the
+    group tries them) over ``domains`` (the candidate domains to evaluate, closest first; ``[]``
+    and no ``topology_key``: the whole cluster). See the module docstring."""
+    all_pods = list(pods)
+    refs = ref_nodes(nodes)
+    by_name = {r.node.name: r for r in refs}
+    by_key = {p.key: p for p in all_pods}
+    placed: list[tuple[Pod, str]] = []
+    for p in all_pods:
+        if p.node_name and p.node_name in by_name:
+            by_name[p.node_name].add(make_demand(p.requests))
+            placed.append((p, p.node_name))
+    gang = [by_key[k] for k in pending if k in by_key and not by_key[k].node_name]
+    order = list(domains) if topology_key else ["(cluster)"]
+    members: dict[str, list[int]] = {d: [] for d in order}
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for j, rn in enumerate(refs):
+        dom = rn.node.labels.get(topology_key) if topology_key else "(cluster)"
+        if dom in members:
+            members[dom].append(j)
+            continue
+        if dom is None:
+            why = (TOPOLOGY, PREFILTER, f"node(s) without the {topology_key} label")
+        elif pinned:
+            why = (TOPOLOGY, PREFILTER, "node(s) outside the domain of the group's bound members")
+        else:
+            why = (TOPOLOGY, PREFILTER, "node(s) in a farther domain (not evaluated)")
+        counts[(OTHER, *why)] = counts.get((OTHER, *why), 0) + 1
+    dom_rows: list[list[Any]] = []
+    sample: list[list[str]] = []
+    seen: set[tuple[str, str, str]] = set()
+    for dom in order:
+        idx = members[dom]
+        local = [_copy(refs[j]) for j in idx]
+        local_placed = list(placed)
+        fit, failed = 0, False
+        for pod in gang:
+            demand = make_demand(pod.requests)
+            spread = (
+                spread_filter(pod, local, local_placed) if pod.spread_constraints else [None] * len(local)
+            )
+            inter = inter_pod_filter(pod, local, local_placed)
+            chosen: RefNode | None = None
+            rejects: list[tuple[str, str, str]] = []  # (node, plugin, reason)
+            for i, rn in enumerate(local):
+                res = filter_node_all(pod, demand, rn, local_placed, spread[i], inter[i])
+                if res is None:
+                    chosen = rn
+                    break
+                rejects.extend((rn.node.name, res[0], r) for r in res[1])
+            if chosen is not None:
+                chosen.add(demand)
+                local_placed.append((pod, chosen.node.name))
+                fit += 1
+                continue
+            failed = True
+            for node, plugin, reason in rejects:
+                k = (dom, plugin, FILTER, reason)
+                counts[k] = counts.get(k, 0) + 1
+                if (dom, plugin, reason) not in seen and len(sample) < MAX_SAMPLE:
+                    seen.add((dom, plugin, reason))
+                    sample.append([node, plugin, FILTER, reason])
+            break
+        dom_rows.append([dom, len(idx), fit, fit + int(failed)])
+    rank = {d: i for i, d in enumerate(order)}
+    ordered = sorted(counts.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), -kv[1], kv[0]))
+    return {
+        "nodes": len(refs),
+        "pods": len(gang),
+        "domains": dom_rows,
+        "counts": [[*k, n] for k, n in ordered],
+        "sample": sample,
+    }
+
+
+__all__ = ["MAX_SAMPLE", "record_exclusions"]
