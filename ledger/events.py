@@ -347,6 +347,7 @@ class GroupUnschedulable(Payload):
     why: dict[str, Any] = Field(default_factory=dict)  # structured diagnosis (absent before issue 21)
     # what the scheduler saw (issue 31): per-node exclusions, compressed (absent before it)
     exclusions: dict[str, Any] = Field(default_factory=dict)
+    summary: str = ""  # the diagnosis in one line, podledger's Event on the PodGroup (issue 31)
 
 
 class GroupRetried(Payload):

@@ -161,7 +161,7 @@ def _smallest_change(
     """The smallest change that lets ``missing`` more pods into a domain: per admitted node, what
     one more pod there lacks after the pods it already has room for (``add``: base units per
     resource; ``free``: what the node has left for it); the ``missing`` cheapest, a node at
-    most once; any further pod needs a whole pod's request (``node`` None: another node)."""
+    most once; any further pod adds a whole pod's request to the cheapest node."""
     options: list[tuple[float, int, dict[str, Any]]] = []
     for j in admitted:
         k = max(room[j], 0)
@@ -172,8 +172,13 @@ def _smallest_change(
         options.append((_cost(add, requests), j, {"node": snap.names[j], "add": add, "free": left}))
     options.sort(key=lambda o: (o[0], o[1]))
     change = [o[2] for o in options[:missing]]
-    while len(change) < missing:
-        change.append({"node": None, "add": dict(requests), "free": {r: 0 for r in requests}})
+    extra = missing - len(change)
+    if extra > 0 and change:  # more pods than nodes: the rest go to the cheapest node too
+        first, left = change[0], change[0]["free"]
+        add = {r: (1 + extra) * amt - left[r] for r, amt in requests.items() if left[r] < (1 + extra) * amt}
+        if PODS in first["add"]:
+            add[PODS] = first["add"][PODS] + extra
+        first["add"] = add
     return change
 
 
@@ -227,10 +232,6 @@ def rank_codes(codes: Sequence[str], why: Mapping[str, Any]) -> tuple[str, ...]:
     return (first, *rest)
 
 
-def _amounts(add: Mapping[str, int]) -> str:
-    return " and ".join(f"{show_amount(r, a)} {r}" for r, a in add.items())
-
-
 def _unblock(
     best: Mapping[str, Any] | None,
     needed: int,
@@ -258,9 +259,7 @@ def _unblock(
             steps = []
             for c in best.get("change") or []:
                 need = ", ".join(f"{show_amount(r, requests[r])} {r}" for r in c["add"] if r in requests)
-                if c["node"] is None:
-                    steps.append(f"another node in {where} with {_amounts(requests)} free")
-                elif c["add"].get(PODS) and len(c["add"]) == 1:
+                if c["add"].get(PODS) and len(c["add"]) == 1:
                     steps.append(f"a free pod slot on {c['node']}")
                 else:
                     more = " and ".join(f"{show_amount(r, a)} more {r}" for r, a in c["add"].items())
