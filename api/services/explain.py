@@ -284,8 +284,8 @@ def recompute_exclusions(sch: Any, pod_keys: list[str], why: dict[str, Any]) -> 
     from scheduler.cycle.exclusions import record_exclusions
 
     return record_exclusions(
-        sch.state.snap.nodes,
-        sch.pods(),
+        sch.state.snap,
+        sch.state.pods,
         pod_keys,
         topology_key=(why.get("need") or {}).get("topologyKey"),
         domains=[d["domain"] for d in why.get("domains") or []],

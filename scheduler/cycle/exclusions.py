@@ -31,12 +31,12 @@ farther domain than the listed ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.model import Node, Pod
-from scheduler.reference import RefNode, filter_node_all, inter_pod_filter, ref_nodes, spread_filter
-from scheduler.snapshot import make_demand
+from scheduler.model import PODS, Pod
+from scheduler.reference import RefNode, filter_node_all, inter_pod_filter, spread_filter
+from scheduler.snapshot import Snapshot, make_demand
 
 MAX_SAMPLE = 8
 FILTER, PREFILTER = "Filter", "PreFilter"
@@ -48,9 +48,34 @@ def _copy(rn: RefNode) -> RefNode:
     return RefNode(rn.node, dict(rn.requested), rn.pod_count, rn.nz_cpu, rn.nz_mem)
 
 
+def _needs_placed(snap: Snapshot, gang: Sequence[Pod]) -> bool:
+    """Whether a pod-aware filter could reject a gang pod: its ports, spread constraints or pod
+    (anti-)affinity, or scheduled pods with pod (anti-)affinity terms."""
+    if snap.n_anti_required or snap.n_pod_affinity:
+        return True
+    return any(p.inter_pod for p in gang)
+
+
+def _ref_nodes(snap: Snapshot) -> list[RefNode]:
+    """The nodes with what their scheduled pods request, from the snapshot's columns (the same
+    amounts ``RefNode.add`` sums pod by pod, without a pass over every pod)."""
+    snap.refresh()
+    res = [(r, i) for r, i in snap.res_index.items() if r != PODS]
+    alloc, free = snap.alloc.tolist(), snap.free.tolist()
+    pods_i = snap.res_index.get(PODS)
+    out: list[RefNode] = []
+    for j, nd in enumerate(snap.nodes):
+        used = {r: alloc[i][j] - free[i][j] for r, i in res if alloc[i][j] - free[i][j]}
+        count = (
+            alloc[pods_i][j] - free[pods_i][j] if pods_i is not None else len(snap.node_pods.get(nd.name, ()))
+        )
+        out.append(RefNode(nd, used, count))
+    return out
+
+
 def record_exclusions(
-    nodes: Sequence[Node],
-    pods: Iterable[Pod],
+    snap: Snapshot,
+    pods: Mapping[str, Pod],
     pending: Sequence[str],
     *,
     topology_key: str | None,
@@ -59,17 +84,15 @@ def record_exclusions(
 ) -> dict[str, Any]:
     """The compressed per-node exclusions of the pending pods ``pending`` (keys, in the order the
     group tries them) over ``domains`` (the candidate domains to evaluate, closest first; ``[]``
-    and no ``topology_key``: the whole cluster). See the module docstring."""
-    all_pods = list(pods)
-    refs = ref_nodes(nodes)
+    and no ``topology_key``: the whole cluster), on the snapshot ``snap`` and the pods by key
+    ``pods``. See the module docstring."""
+    refs = _ref_nodes(snap)
     by_name = {r.node.name: r for r in refs}
-    by_key = {p.key: p for p in all_pods}
     placed: list[tuple[Pod, str]] = []
-    for p in all_pods:
-        if p.node_name and p.node_name in by_name:
-            by_name[p.node_name].add(make_demand(p.requests))
-            placed.append((p, p.node_name))
-    gang = [by_key[k] for k in pending if k in by_key and not by_key[k].node_name]
+    gang = [p for k in pending if (p := pods.get(k)) is not None and not p.node_name]
+    aware = _needs_placed(snap, gang)
+    if aware:  # pod-aware filters read the scheduled pods
+        placed = [(p, p.node_name) for p in pods.values() if p.node_name and p.node_name in by_name]
     order = list(domains) if topology_key else ["(cluster)"]
     members: dict[str, list[int]] = {d: [] for d in order}
     counts: dict[tuple[str, str, str, str], int] = {}

@@ -429,8 +429,8 @@ def exclusions_of(
         return {}
     pending = [p.key for p in queued.get(attempt.root, ())]
     return record_exclusions(
-        state.snap.nodes,
-        state.pods.values(),
+        state.snap,
+        state.pods,
         pending,
         topology_key=(why.get("need") or {}).get("topologyKey"),
         domains=[d["domain"] for d in why["domains"]],
