@@ -222,3 +222,38 @@ def test_bound_member_pins_the_diagnosis_to_its_domain(database):
     steps_h = [h for h in history(database, "podgroup", "default", "pin") if h["type"] == "PodGroupUpdated"]
     assert steps_h and "spec.schedulingPolicy.gang.minCount 1 -> 2" in steps_h[-1]["summary"]
     assert {"field": "spec.schedulingPolicy.gang.minCount", "from": 1, "to": 2} in steps_h[-1]["changes"]
+
+
+def test_group_pod_and_verdict_agree_on_preemption(first_rack_without_gpus):
+    db = first_rack_without_gpus
+    group = explain(db, "podgroup", "default", "train")
+    member = explain(db, "pod", "default", "train-0")
+    tried = "pod group preemption: No preemption victims found for incoming preemptor"
+    assert tried in group["verdict"] and "PreemptionNoVictims" in group["codes"]
+    for d in (group, member):  # the pod's own fit error does not name it; its explain does
+        assert d["preemption"] == {"tried": True, "message": tried, "taken": False, "victims": []}
+
+
+def test_a_later_gate_is_never_shown_beside_the_older_attempts_codes(database):
+    steps = [
+        {"apply": [node("a1", "r1", 4)]},
+        {"apply": [gang("late", 2), pod("late-0", 6, "late"), pod("late-1", 6, "late")]},
+        {"advance": "5s"},
+        {
+            "apply": [
+                {
+                    **pod("late-2", 1, "late"),
+                    "spec": {**pod("late-2", 1, "late")["spec"], "schedulingGates": [{"name": "hold"}]},
+                }
+            ]
+        },
+    ]
+    Simulation(database, {}, "diag-gate").run(steps)
+    doc = explain(database, "podgroup", "default", "late")
+    # the gated member holds the group back after its unschedulable attempt: the verdict is the
+    # gate's, and the attempt's codes and diagnosis are not shown beside it
+    assert doc["verdict"] == "Waiting (not attempted): waiting for scheduling gates: [hold]"
+    assert doc["attempts"] >= 1 and doc["lastAttempt"]["data"]["codes"]
+    assert doc["staleAttempt"] and doc["codes"] == [] and doc["why"] is None and not doc["summary"]
+    text = render_explain(doc)
+    assert "predate this verdict" in text and "Codes:" not in text and "Unblock:" not in text
