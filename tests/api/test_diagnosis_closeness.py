@@ -257,3 +257,23 @@ def test_a_later_gate_is_never_shown_beside_the_older_attempts_codes(database):
     assert doc["staleAttempt"] and doc["codes"] == [] and doc["why"] is None and not doc["summary"]
     text = render_explain(doc)
     assert "predate this verdict" in text and "Codes:" not in text and "Unblock:" not in text
+
+
+def test_an_event_without_the_record_is_recomputed_on_the_exact_state_and_says_so(first_rack_without_gpus):
+    """A PodGroupUnschedulable written before the record existed (its payload without
+    ``exclusions``): ``--nodes`` recomputes it on the state just before that decision, which gives
+    what the scheduler recorded, and says it was recomputed."""
+    from api.services.explain import document, read_inputs
+
+    db = first_rack_without_gpus
+    with db.snapshot() as conn:
+        inputs = read_inputs(conn, "PodGroup", "default", "train", None)
+        recorded = None
+        for e in inputs["decisions"]:
+            if e["type"] == "PodGroupUnschedulable":
+                recorded = e["data"].get("exclusions")
+                e["data"] = {k: v for k, v in e["data"].items() if k != "exclusions"}  # as before issue 31
+        doc = document(db, conn, "PodGroup", "default", "train", inputs, nodes=True)
+    assert recorded and doc["exclusionsSource"] == "recomputed" and doc["exclusions"] == recorded
+    assert doc["nodesAt"] == doc["lastAttempt"]["position"] - 1
+    assert "recomputed on the exact state of that cycle" in render_explain(doc)
