@@ -450,6 +450,12 @@ def render_why(why: dict[str, Any]) -> list[str]:
     key = need.get("topologyKey")
     where = f" in one {key} domain" if key else ""
     lines = [f"  Needs:     {need.get('pods')} pod(s) x ({req}){where}"]
+    pinned = why.get("pinned")
+    if pinned:
+        lines.append(
+            f"  Pinned:    {', '.join(pinned['domains'])}: {pinned['bound']} bound member(s) "
+            "(upstream limits the group to their domain; only it is diagnosed)"
+        )
     domains = why.get("domains") or []
     if domains:
         best = domains[0]

@@ -4,7 +4,10 @@ with the ``PodGroupUnschedulable`` decision as ``exclusions``, compressed.
 The shape follows the machine-readable diagnosis proposed upstream (kubernetes-sigs/
 scheduler-library PR #16: per node the plugin, the stage in PreFilter/Filter/..., the reason),
 compressed: counts per domain, plugin, stage and reason, a bounded list of representative
-nodes, and per candidate domain how many of the group's pending pods fit.
+nodes, and per candidate domain how many of the group's pending pods fit. Stages are the PR's
+``RejectionStage`` values: ``Filter`` for a filter plugin's rejection, ``PreFilterNarrowing``
+for nodes the topology placement left out (the PR's record has no reason; this one keeps the
+plugin's reason, upstream's words).
 
 Pure and deterministic: it reads the nodes and pods the scheduler holds right after the failed
 attempt was rolled back (the state ``explain --nodes`` recomputes for events written before this
@@ -39,7 +42,8 @@ from scheduler.reference import RefNode, filter_node_all, inter_pod_filter, spre
 from scheduler.snapshot import Snapshot, make_demand
 
 MAX_SAMPLE = 8
-FILTER, PREFILTER = "Filter", "PreFilter"
+# stages as in scheduler-library PR #16 (RejectionStage): a placement narrows the node set
+FILTER, NARROWING = "Filter", "PreFilterNarrowing"
 TOPOLOGY = "TopologyPlacement"  # podledger's name for the placement generation step
 OTHER = "(other)"
 
@@ -102,11 +106,11 @@ def record_exclusions(
             members[dom].append(j)
             continue
         if dom is None:
-            why = (TOPOLOGY, PREFILTER, f"node(s) without the {topology_key} label")
+            why = (TOPOLOGY, NARROWING, f"node(s) without the {topology_key} label")
         elif pinned:
-            why = (TOPOLOGY, PREFILTER, "node(s) outside the domain of the group's bound members")
+            why = (TOPOLOGY, NARROWING, "node(s) outside the domain of the group's bound members")
         else:
-            why = (TOPOLOGY, PREFILTER, "node(s) in a farther domain (not evaluated)")
+            why = (TOPOLOGY, NARROWING, "node(s) in a farther domain (not evaluated)")
         counts[(OTHER, *why)] = counts.get((OTHER, *why), 0) + 1
     dom_rows: list[list[Any]] = []
     sample: list[list[str]] = []

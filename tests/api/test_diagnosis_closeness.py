@@ -208,12 +208,13 @@ def test_bound_member_pins_the_diagnosis_to_its_domain(database):
     assert why["unblock"].startswith("free 4 more nvidia.com/gpu on a1 (it has 2 of the 6 a pod needs)")
     assert "r2" not in why["unblock"] and "b1" not in why["unblock"]
     assert doc["summary"].startswith("fits only 0 of 1 pods in r1, where its bound members are")
+    assert "Pinned:    r1: 1 bound member(s)" in render_explain(doc)
     rec = _recorded_equals_recomputed(database, "default/pin", ["default/pin-1"])
     assert rec["domains"] == [["r1", 1, 0, 1]]
     assert [
         "(other)",
         "TopologyPlacement",
-        "PreFilter",
+        "PreFilterNarrowing",
         "node(s) outside the domain of the group's bound members",
         2,
     ] in rec["counts"]
