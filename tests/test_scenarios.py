@@ -185,6 +185,18 @@ def test_group_why_in_scenario_gangs() -> None:
             )
             assert "free " + ", ".join(f"{k}={v}" for k, v in best["free"].items()) in text, text
             assert f"Unblock:   {why['unblock']}" in text, text
+            # what the scheduler saw (issue 31): the record's domains are the diagnosis's, in
+            # its order, with the same number of nodes; the summary names the closest one
+            rec = e["data"]["exclusions"]
+            assert [r[0] for r in rec["domains"]] == [d["domain"] for d in domains], (name, rec)
+            assert [r[1] for r in rec["domains"]] == [d["nodes"] for d in domains], (name, rec)
+            assert [r[2] for r in rec["domains"]] == [d["fit"] for d in domains], (name, rec, domains)
+            assert rec["nodes"] >= sum(r[1] for r in rec["domains"]) and len(rec["sample"]) <= 8
+            assert e["data"]["summary"].startswith(f"fits only {best['fit']} of {need['pods']} pods"), e[
+                "data"
+            ]
+            assert best["domain"] in e["data"]["summary"] or not need["topologyKey"]
+            assert e["data"]["codes"], e["data"]
             gangs.add(f"{name}:{e['data']['group']}")
     assert len(gangs) >= 5, sorted(gangs)
 

@@ -77,7 +77,7 @@ def _ref_nodes(snap: Snapshot) -> list[RefNode]:
     return out
 
 
-def record_exclusions(
+def evaluate_domains(
     snap: Snapshot,
     pods: Mapping[str, Pod],
     pending: Sequence[str],
@@ -86,10 +86,10 @@ def record_exclusions(
     domains: Sequence[str],
     pinned: bool = False,
 ) -> dict[str, Any]:
-    """The compressed per-node exclusions of the pending pods ``pending`` (keys, in the order the
-    group tries them) over ``domains`` (the candidate domains to evaluate, closest first; ``[]``
-    and no ``topology_key``: the whole cluster), on the snapshot ``snap`` and the pods by key
-    ``pods``. See the module docstring."""
+    """Per domain of ``domains`` (the whole cluster without a ``topology_key``), the pending pods
+    ``pending`` (keys, in the order the group tries them) placed one after another on the
+    snapshot ``snap`` (the pods by key: ``pods``): ``{nodes, pods, rows, counts, firsts}``, in
+    no particular order (``compress`` orders it)."""
     refs = _ref_nodes(snap)
     by_name = {r.node.name: r for r in refs}
     placed: list[tuple[Pod, str]] = []
@@ -112,20 +112,20 @@ def record_exclusions(
         else:
             why = (TOPOLOGY, NARROWING, "node(s) in a farther domain (not evaluated)")
         counts[(OTHER, *why)] = counts.get((OTHER, *why), 0) + 1
-    dom_rows: list[list[Any]] = []
-    sample: list[list[str]] = []
-    seen: set[tuple[str, str, str]] = set()
+    rows: dict[str, list[Any]] = {}
+    firsts: dict[str, list[list[str]]] = {}  # per domain, the first node of each (plugin, reason)
     for dom in order:
         idx = members[dom]
         local = [_copy(refs[j]) for j in idx]
         local_placed = list(placed)
         fit, failed = 0, False
+        firsts[dom] = []
         for pod in gang:
             demand = make_demand(pod.requests)
             spread = (
                 spread_filter(pod, local, local_placed) if pod.spread_constraints else [None] * len(local)
             )
-            inter = inter_pod_filter(pod, local, local_placed)
+            inter = inter_pod_filter(pod, local, local_placed) if aware else [None] * len(local)
             chosen: RefNode | None = None
             rejects: list[tuple[str, str, str]] = []  # (node, plugin, reason)
             for i, rn in enumerate(local):
@@ -140,23 +140,48 @@ def record_exclusions(
                 fit += 1
                 continue
             failed = True
+            seen: set[tuple[str, str]] = set()
             for node, plugin, reason in rejects:
                 k = (dom, plugin, FILTER, reason)
                 counts[k] = counts.get(k, 0) + 1
-                if (dom, plugin, reason) not in seen and len(sample) < MAX_SAMPLE:
-                    seen.add((dom, plugin, reason))
-                    sample.append([node, plugin, FILTER, reason])
+                if (plugin, reason) not in seen:
+                    seen.add((plugin, reason))
+                    firsts[dom].append([node, plugin, FILTER, reason])
             break
-        dom_rows.append([dom, len(idx), fit, fit + int(failed)])
+        rows[dom] = [dom, len(idx), fit, fit + int(failed)]
+    return {"nodes": len(refs), "pods": len(gang), "rows": rows, "counts": counts, "firsts": firsts}
+
+
+def compress(raw: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """The record (see the module docstring) of ``evaluate_domains``'s result, its domains in
+    ``order`` (closest first: the diagnosis's final order)."""
     rank = {d: i for i, d in enumerate(order)}
+    counts: dict[tuple[str, str, str, str], int] = raw["counts"]
     ordered = sorted(counts.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), -kv[1], kv[0]))
+    sample = [s for d in order for s in raw["firsts"].get(d, ())][:MAX_SAMPLE]
     return {
-        "nodes": len(refs),
-        "pods": len(gang),
-        "domains": dom_rows,
+        "nodes": raw["nodes"],
+        "pods": raw["pods"],
+        "domains": [raw["rows"][d] for d in order if d in raw["rows"]],
         "counts": [[*k, n] for k, n in ordered],
         "sample": sample,
     }
 
 
-__all__ = ["MAX_SAMPLE", "record_exclusions"]
+def record_exclusions(
+    snap: Snapshot,
+    pods: Mapping[str, Pod],
+    pending: Sequence[str],
+    *,
+    topology_key: str | None,
+    domains: Sequence[str],
+    pinned: bool = False,
+) -> dict[str, Any]:
+    """The compressed per-node exclusions of the pending pods ``pending`` (keys, in the order the
+    group tries them) over ``domains`` (closest first; the whole cluster without a
+    ``topology_key``), on the snapshot ``snap`` and the pods by key ``pods``."""
+    raw = evaluate_domains(snap, pods, pending, topology_key=topology_key, domains=domains, pinned=pinned)
+    return compress(raw, list(domains) if topology_key else ["(cluster)"])
+
+
+__all__ = ["MAX_SAMPLE", "compress", "evaluate_domains", "record_exclusions"]

@@ -19,13 +19,16 @@ and the node objects, and is recorded in the ``PodGroupUnschedulable`` payload a
 * ``unblock``: one line: free N more of a resource in the best domain, a quota change, or the
   preemption that was tried and why it found no victims.
 
-Pod-aware filters (ports, inter-pod affinity, spread) are not counted per domain; the reason
-codes name them.
+For a PodGroup root's decision the listed domains are then run through the filters themselves
+(``scheduler.cycle.exclusions``, recorded as the decision's ``exclusions``): a domain whose
+pod-aware filters (ports, inter-pod affinity, spread) let fewer pods in than its resources gets
+that count and, if resources were not binding, that filter as its binding constraint
+(``rejectedPod``: the pod it rejected everywhere), so the diagnosis and the record agree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework import signature_of
@@ -66,10 +69,14 @@ def group_why(
     codes: Sequence[str],
     message: str,
     bound_domains: Sequence[str] = (),
+    evaluate: Callable[[Sequence[str]], dict[str, Any]] | None = None,
+    seen: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The structured diagnosis (see the module docstring); ``{}`` without pending pods.
     ``bound_domains``: the domains of the group's bound members (upstream limits the group to
-    them: only they are diagnosed)."""
+    them: only they are diagnosed). ``evaluate``: runs the filters over the listed domains
+    (``scheduler.cycle.exclusions.evaluate_domains``); a domain's room is then what the filters
+    let in (pod-aware ones included), and ``seen`` receives the compressed record."""
     if not pending:
         return {}
     pod = pending[0]
@@ -128,6 +135,8 @@ def group_why(
         out.append(d)
     # closest first: most pods fit, then the smallest change that fits the rest, then the name
     out.sort(key=lambda d: (-d["fit"], score[d["domain"]], d["domain"]))
+    if evaluate is not None:
+        out[:MAX_DOMAINS] = _reconcile(out[:MAX_DOMAINS], evaluate, score, topology_key, seen)
     why: dict[str, Any] = {
         "need": {
             "pods": needed,
@@ -142,6 +151,39 @@ def group_why(
         why["more"] = len(out) - MAX_DOMAINS
     why["unblock"] = _unblock(out[0] if out else None, needed, requests, topology_key, codes, message)
     return why
+
+
+def _reconcile(
+    listed: list[dict[str, Any]],
+    evaluate: Callable[[Sequence[str]], dict[str, Any]],
+    score: Mapping[str, float],
+    topology_key: str | None,
+    seen: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The listed domains with the room the filters found (``evaluate``): a domain whose
+    resources hold more pods than its filters let in gets the filters' count, and, if the
+    resources were not binding, the filter that rejected its failing pod on most nodes
+    (``rejectedPod``: which pod); re-sorted; ``seen`` gets the compressed record."""
+    from scheduler.cycle.exclusions import compress
+
+    raw = evaluate([d["domain"] for d in listed])
+    for d in listed:
+        row = raw["rows"].get(d["domain"])
+        if row is None or row[2] >= d["fit"]:
+            continue
+        d["fit"] = row[2]
+        if d["binding"] == "none":
+            by: dict[str, int] = {}
+            for (dom, plugin, _stage, _reason), n in raw["counts"].items():
+                if dom == d["domain"]:
+                    by[plugin] = by.get(plugin, 0) + n
+            if by:
+                d["binding"] = "filter:" + max(sorted(by), key=lambda p: by[p])
+                d["rejectedPod"] = row[3]
+    listed.sort(key=lambda d: (-d["fit"], score[d["domain"]], d["domain"]))
+    if seen is not None:
+        seen.update(compress(raw, [d["domain"] for d in listed] if topology_key else ["(cluster)"]))
+    return listed
 
 
 def _cost(add: Mapping[str, int], requests: Mapping[str, int]) -> float:
@@ -251,7 +293,12 @@ def _unblock(
         parts.append(f"nodes with the label {key}" if key else "nodes")
     elif best["fit"] < needed:
         binding = best["binding"]
-        if binding.startswith("filter:"):
+        if binding.startswith("filter:") and best.get("rejectedPod"):
+            parts.append(
+                f"room for pod {best['rejectedPod']} in {where}: {binding.split(':', 1)[1]} rejects it on "
+                "every node there although resources would hold it (a pod-aware filter; see explain --nodes)"
+            )
+        elif binding.startswith("filter:"):
             parts.append(
                 f"nodes in {where} that pass {binding.split(':', 1)[1]} (it rejects every node there)"
             )
@@ -298,18 +345,27 @@ def why_of_group(
     pending: Sequence[Pod],
     codes: Sequence[str],
     message: str,
+    seen: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``group_why`` for a PodGroup root; ``composite_why`` for a CompositePodGroup root (from
-    the attempt's per-child statuses and the queued pods per leaf)."""
+    the attempt's per-child statuses and the queued pods per leaf). ``seen``: receives a
+    PodGroup root's per-node exclusions (``scheduler.cycle.exclusions``)."""
     if attempt.root_kind != "pg":
         return composite_why(state, attempt, queued)
     if attempt.root not in state.pod_groups:
         return {}
-    return _leaf_why(state, attempt.root, pending, codes, message)
+    keys = [p.key for p in queued.get(attempt.root, ())]
+    return _leaf_why(state, attempt.root, pending, codes, message, keys if seen is not None else None, seen)
 
 
 def _leaf_why(
-    state: Any, key: str, pending: Sequence[Pod], codes: Sequence[str], message: str
+    state: Any,
+    key: str,
+    pending: Sequence[Pod],
+    codes: Sequence[str],
+    message: str,
+    record: Sequence[str] | None = None,
+    seen: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     pg = state.pod_groups[key]
     # ``members`` indexes the pods by group key (pending and bound)
@@ -336,7 +392,22 @@ def _leaf_why(
         codes=codes,
         message=message,
         bound_domains=sorted(domains),
+        evaluate=None if record is None else _evaluator(state, record, pg.topology_key, bool(domains)),
+        seen=seen,
     )
+
+
+def _evaluator(
+    state: Any, keys: Sequence[str], topology_key: str | None, pinned: bool
+) -> Callable[[Sequence[str]], dict[str, Any]]:
+    from scheduler.cycle.exclusions import evaluate_domains
+
+    def run(domains: Sequence[str]) -> dict[str, Any]:
+        return evaluate_domains(
+            state.snap, state.pods, keys, topology_key=topology_key, domains=domains, pinned=pinned
+        )
+
+    return run
 
 
 def composite_why(state: Any, attempt: Any, queued: Mapping[str, Sequence[Pod]]) -> dict[str, Any]:
@@ -402,6 +473,8 @@ def summary_line(why: Mapping[str, Any]) -> str:
     head = f"fits only {best['fit']} of {pods} pods in {where}"
     binding = str(best.get("binding") or "none")
     kind, _, what = binding.partition(":")
+    if kind == "filter" and best.get("rejectedPod"):
+        return f"{head}: {what} rejects pod {best['rejectedPod']} on every node there"
     if kind == "filter":
         return f"{head}: {what} rejects all {best['nodes']} of its nodes"
     if kind == "resource" and what != PODS:
@@ -415,24 +488,3 @@ def summary_line(why: Mapping[str, Any]) -> str:
     if kind == "resource":
         return f"{head}: no free pod slots"
     return f"{head}: room by resources; see the reason codes"
-
-
-def exclusions_of(
-    state: Any, attempt: Any, queued: Mapping[str, Sequence[Pod]], why: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The per-node exclusions a PodGroup root's failed attempt saw
-    (``scheduler.cycle.exclusions``), over the diagnosis's listed domains; ``{}`` for a
-    CompositePodGroup root or without a diagnosis."""
-    from scheduler.cycle.exclusions import record_exclusions
-
-    if attempt.root_kind != "pg" or not why.get("domains") or attempt.root not in state.pod_groups:
-        return {}
-    pending = [p.key for p in queued.get(attempt.root, ())]
-    return record_exclusions(
-        state.snap,
-        state.pods,
-        pending,
-        topology_key=(why.get("need") or {}).get("topologyKey"),
-        domains=[d["domain"] for d in why["domains"]],
-        pinned=bool(why.get("pinned")),
-    )
