@@ -282,6 +282,7 @@ def measure(
     with database.connect() as c:
         size = scalar(c, "SELECT pg_database_size(current_database())")
         versions = scalar(c, "SELECT count(*) FROM object_versions")
+    record = exclusions_cost(database, verify_s / max(rep.cycles, 1) * 1000)
 
     def ms(
         name: str, samples: list[float], goal: float, base: float | None = None, what: str | None = None
@@ -304,6 +305,7 @@ def measure(
     else:
         built = "reused (--reuse)"
     return [
+        *record,
         Metric(
             "log built (real path: inputs + scheduling)",
             head,
@@ -424,6 +426,78 @@ def measure_analytics(database: Any, reps: int) -> list[Metric]:
             t_alloc0,
             "per-change v_gpu_allocation (whole history)",
             n_alloc,
+        ),
+    ]
+
+
+def exclusions_cost(database: Any, cycle_ms: float, reps: int = 20) -> list[Metric]:
+    """The per-node exclusions record of issue 31 (``PodGroupUnschedulable.exclusions``): its
+    JSON size per decision beside the rest of the payload (same events), and what computing it
+    costs: recomputed on the exact state of the last unschedulable gang's cycle, p99 against the
+    mean cycle of this run's ``replay --verify``."""
+    from api.services.explain import recompute_exclusions, state_at
+    from scheduler.cycle.why import group_why
+
+    with database.connect() as c:
+        sizes = c.execute(
+            "SELECT avg(length((data->'exclusions')::text)), max(length((data->'exclusions')::text)), "
+            "avg(length(data::text) - length((data->'exclusions')::text)), count(*) "
+            "FROM events WHERE type = 'PodGroupUnschedulable' AND data ? 'exclusions' AND data->'exclusions' <> '{}'"
+        ).fetchone()
+        last = c.execute(
+            "SELECT position, data FROM events WHERE type = 'PodGroupUnschedulable' "
+            "AND data->'exclusions' <> '{}' ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+    if not sizes or not sizes[3] or last is None:
+        return []
+    avg_b, max_b, rest_b, n = float(sizes[0]), int(sizes[1]), float(sizes[2]), int(sizes[3])
+    sch = state_at(database, int(last[0]) - 1)
+    why = last[1]["why"]
+    group = last[1]["group"]
+    keys = [
+        p.key
+        for p in sch.pods()
+        if p.pod_group and f"{p.key.split('/')[0]}/{p.pod_group}" == group and not p.node_name
+    ]
+    samples = _time(lambda: recompute_exclusions(sch, keys, why), reps)
+    v = _p99(samples)
+    # the same-run peer: the structured diagnosis (why) every such decision already computes
+    pending = [sch.state.pods[k] for k in keys]
+    pg = sch.state.pod_groups[group]
+    base = _p99(
+        _time(
+            lambda: group_why(
+                sch.state.snap,
+                pending,
+                min_count=pg.minimum,
+                bound=0,
+                topology_key=pg.topology_key,
+                codes=last[1]["codes"],
+                message=last[1]["message"],
+            ),
+            reps,
+        )
+    )
+    return [
+        Metric(
+            f"exclusions record per PodGroupUnschedulable ({n:,} decisions)",
+            avg_b,
+            "bytes avg",
+            "rest of the payload (same events)",
+            rest_b,
+            avg_b / rest_b if rest_b else None,
+            f"max {max_b:,} bytes (reported)",
+            True,
+        ),
+        Metric(
+            f"exclusions record compute ({len(sch.state.snap.nodes)} nodes, {len(keys)} pods)",
+            v,
+            "ms p99",
+            "the why diagnosis of the same decision",
+            base,
+            v / base if base else None,
+            f"(reported; mean cycle of replay --verify {cycle_ms:.2f} ms)",
+            True,
         ),
     ]
 

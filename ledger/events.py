@@ -345,6 +345,9 @@ class GroupUnschedulable(Payload):
     diagnosis: dict[str, Any] = Field(default_factory=dict)
     codes: list[str] = Field(default_factory=list)  # reason codes (absent before issue 21)
     why: dict[str, Any] = Field(default_factory=dict)  # structured diagnosis (absent before issue 21)
+    # what the scheduler saw (issue 31): per-node exclusions, compressed (absent before it)
+    exclusions: dict[str, Any] = Field(default_factory=dict)
+    summary: str = ""  # the diagnosis in one line, podledger's Event on the PodGroup (issue 31)
 
 
 class GroupRetried(Payload):

@@ -109,6 +109,8 @@ class GroupUnschedulable(Decision):
     diagnosis: dict[str, Any] = field(default_factory=dict)
     codes: tuple[str, ...] = ()  # reason codes (scheduler.reason_codes), never empty when recorded
     why: dict[str, Any] = field(default_factory=dict)  # structured diagnosis (scheduler.cycle.why)
+    # what the scheduler saw: per-node exclusions, compressed (scheduler.cycle.exclusions)
+    exclusions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,4 +25,6 @@ def diagnosis_fingerprint(data: Mapping[str, Any]) -> str:
     key = {"reason": data.get("reason"), "message": data.get("message"), "diagnosis": data.get("diagnosis")}
     if data.get("why"):  # the structured diagnosis (issue 21): room per domain changes with capacity
         key["why"] = data["why"]
+    if data.get("exclusions"):  # what the scheduler saw (issue 31): a retry points to it
+        key["exclusions"] = data["exclusions"]
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

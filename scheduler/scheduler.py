@@ -29,7 +29,7 @@ from dataclasses import replace
 from scheduler import gpushare
 from scheduler.conditions import KIND_CPG, KIND_PG, gated_condition, group_conditions
 from scheduler.cycle import Cycle, PostFilterResult, compact_diagnosis, member_status, reason_of
-from scheduler.cycle.why import why_of_group
+from scheduler.cycle.why import rank_codes, why_of_group
 from scheduler.decisions import (
     CycleResult,
     Decision,
@@ -535,8 +535,10 @@ class Scheduler(Reading):
             # fitted nowhere says which node filters (resources, taints, ...) bound it
             detail = attempt.diag.fit_error() if attempt.diag is not None else ""
             codes = codes_of(f"{root_status.message}\n{detail}", error=root_status.is_error)
-            why = why_of_group(st, attempt, queued, pods, codes, root_status.message)
-            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes, why))
+            seen: dict[str, object] = {}  # what the scheduler saw: per-node exclusions, compressed
+            why = why_of_group(st, attempt, queued, pods, codes, root_status.message, seen)
+            codes = rank_codes(codes, why)
+            decisions.append(GroupUnschedulable(root, reason, root_status.message, diag, codes, why, seen))
             waiting = self._apply_post(post, now, decisions)
             for leaf in attempt.leaves:
                 o = attempt.outcomes.get(leaf)

@@ -97,9 +97,11 @@ def simulate(
         raise typer.Exit(1)
 
 
-def _apply_dir(target: Database, path: Path, actor: str) -> tuple[int, int]:
-    """Apply every manifest under ``path`` as one unit of work: (objects, created or updated);
-    exit 1 on errors (a refusal by admission is recorded as AdmissionRejected)."""
+def _apply_dir(target: Database, path: Path, actor: str) -> tuple[int, int, int]:
+    """Apply every manifest under ``path`` as one unit of work: (manifests, objects created or
+    updated, objects unchanged), the objects counting the ones a controller compiled from them
+    (a Job's Workload, PodGroup and pods); exit 1 on errors (a refusal by admission is recorded
+    as AdmissionRejected)."""
     from api.services.commands.objects import apply_objects
     from api.services.objects import load_documents
     from ledger.resources.parse import iter_path
@@ -116,7 +118,8 @@ def _apply_dir(target: Database, path: Path, actor: str) -> tuple[int, int]:
         for e in res.errors:
             err.print(e)
         raise typer.Exit(1)
-    return len(objects), sum(1 for line in res.lines if not line.endswith("unchanged"))
+    unchanged = sum(1 for line in res.lines if line.endswith("unchanged"))
+    return len(objects), len(res.lines) - unchanged, unchanged
 
 
 @app.command()
@@ -143,8 +146,11 @@ def demo(
     out.print(
         f"podledger demo — ledger: {db.database_name(db.server_url())} (head position {log_head(target)})"
     )
-    n, changed = _apply_dir(target, examples, "demo")
-    out.print(f"applied {n} objects from {examples} ({changed} created or updated, {n - changed} unchanged)")
+    n, changed, unchanged = _apply_dir(target, examples, "demo")
+    out.print(
+        f"applied {n} manifests from {examples}: {changed + unchanged} objects with the ones a Job's "
+        f"controller compiled ({changed} created or updated, {unchanged} unchanged)"
+    )
     results = schedule_until_idle(target, progress=False)
     bound = sum(bound_count(r) for r in results)
     out.print(
@@ -178,7 +184,7 @@ def demo(
 
     blocked_at = at if at is not None else log_head(target)
     out.print(f"\n── 2. Capacity joins: apply -f {capacity}, then schedule")
-    n, changed = _apply_dir(target, capacity, "demo")
+    n, changed, _ = _apply_dir(target, capacity, "demo")
     results = schedule_until_idle(target, progress=False)
     out.print(
         f"applied {n} object(s) ({changed} created or updated); "

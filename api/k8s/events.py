@@ -99,6 +99,7 @@ def derive(conn: Any, upto: int, namespace: str | None) -> list[dict[str, Any]]:
         for r in backend.rows(conn, kind, namespace):
             uids[(kind, r["namespace"], r["name"])] = r["uid"]
     diagnoses: dict[int, tuple[str, str, str]] = {}
+    summaries: dict[int, str] = {}
     agg: dict[tuple[str, ...], dict[str, Any]] = {}
     members = _Members()
     for ev in backend.decision_events(conn, TYPES, upto):
@@ -106,9 +107,32 @@ def derive(conn: Any, upto: int, namespace: str | None) -> list[dict[str, Any]]:
         if desc is None:
             continue
         _count(agg, desc, ev, uids, namespace)
+        said = _summary(ev, summaries)
+        if said is not None:
+            _count(agg, said, ev, uids, namespace)
         for member in members.see(ev, desc):
             _count(agg, member, ev, uids, namespace)
     return sorted(agg.values(), key=lambda e: (e["namespace"], e["position"]))
+
+
+DIAGNOSIS = "Diagnosis"  # podledger's own Event reason: the diagnosis in one line (issue 31)
+
+
+def _summary(ev: Any, summaries: dict[int, str]) -> tuple[str, str, str, str, str, str] | None:
+    """podledger's Event beside upstream's FailedScheduling on an unschedulable PodGroup: the
+    one-line summary the scheduler edge recorded with the decision (``summary``; a retry
+    repeats its verdict's), so ``kubectl describe podgroup`` shows both."""
+    d = ev.data
+    if ev.type == "PodGroupUnschedulable":
+        text = d.get("summary") or ""
+        summaries[ev.position] = text
+    elif ev.type == "PodGroupRetried":
+        text = summaries.get(int(d.get("diagnosis_position") or 0), "")
+    else:
+        return None
+    if not text:
+        return None
+    return ("PodGroup", d["group"], "Warning", DIAGNOSIS, "Scheduling", f"podledger: {text}")
 
 
 class _Members:

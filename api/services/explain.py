@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from api.services import explain_reads as reads
 from api.services.errors import NotFound
+from api.services.explain_words import exclusion_lines, preemption_of, readings
 from api.services.history import canonical_kind
 from api.services.jobs import job_pod_group
 from ledger.queries import explain as explain_q
 from ledger.queries import log as log_q
 from ledger.resources.job import owning_job
 from ledger.sql import Conn
+from scheduler.cycle.why import summary_line
 from scheduler.edge.bridge import Bridge, config_from
 
 if TYPE_CHECKING:
@@ -147,6 +149,7 @@ def document(
         )
 
     bound = [p for p in pods if (p[2] or {}).get("phase") == "Bound"]
+    stale = False  # the verdict is newer than the last attempt: its codes are not shown beside it
     if kind == "Pod":
         phase = status.get("phase") or "Pending"
         if phase == "Bound":
@@ -163,6 +166,7 @@ def document(
         verdict = "Scheduled" + (f" ({len(bound)}/{len(pods)} pods bound)" if kind == "PodGroup" else "")
     elif gates and (not condition or (last and gates[-1]["position"] > last["position"])):
         verdict = f"Waiting (not attempted): {gates[-1]['message']}"
+        stale = last is not None
     elif condition:
         verdict = f"{condition.get('reason')}: {condition.get('message')}"
     else:
@@ -174,10 +178,13 @@ def document(
         if data.get("message"):
             reasons.append(data["message"])
         diag = data.get("diagnosis") or {}
-        for plugin, count in (diag.get("rejected") or {}).items():
-            reasons.append(f"{plugin} rejected {count} of {diag.get('nodes')} nodes")
-        for reason, count in diag.get("reasons") or []:
-            reasons.append(f"{count} × {reason}")
+        if data.get("exclusions"):
+            reasons.extend(exclusion_lines(data["exclusions"], closest_only=True))
+        else:
+            for plugin, count in (diag.get("rejected") or {}).items():
+                reasons.append(f"{plugin} rejected {count} of {diag.get('nodes')} nodes")
+            for reason, count in diag.get("reasons") or []:
+                reasons.append(f"{count} × {reason}")
         if diag.get("moreReasons"):
             reasons.append(f"…and {diag['moreReasons']} more reason(s) (the message above lists them all)")
         if diag.get("feasible"):
@@ -192,37 +199,7 @@ def document(
     elif condition and condition.get("message"):
         reasons.append(condition["message"])
 
-    preemption: dict[str, Any] | None = None
-    msg = (condition or {}).get("message") or ""
-    if preempted or "preemption" in msg:
-        tried = (
-            msg[msg.find("pod group preemption:") :]
-            if "pod group preemption:" in msg
-            else (msg[msg.find("preemption:") :] if "preemption:" in msg else "")
-        )
-        preemption = {
-            "tried": True,
-            "message": tried,
-            "taken": bool(preempted),
-            "victims": [
-                {
-                    "victim": e["data"]["victim"],
-                    "node": e["data"]["node"],
-                    "rule": e["data"]["rule"],
-                    "unit": e["data"]["unit"],
-                    "position": e["position"],
-                }
-                for e in preempted
-            ],
-        }
-    elif last is not None and last["type"] == "PodGroupUnschedulable":
-        preemption = {
-            "tried": False,
-            "message": "no preemption was attempted (or none was recorded) for the last attempt",
-            "taken": False,
-            "victims": [],
-        }
-
+    preemption = preemption_of(condition, last, preempted)
     quota_doc = None
     if quota is not None:
         spec = quota[1].get("spec") or {}
@@ -251,8 +228,11 @@ def document(
             else None
         ),
         "preemption": preemption,
-        "codes": list(((last or {}).get("data") or {}).get("codes") or []),
-        "why": ((last or {}).get("data") or {}).get("why") or None,
+        "codes": [] if stale else list(((last or {}).get("data") or {}).get("codes") or []),
+        "why": None if stale else (((last or {}).get("data") or {}).get("why") or None),
+        "staleAttempt": stale,
+        "reading": [] if stale else readings(condition, last, pods),
+        "summary": "" if stale else summary_line(((last or {}).get("data") or {}).get("why") or {}),
         "quota": quota_doc,
         "changes": changes,
         "pods": [
@@ -269,15 +249,23 @@ def document(
     if shadow:
         doc["shadow"] = shadow
     if nodes:
-        snap = (last or {}).get("meta", {}).get("snapshot_position") if last else None
-        table = node_table(
-            db,
-            int(snap) if snap is not None else pos,
-            [f"{namespace}/{p[0]}" for p in pods if (p[2] or {}).get("phase") != "Bound"]
-            or [f"{namespace}/{p[0]}" for p in pods],
-        )
-        doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = table
-        doc["nodesAt"] = int(snap) if snap is not None else pos
+        keys = [f"{namespace}/{p[0]}" for p in pods if (p[2] or {}).get("phase") != "Bound"] or [
+            f"{namespace}/{p[0]}" for p in pods
+        ]
+        # the exact state the last attempt saw: the log up to just before its decision (the
+        # run's snapshot plus the earlier decisions of the same run), not the run's snapshot
+        at = pos
+        if last is not None:  # a retry's verdict is the one at its diagnosis position
+            at = int(last["data"].get("diagnosis_position") or last["position"]) - 1
+        sch = state_at(db, at)
+        doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = node_table(sch, keys)
+        doc["nodesAt"] = at
+        data = (last or {}).get("data") or {}
+        if data.get("exclusions"):
+            doc["exclusions"], doc["exclusionsSource"] = data["exclusions"], "recorded"
+        elif data.get("why", {}).get("domains") and kind == "PodGroup":
+            doc["exclusions"] = recompute_exclusions(sch, keys, data["why"])
+            doc["exclusionsSource"] = "recomputed"
     if kind != "CompositePodGroup" and any(p["phase"] == "Pending" for p in doc["pods"]):
         # issue 34: when it will start, from the ledger as of the same position
         from api.services.predict import predict
@@ -288,23 +276,41 @@ def document(
     return doc
 
 
-def node_table(
-    db: Database, position: int, pod_keys: list[str]
-) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
-    """Recompute, at ``position``, the gang-aware node verdicts of the given pods
-    (``scheduler.gang_verdicts``: each pod placed after the ones before it): ``(rows, summary,
-    per_node)``. ``rows`` are {pod, node, fits, plugin, reasons}: the node that accepted each
-    pod and every node that rejected it; ``summary`` is the
-    ``0/N nodes are available: ...`` line of the first pod no node accepted; ``per_node`` says
-    per node how many of the pods it accepted and why it rejected the others (saturated nodes
-    first, then fitting, then excluded). The scheduler is folded from the log up to ``position``.
-    """
-    from scheduler.gang_verdicts import gang_node_verdicts
-
+def state_at(db: Database, position: int) -> Any:
+    """The scheduler folded from the log up to ``position`` (its snapshot refreshed)."""
     bridge = Bridge(db, config_from(None))
     bridge.catch_up(upto=position)
     sch = bridge.scheduler
     sch.state.snap.refresh()
+    return sch
+
+
+def recompute_exclusions(sch: Any, pod_keys: list[str], why: dict[str, Any]) -> dict[str, Any]:
+    """The per-node exclusions (``scheduler.cycle.exclusions``) of a decision written before they
+    were recorded, recomputed on the state ``sch`` holds (the exact state of that cycle)."""
+    from scheduler.cycle.exclusions import record_exclusions
+
+    return record_exclusions(
+        sch.state.snap,
+        sch.state.pods,
+        pod_keys,
+        topology_key=(why.get("need") or {}).get("topologyKey"),
+        domains=[d["domain"] for d in why.get("domains") or []],
+        pinned=bool(why.get("pinned")),
+    )
+
+
+def node_table(sch: Any, pod_keys: list[str]) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
+    """The gang-aware node verdicts of the given pods on the scheduler state ``sch``
+    (``scheduler.gang_verdicts``: each pod placed after the ones before it, on any node):
+    ``(rows, summary, per_node)``. ``rows`` are {pod, node, fits, plugin, reasons}: the node
+    that accepted each pod and every node that rejected it; ``summary`` is the
+    ``0/N nodes are available: ...`` line of the first pod no node accepted; ``per_node`` says
+    per node how many of the pods it accepted and why it rejected the others (saturated nodes
+    first, then fitting, then excluded).
+    """
+    from scheduler.gang_verdicts import gang_node_verdicts
+
     summary, verdicts = gang_node_verdicts(sch.state.snap.nodes, sch.pods(), pod_keys)
     rows: list[dict[str, Any]] = []
     for v in verdicts:
@@ -339,6 +345,12 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
         )
     else:
         lines.append("  Attempts:  none recorded")
+    if doc.get("summary"):
+        lines.append(f"  Summary:   {doc['summary']}")
+    for r in doc.get("reading") or []:
+        lines.append(f"  Reading:   {r}")
+    if doc.get("staleAttempt"):
+        lines.append("  (the last attempt's codes and diagnosis predate this verdict: see history)")
     if doc.get("codes"):
         lines.append(f"  Codes:     {', '.join(doc['codes'])}")
     if doc.get("predictedStart"):
@@ -390,6 +402,15 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
                 f"    {r['name']:<32} podledger {r['podledgerNode'] or '-':<16} "
                 f"cluster {r['clusterNode'] or '-':<16} ({who}) {mark}"
             )
+    if doc.get("exclusions"):
+        src = (
+            "recorded with the decision"
+            if doc.get("exclusionsSource") == "recorded"
+            else f"recomputed on the exact state of that cycle, position {doc.get('nodesAt')}: "
+            "the decision predates the record"
+        )
+        lines.append(f"  Exclusions (what the scheduler saw; {src}):")
+        lines.extend(f"    {ln}" for ln in exclusion_lines(doc["exclusions"]))
     if doc.get("gangNodes") is not None:
         lines.extend(render_nodes(doc, limit))
     return "\n".join(lines)
@@ -402,7 +423,7 @@ def render_nodes(doc: dict[str, Any], limit: int | None) -> list[str]:
     per_node = doc["gangNodes"]
     cats = {c: sum(1 for v in per_node if v["category"] == c) for c in ("saturated", "fits", "excluded")}
     lines = [
-        f"  Nodes (gang-aware, recomputed at position {doc.get('nodesAt')}): {doc.get('nodeSummary')}",
+        f"  Nodes (gang-aware on any node, recomputed at position {doc.get('nodesAt')}): {doc.get('nodeSummary')}",
         f"    Saturated nodes ({cats['saturated']}) - accepted some gang pods, rejected others",
         f"    Excluded nodes ({cats['excluded']}) - rejected every pod",
         f"    Fitting nodes ({cats['fits']}) - rejected none",
@@ -438,6 +459,12 @@ def render_why(why: dict[str, Any]) -> list[str]:
     key = need.get("topologyKey")
     where = f" in one {key} domain" if key else ""
     lines = [f"  Needs:     {need.get('pods')} pod(s) x ({req}){where}"]
+    pinned = why.get("pinned")
+    if pinned:
+        lines.append(
+            f"  Pinned:    {', '.join(pinned['domains'])}: {pinned['bound']} bound member(s) "
+            "(upstream limits the group to their domain; only it is diagnosed)"
+        )
     domains = why.get("domains") or []
     if domains:
         best = domains[0]

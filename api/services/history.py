@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from api.services.errors import NotFound
@@ -106,6 +107,7 @@ def history(db: Database, kind: str, namespace: str, name: str) -> list[dict[str
     if not rows:
         raise NotFound(f"no events for {kind} {key}")
     t0 = rows[0]["at"]
+    _with_field_changes(rows)
     return [
         {
             "position": r["position"],
@@ -115,9 +117,73 @@ def history(db: Database, kind: str, namespace: str, name: str) -> list[dict[str
             "stream": r["stream"],
             "summary": r.get("summary") or _summary(r),
             "data": r["data"],
+            **({"changes": r["changes"]} if "changes" in r else {}),
         }
         for r in rows
     ]
+
+
+# metadata the ledger or the API server maintains: not a change the user made
+_BOOKKEEPING = frozenset(
+    {"resourceVersion", "generation", "managedFields", "uid", "creationTimestamp", "selfLink"}
+)
+MAX_FIELDS = 6  # changed fields named in an update's summary (the others are counted)
+
+
+def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            if path == "metadata" and k in _BOOKKEEPING:
+                continue
+            _flatten(v, f"{path}.{k}" if path else str(k), out)
+    else:
+        out[path] = value
+
+
+def field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields an update changed: ``{field, from, to}`` per dotted path whose value differs
+    (None: absent), in path order; metadata the server maintains is left out."""
+    a: dict[str, Any] = {}
+    b: dict[str, Any] = {}
+    _flatten(before, "", a)
+    _flatten(after, "", b)
+    return [
+        {"field": k, "from": a.get(k), "to": b.get(k)}
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "(none)"
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) or v == "" else str(v)
+
+
+def _with_field_changes(rows: list[dict[str, Any]]) -> None:
+    """Each ``*Updated`` row of the object's own stream gets ``changes`` (``field_changes``
+    against the object the previous Created/Updated row wrote) and a summary naming them:
+    ``object updated: spec.schedulingPolicy.gang.minCount 2 -> 1``."""
+    prev: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        t, data = r["type"], r.get("data") or {}
+        if not (t.endswith("Created") or t.endswith("Updated")) or not isinstance(data.get("object"), dict):
+            continue
+        obj = data["object"]
+        before = prev.get(r["stream"])
+        prev[r["stream"]] = obj
+        if before is None or not t.endswith("Updated"):
+            continue
+        changed = field_changes(before, obj)
+        r["changes"] = changed
+        if not changed:
+            r["summary"] = "object updated: no field changed"
+            continue
+        shown = "; ".join(
+            f"{c['field']} {_show(c['from'])} -> {_show(c['to'])}" for c in changed[:MAX_FIELDS]
+        )
+        more = f"; …and {len(changed) - MAX_FIELDS} more field(s)" if len(changed) > MAX_FIELDS else ""
+        r["summary"] = f"object updated: {shown}{more}"
 
 
 ATTEMPTS = ("PodGroupUnschedulable", "PodGroupScheduled", "PodGroupRetried")
@@ -174,4 +240,4 @@ def _input_row(c: dict[str, Any], summary: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["canonical_kind", "history"]
+__all__ = ["canonical_kind", "field_changes", "history"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from ledger import streams
 from scheduler import decisions as d
+from scheduler.cycle.why import summary_line
 
 __all__ = [
     "CYCLE_COMPLETED",
@@ -120,6 +121,10 @@ def decision_payload(dec: d.Decision) -> dict[str, Any]:
         data["pods"] = list(dec.pods)
     elif isinstance(dec, (d.PodUnschedulable, d.GroupUnschedulable)):
         data["codes"] = list(dec.codes)
+        if isinstance(dec, d.GroupUnschedulable):
+            # the diagnosis in one line (issue 31): the PodGroup's podledger Event beside
+            # upstream's condition (api/k8s/events.py); empty for a CompositePodGroup root
+            data["summary"] = summary_line(dec.why)
     elif isinstance(dec, d.PodGated):
         if dec.report:
             data.pop("report")  # a payload field only when False

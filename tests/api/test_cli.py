@@ -191,7 +191,7 @@ def test_demo_tells_the_story_in_order(database):
     assert res.returncode == 0, res.stderr
     text = res.stdout
     verdict = text.index("Verdict:   Unschedulable")
-    why = text.index("node(s) didn't match Pod's node affinity/selector", verdict)
+    why = text.index("NodeResourcesFit (Filter): Insufficient nvidia.com/gpu", verdict)  # closest rack
     quota = text.index("Quota quota-a: used", verdict)
     scheduled = text.index("team-a/vision-pretrain: Scheduled", quota)
     history = text.index("PodGroupScheduled", scheduled)

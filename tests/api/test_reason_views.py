@@ -139,12 +139,13 @@ def test_explain_names_best_domain_need_free_and_unblock(cluster):
         ("r1", 1, "resource:nvidia.com/gpu"),
         ("r2", 1, "resource:nvidia.com/gpu"),
     ]
-    assert why["unblock"].startswith(f"free 3 more nvidia.com/gpu in {RACK}=r1")
+    # the smallest change: g1 keeps 1 GPU after the pod it has room for; 2 more let the second in
+    assert why["unblock"].startswith("free 2 more nvidia.com/gpu on g1 (it has 1 of the 3 a pod needs)")
     assert "InsufficientResource(gpu)" in doc["codes"]
     text = render_explain(doc)
     assert f"Needs:     2 pod(s) x (cpu=1, nvidia.com/gpu=3) in one {RACK} domain" in text
     assert "Best:      r1: room for 1 of 2 pod(s) (1 node(s)), bound by resource:nvidia.com/gpu" in text
-    assert "Unblock:   free 3 more nvidia.com/gpu" in text
+    assert "Unblock:   free 2 more nvidia.com/gpu on g1" in text
     assert "Domains (2, best first):" in text
 
 

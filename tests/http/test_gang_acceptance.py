@@ -33,12 +33,20 @@ def test_demo_gang_explain_names_best_domain_need_free_and_unblock(demo_database
             {"k": RACK},
         )
     assert best["free"]["nvidia.com/gpu"] == str(idle) and idle >= 6
-    assert why["unblock"].startswith(f"free 6 more nvidia.com/gpu in {RACK}=rack-4")
+    # the smallest change: one GPU on the rack-4 node that has 5 of the 6 a pod needs
+    assert why["unblock"].startswith("free 1 more nvidia.com/gpu on node-r4-"), why["unblock"]
+    assert "(it has 5 of the 6 a pod needs)" in why["unblock"]
+    assert doc["codes"][0] == "InsufficientResource(gpu)"  # the closest domain's binding constraint
     text = render_explain(doc)
     assert f"Needs:     2 pod(s) x (cpu=16, memory=96Gi, nvidia.com/gpu=6) in one {RACK} domain" in text
     assert "Best:      rack-4: room for 1 of 2 pod(s) (4 node(s)), bound by resource:nvidia.com/gpu" in text
     assert f"nvidia.com/gpu={idle} on the nodes that admit the pods" in text
-    assert f"Unblock:   free 6 more nvidia.com/gpu in {RACK}=rack-4" in text
+    assert "Unblock:   free 1 more nvidia.com/gpu on node-r4-" in text
+    assert (
+        "Summary:   fits only 1 of 2 pods in the closest rack-4: each needs 6 nvidia.com/gpu, "
+        "the best node has 5 free" in text
+    )
+    assert "Reading:   pod 1 of 2 fits nowhere in rack-1; 1 not tried" in text
     assert "Domains (4, best first):" in text
 
 

@@ -123,13 +123,18 @@ def test_events_explain_a_pending_gang(demo: TestClient, demo_database: Database
     evs = demo.get("/api/v1/namespaces/team-a/events", headers=R, params={"fieldSelector": sel}).json()[
         "items"
     ]
-    assert [(e["type"], e["reason"]) for e in evs] == [("Warning", "FailedScheduling")]
+    # upstream's FailedScheduling, and podledger's one-line diagnosis beside it (issue 31)
+    assert [(e["type"], e["reason"]) for e in evs] == [
+        ("Warning", "FailedScheduling"),
+        ("Warning", "Diagnosis"),
+    ]
     with demo_database.connect() as c:
-        msg = scalar(
-            c,
-            "SELECT data->>'message' FROM events WHERE type = 'PodGroupUnschedulable' AND data->>'group' = 'team-a/giant'",
-        )
+        msg, summary = c.execute(
+            "SELECT data->>'message', data->>'summary' FROM events WHERE type = 'PodGroupUnschedulable' "
+            "AND data->>'group' = 'team-a/giant'",
+        ).fetchone()
     assert evs[0]["message"] == msg
+    assert summary.startswith("fits only 0 of ") and evs[1]["message"] == f"podledger: {summary}"
     v1 = demo.get("/apis/events.k8s.io/v1/namespaces/team-a/events", headers=R).json()["items"]
     assert any(e["reason"] == "Scheduled" and e["regarding"]["name"] == "llm-pretrain-0" for e in v1)
     pod = demo.get("/api/v1/namespaces/team-a/pods/llm-pretrain-0", headers=R).json()

@@ -104,6 +104,8 @@ def test_kubectl_applies_the_cluster_the_worker_schedules_and_kubectl_shows_it(k
             "AND data->>'group' = 'team-a/giant' ORDER BY position LIMIT 1",
         )
     assert message.split(",")[0] in events.replace("\n", " ")
+    # podledger's diagnosis in one line beside upstream's message (issue 31)
+    assert "Diagnosis" in events and "podledger: fits only 0 of 3 pods" in events.replace("\n", " ")
 
     # kubectl get events: the scheduler's decisions as core/v1 Events
     ev_rows = k8s.kubectl("get", "events", "-n", "team-a").stdout
