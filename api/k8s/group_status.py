@@ -33,6 +33,7 @@ from api.k8s.handlers import (
     _precondition_rv,
     _read_back,
     _write,
+    dry,
     read_patch,
 )
 from api.k8s.objects import merge_patch, view
@@ -236,9 +237,9 @@ def _run(
         if changes:
             meta = {**_meta(actor, operation, q, rid), "subresource": "status"}
             backend.record_conditions(uow, res.kind, ns, name, changes, actor=actor, meta=meta)
-        return _read_back(uow, res, ns, name)
+        return _read_back(uow, res, ns, name, cur)
 
-    return 200, _write(db, run)
+    return 200, _write(db, run, dry(q))
 
 
 def update(

@@ -23,7 +23,7 @@ from api.k8s import events as E
 from api.k8s import table as T
 from api.k8s.objects import Selector, as_quantities, manifest_from, merge_patch, timestamp, view
 from api.k8s.resources import Resource
-from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found, success
+from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found
 from ledger.database import Database
 from ledger.uow import UnitOfWork
 
@@ -217,10 +217,13 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
             f"the API version in the data ({api_version}) does not match the expected API version "
             f"({res.api_version}) or kind {kind!r} is not {res.kind!r}",
         )
-    obj = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    if not isinstance(obj.get("metadata") or {}, dict):
+        raise _not_object(res, "metadata", obj.get("metadata"))
+    out: dict[str, Any] = {**obj, "apiVersion": res.api_version, "kind": res.kind}
     meta = dict(obj.get("metadata") or {})
-    if not isinstance(obj.get("metadata", {}), dict):
-        raise K8sError(400, "metadata must be an object")
+    for key in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise _not_object(res, f"metadata.{key}", meta[key], "string")
     if res.namespaced:
         body_ns = meta.get("namespace")
         if body_ns and t.namespace and body_ns != t.namespace:
@@ -244,11 +247,23 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
                 "",
                 [{"field": "metadata.name", "message": "Required value: name or generateName is required"}],
             )
-    obj["metadata"] = meta
-    return obj
+    out["metadata"] = meta
+    return out
+
+
+def _not_object(res: Resource, field: str, value: Any, want: str = "object") -> K8sError:
+    """Upstream's decoding error for a field of the wrong JSON type (400, nothing read)."""
+    got = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+    return K8sError(
+        400,
+        f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: json: cannot '
+        f"unmarshal {got.get(type(value), 'value')} into Go struct field {field} of type {want}",
+    )
 
 
 def _precondition_rv(obj: dict[str, Any]) -> int | None:
+    if not isinstance(obj.get("metadata") or {}, dict):
+        raise K8sError(400, f"metadata must be an object, not {type(obj['metadata']).__name__}")
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     if rv in (None, ""):
         return None
@@ -288,15 +303,23 @@ class _Rejected(Exception):
         self.error = error
 
 
-def _write(db: Database, fn: Callable[[UnitOfWork], R]) -> R:
+def dry(q: dict[str, str]) -> bool:
+    """A dry run (``dryRun=All``; routes refused any other value with 422 before this)."""
+    return q.get("dryRun") == "All"
+
+
+def _write(db: Database, fn: Callable[[UnitOfWork], R], dry_run: bool = False) -> R:
     """``fn`` as one request: one unit of work holding the append lock, committed when ``fn``
-    returns (or raises _Rejected: the AdmissionRejected record stays, then the error)."""
+    returns (or raises _Rejected: the AdmissionRejected record stays, then the error). A dry
+    run runs the same and is rolled back: nothing, not even the AdmissionRejected, stays."""
     rejected: _Rejected | None = None
-    with backend.write_unit(db) as uow:
+    with backend.write_unit(db, dry_run=dry_run) as uow:
         try:
             out = fn(uow)
         except _Rejected as exc:
             rejected = exc
+        except backend.EventTooLarge as exc:
+            raise K8sError(413, f"Request entity too large: {exc}") from None
         uow.commit()
         if rejected is None:
             return out
@@ -310,10 +333,20 @@ def _meta(actor: str, operation: str, q: dict[str, str], request_id: str) -> dic
     return out
 
 
-def _read_back(uow: UnitOfWork, res: Resource, ns: str, name: str) -> dict[str, Any]:
+def _read_back(
+    uow: UnitOfWork, res: Resource, ns: str, name: str, before: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The object as stored by this request. In a dry run, as upstream answers it: what would
+    be stored, with the resourceVersion it has now (none for a create)."""
     r = backend.row(uow.conn, res.kind, ns, name)
     assert r is not None
-    return view(res, r)
+    if not uow.dry_run:
+        return view(res, r)
+    if before is None:
+        out = view(res, r)
+        out["metadata"].pop("resourceVersion", None)
+        return out
+    return view(res, r, rv=before["updated_position"])
 
 
 def _require_writable(res: Resource) -> None:
@@ -342,7 +375,7 @@ def create(
         _admit(uow, res, name, obj, actor, _meta(actor, "Create", q, rid))
         return _read_back(uow, res, ns, name)
 
-    return 201, _write(db, run)
+    return 201, _write(db, run, dry(q))
 
 
 def stored(row: dict[str, Any]) -> dict[str, Any]:
@@ -390,9 +423,9 @@ def update(
         else:
             manifest = _keep_status(obj, stored(cur))
         _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
-        return _read_back(uow, res, ns, t.name or "")
+        return _read_back(uow, res, ns, t.name or "", cur)
 
-    return 200, _write(db, run)
+    return 200, _write(db, run, dry(q))
 
 
 PATCH_TYPES = (
@@ -452,9 +485,9 @@ def patch(
                     obj if cur is None else _keep_status(obj, stored(cur)) if "status" not in obj else obj
                 )
             _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
-            return (201 if cur is None else 200), _read_back(uow, res, ns, t.name or "")
+            return (201 if cur is None else 200), _read_back(uow, res, ns, t.name or "", cur)
 
-        return _write(db, run_apply)
+        return _write(db, run_apply, dry(q))
     if not isinstance(value, dict):
         raise K8sError(400, "a merge patch must be a JSON object")
     rv = _precondition_rv(value)
@@ -476,12 +509,12 @@ def patch(
             manifest = _status_only(stored(cur), merged_status, cur["status"] or {})
         else:
             patch_value.pop("status", None)
-            manifest = merge_patch(stored(cur), patch_value)
+            manifest = merge_patch({**stored(cur), "apiVersion": res.api_version}, patch_value)
         manifest = _check_identity(t, manifest)
         _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
-        return 200, _read_back(uow, res, ns, t.name or "")
+        return 200, _read_back(uow, res, ns, t.name or "", cur)
 
-    return _write(db, run_merge)
+    return _write(db, run_merge, dry(q))
 
 
 def delete(
@@ -491,7 +524,11 @@ def delete(
     _require_writable(res)
     assert t.name is not None
     ns = (t.namespace or "default") if res.namespaced else ""
-    pre = (body or {}).get("preconditions") or {} if isinstance(body, dict) else {}
+    if body is not None and not isinstance(body, dict):
+        raise K8sError(400, "the request body must be a DeleteOptions object")
+    pre = (body or {}).get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise K8sError(400, "preconditions must be an object (Preconditions: uid, resourceVersion)")
     want_rv = (
         _int(str(pre["resourceVersion"]), "preconditions.resourceVersion")
         if pre.get("resourceVersion")
@@ -521,41 +558,6 @@ def delete(
             raise not_found(res, t.name or "") from None
         except backend.ConflictErrors:
             raise conflict(res, t.name or "") from None
-        return view(res, cur, rv=ev.position)
+        return view(res, cur) if uow.dry_run else view(res, cur, rv=ev.position)
 
-    return 200, _write(db, run)
-
-
-def bind(db: Database, t: Target, body: Any, actor: str, rid: str) -> tuple[int, dict[str, Any]]:
-    """POST pods/{name}/binding: an outside scheduler's decision, appended as PodBound."""
-    res = t.res
-    if not isinstance(body, dict):
-        raise K8sError(400, "the request body must be a Binding object")
-    name = t.name or (body.get("metadata") or {}).get("name")
-    if not name:
-        raise K8sError(400, "a Binding needs metadata.name (the pod)")
-    target = body.get("target") or {}
-    node = target.get("name")
-    if not node or target.get("kind", "Node") != "Node":
-        raise K8sError(422, f'Binding "{name}" is invalid: target: a Node name is required', reason="Invalid")
-    ns = t.namespace or "default"
-
-    def run(uow: UnitOfWork) -> dict[str, Any]:
-        pod = backend.row(uow.conn, "Pod", ns, name)
-        if pod is None:
-            raise not_found(res, name)
-        bound = (pod["status"] or {}).get("nodeName") or (pod["object"].get("spec") or {}).get("nodeName")
-        if bound:
-            raise conflict(res, name, f'pod {name} is already assigned to node "{bound}"')
-        if backend.row(uow.conn, "Node", "", node) is None:
-            from api.k8s.resources import lookup
-
-            nodes = lookup("", "v1", "nodes")
-            assert nodes is not None
-            raise not_found(nodes, node)
-        backend.bind(
-            uow, pod, node, actor=actor, meta={"via": "k8s", "operation": "Binding", "request_id": rid}
-        )
-        return success(res, name)
-
-    return 201, _write(db, run)
+    return 200, _write(db, run, dry(q))

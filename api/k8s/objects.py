@@ -128,6 +128,8 @@ def _split(selector: str) -> list[str]:
         else:
             cur += ch
     parts.append(cur)
+    if selector.strip() and any(not p.strip() for p in parts):
+        raise K8sError(400, f"unable to parse requirement: found ',', expected: identifier in {selector!r}")
     return [p for p in parts if p.strip()]
 
 

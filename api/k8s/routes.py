@@ -12,7 +12,18 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from api.http.errors import RETRY_AFTER, ApiError, database_down
-from api.k8s import backend, discovery, eviction, group_status, handlers, openapi, watch
+from api.k8s import (
+    backend,
+    binding,
+    decode,
+    discovery,
+    eviction,
+    group_status,
+    handlers,
+    openapi,
+    options,
+    watch,
+)
 from api.k8s import resources as R
 from api.k8s import table as T
 from api.k8s.objects import Selector
@@ -186,27 +197,57 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     rid = getattr(request.state, "request_id", "")
     actor = principal.actor
     if method == "GET":
+        options.check_read(q)
         if t.name is None:
-            if q.get("watch") in ("1", "true", "True"):
+            if options.boolean(q, "watch"):
                 return await _watch(request, db, t, q, accept)
             return _json(await run_in_threadpool(handlers.list_objects, db, t, q, accept))
-        if q.get("watch") in ("1", "true", "True"):
+        if options.boolean(q, "watch"):
             return await _watch(request, db, t, q, accept)
         return _json(await run_in_threadpool(handlers.get_object, db, t, q, accept))
+    if options.dry_run(request.query_params, method):
+        q["dryRun"] = "All"
+    validation = options.field_validation(q, method)
     body = await request.body()
+    if len(body) > handlers.MAX_BODY:
+        raise K8sError(413, "the request body is over 16 MiB")
     ctype = request.headers.get("content-type", "application/json")
+    value, found = None, []
+    if body.strip():
+        value, dupes = decode.decode(body, "yaml" if "yaml" in ctype else "json")
+        if validation != "Ignore" and t.sub not in ("binding", "eviction"):
+            found = decode.problems(value, dupes, t.res.kind, t.res.api_version)
+        if found and validation == "Strict":
+            raise decode.strict_error(t.res.kind, t.res.api_version, found)
+    response = await _write(request, db, t, method, body, ctype, value, q, actor, rid)
+    for warning in found:
+        response.headers.append("Warning", decode.warning_header([warning]))
+    return response
+
+
+async def _write(
+    request: Request,
+    db: Any,
+    t: handlers.Target,
+    method: str,
+    body: bytes,
+    ctype: str,
+    value: Any,
+    q: dict[str, str],
+    actor: str,
+    rid: str,
+) -> Response:
     if method == "PATCH":
         if t.name is None:
             raise K8sError(405, "PATCH needs an object name", reason="MethodNotAllowed")
         patch = group_status.patch if group_status.handles(t) else handlers.patch
         code, obj = await run_in_threadpool(patch, db, t, body, ctype, q, actor, rid)
         return _json(obj, code)
-    value = handlers.parse_body(body, ctype) if body.strip() else None
     if method == "POST":
         if t.sub == "binding":
-            code, obj = await run_in_threadpool(handlers.bind, db, t, value, actor, rid)
+            code, obj = await run_in_threadpool(binding.bind, db, t, value, q, actor, rid)
         elif t.sub == "eviction":
-            code, obj = await run_in_threadpool(eviction.evict, db, t, value, actor, rid)
+            code, obj = await run_in_threadpool(eviction.evict, db, t, value, q, actor, rid)
         elif t.name is not None:
             raise K8sError(405, "POST goes to a collection", reason="MethodNotAllowed")
         else:
@@ -239,7 +280,7 @@ async def _watch(
         namespace=t.namespace,
         selector=Selector(q.get("labelSelector"), q.get("fieldSelector")),
         start=start,
-        bookmarks=q.get("allowWatchBookmarks") in ("1", "true", "True"),
+        bookmarks=options.boolean(q, "allowWatchBookmarks"),
         timeout=float(timeout) if timeout else None,
         as_table=T.wants_table(accept),
         include=q.get("includeObject", "Metadata"),
