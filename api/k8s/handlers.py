@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import orjson
 import yaml
 
-from api.k8s import backend
+from api.k8s import backend, jsonpatch, strategic
 from api.k8s import events as E
 from api.k8s import table as T
 from api.k8s.objects import Selector, as_quantities, manifest_from, merge_patch, timestamp, view
@@ -275,6 +275,11 @@ def _precondition_rv(obj: dict[str, Any]) -> int | None:
 def _admit(
     uow: UnitOfWork, res: Resource, name: str, manifest: dict[str, Any], actor: str, meta: dict[str, Any]
 ) -> None:
+    if (
+        meta.get("operation") in ("Create", "Apply")
+        and backend.row(uow.conn, res.kind, *_key(res, manifest)) is None
+    ):
+        _check_owner_refs(res, name, manifest)
     obj, errors = backend.validate_manifest(manifest_from(manifest), "request body")
     if errors or obj is None:
         raise invalid(
@@ -294,6 +299,29 @@ def _admit(
                 causes.append({"field": reason.get("field", ""), "message": reason.get("message", "")})
         # podledger's own apply records a refusal as one AdmissionRejected event; so does this one
         raise _Rejected(invalid(res, name, causes or [{"field": "", "message": "refused by admission"}]))
+
+
+def _key(res: Resource, manifest: dict[str, Any]) -> tuple[str, str]:
+    meta = manifest.get("metadata") or {}
+    return (meta.get("namespace") or "default") if res.namespaced else "", meta.get("name") or ""
+
+
+def _check_owner_refs(res: Resource, name: str, manifest: dict[str, Any]) -> None:
+    """Owner references of a new object as upstream validates them: apiVersion, kind, name and
+    uid required (a reference without uid is refused, never stored)."""
+    refs = (manifest.get("metadata") or {}).get("ownerReferences") or []
+    if not isinstance(refs, list):
+        return  # the model reports the wrong type
+    causes = []
+    for ref in refs:
+        if not isinstance(ref, dict):
+            continue
+        for key in ("apiVersion", "kind", "name", "uid"):
+            if not ref.get(key):
+                message = f'Invalid value: "": {key.lower() if key != "apiVersion" else "version"} must not be empty'
+                causes.append({"field": f"metadata.ownerReferences.{key}", "message": message})
+    if causes:
+        raise invalid(res, name, causes)
 
 
 class _Rejected(Exception):
@@ -432,6 +460,7 @@ PATCH_TYPES = (
     "application/apply-patch+yaml",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/json-patch+json",
 )
 
 
@@ -488,6 +517,8 @@ def patch(
             return (201 if cur is None else 200), _read_back(uow, res, ns, t.name or "", cur)
 
         return _write(db, run_apply, dry(q))
+    if ctype == "application/json-patch+json":
+        return _write(db, lambda uow: _json_patch(uow, t, value, q, actor, rid), dry(q))
     if not isinstance(value, dict):
         raise K8sError(400, "a merge patch must be a JSON object")
     rv = _precondition_rv(value)
@@ -509,12 +540,35 @@ def patch(
             manifest = _status_only(stored(cur), merged_status, cur["status"] or {})
         else:
             patch_value.pop("status", None)
-            manifest = merge_patch({**stored(cur), "apiVersion": res.api_version}, patch_value)
+            base = {**stored(cur), "apiVersion": res.api_version}
+            if ctype == "application/strategic-merge-patch+json":
+                manifest = strategic.apply(base, patch_value)
+            else:
+                manifest = merge_patch(base, patch_value)
         manifest = _check_identity(t, manifest)
         _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
         return 200, _read_back(uow, res, ns, t.name or "", cur)
 
     return _write(db, run_merge, dry(q))
+
+
+def _json_patch(
+    uow: UnitOfWork, t: Target, ops: Any, q: dict[str, str], actor: str, rid: str
+) -> tuple[int, dict[str, Any]]:
+    """RFC 6902 on the object as the client sees it, then stored like an update."""
+    res, name = t.res, t.name or ""
+    ns = (t.namespace or "default") if res.namespaced else ""
+    cur = backend.row(uow.conn, res.kind, ns, name)
+    if cur is None:
+        raise not_found(res, name)
+    result = jsonpatch.apply(view(res, cur), ops)
+    obj = _check_identity(t, result)
+    if t.sub == "status":
+        manifest = _status_only(stored(cur), obj.get("status"), cur["status"] or {})
+    else:
+        manifest = _keep_status(obj, stored(cur))
+    _admit(uow, res, name, manifest, actor, _meta(actor, "Update", q, rid))
+    return 200, _read_back(uow, res, ns, name, cur)
 
 
 def delete(

@@ -22,6 +22,7 @@ from api.k8s import (
     handlers,
     openapi,
     options,
+    reviews,
     watch,
 )
 from api.k8s import resources as R
@@ -185,6 +186,21 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
             raise K8sError(404, "the server could not find the requested resource")
         return _json(listing)
     _check_sub(t, method)
+    if t.res.group in R.REVIEW_GROUPS:
+        if method != "POST" or t.name is not None:
+            raise K8sError(405, "reviews are only created", reason="MethodNotAllowed")
+        raw = await request.body()
+        if len(raw) > 1 << 20:
+            raise K8sError(413, "the request body is over 1 MiB")
+        if t.res.kind == "SelfSubjectReview":
+            return _json(reviews.whoami(principal), 201)
+        ctype = request.headers.get("content-type", "application/json")
+        value: Any
+        if ctype.startswith(reviews.PROTOBUF):
+            value = reviews.from_protobuf(raw)
+        else:
+            value, _ = decode.decode(raw, ctype) if raw.strip() else (None, [])
+        return _json(reviews.access_review(principal, value), 201)
     if t.res.kind == "Pod" and not t.res.group and t.sub in ("binding", "eviction"):
         needed = "writer"
     else:
@@ -215,7 +231,13 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     value, found = None, []
     if body.strip():
         value, dupes = decode.decode(body, "yaml" if "yaml" in ctype else "json")
-        if validation != "Ignore" and t.sub not in ("binding", "eviction"):
+        if method == "DELETE" and isinstance(value, dict) and value.get("dryRun") is not None:
+            dry_values = value["dryRun"]  # DeleteOptions in the body (kubectl sends them there)
+            if not isinstance(dry_values, list) or not all(isinstance(v, str) for v in dry_values):
+                raise K8sError(400, "DeleteOptions.dryRun must be a list of strings")
+            if options.dry_run_values(dry_values, "DeleteOptions"):
+                q["dryRun"] = "All"
+        if validation != "Ignore" and t.sub not in ("binding", "eviction") and method != "DELETE":
             found = decode.problems(value, dupes, t.res.kind, t.res.api_version)
         if found and validation == "Strict":
             raise decode.strict_error(t.res.kind, t.res.api_version, found)

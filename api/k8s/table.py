@@ -53,9 +53,13 @@ def _meta(o: dict[str, Any]) -> dict[str, Any]:
 def _pod_cells(o: dict[str, Any], _ctx: dict[str, Any]) -> list[Any]:
     spec, status = o.get("spec") or {}, o.get("status") or {}
     containers = spec.get("containers") or []
-    phase = status.get("phase") or "Pending"
-    if status.get("gated"):
-        phase = "SchedulingGated"
+    phase = status.get("reason") or status.get("phase") or "Pending"
+    if any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    ):
+        phase = "SchedulingGated"  # as upstream's printer: only the SchedulingGated reason
     return [
         _meta(o).get("name"),
         f"0/{len(containers)}",
@@ -72,7 +76,7 @@ def _pod_cells(o: dict[str, Any], _ctx: dict[str, Any]) -> list[Any]:
 POD_COLUMNS = [
     NAME,
     _col("Ready", desc="The number of ready containers"),
-    _col("Status", desc="The phase of the pod in podledger (Pending, Bound, Preempted)"),
+    _col("Status", desc="The status of the pod: its reason, SchedulingGated, or its phase"),
     _col("Restarts", "integer"),
     AGE,
     _col("IP", priority=1),
@@ -173,7 +177,9 @@ def table(
     ctx: dict[str, Any] | None = None,
     columns: bool = True,
 ) -> dict[str, Any]:
-    cols, cells = TABLES.get(res.kind, ([NAME, AGE], _generic_cells))
+    from api.k8s.printers import PRINTERS
+
+    cols, cells = TABLES.get(res.kind) or PRINTERS.get(res.kind) or ([NAME, AGE], _generic_cells)
     if res.group == "events.k8s.io" or (res.kind == "Event"):
         cols, cells = EVENT_COLUMNS, _event_cells
     meta: dict[str, Any] = {"resourceVersion": resource_version}

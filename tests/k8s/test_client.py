@@ -222,7 +222,10 @@ def test_binding_is_a_bind_by_the_caller_and_replay_treats_it_as_input(k8s: Serv
     )
     v1.create_namespaced_binding(ns, body, _preload_content=False)
     pod = v1.read_namespaced_pod("ext", ns)
-    assert pod.spec.node_name == "bind-node" and pod.status.phase == "Bound"
+    # upstream's semantics with no kubelet: bound = Pending with PodScheduled=True; podledger's
+    # own phase is an annotation
+    assert pod.spec.node_name == "bind-node" and pod.status.phase == "Pending"
+    assert pod.metadata.annotations["podledger.io/phase"] == "Bound"
     with k8s.database.connect() as c:
         (ev,) = rows(c, "SELECT data, meta FROM events WHERE stream = 'sched/pod/team-bind/ext'")
     assert ev.data["node"] == "bind-node" and ev.meta["actor"] == "writer" and "cycle" not in ev.meta
