@@ -266,7 +266,8 @@ def test_invalid_input_is_a_422_status_and_appends_nothing(k8s: Server, tmp_path
     assert (
         '"bad" is invalid' in res.stderr
         and "Invalid" not in res.stdout
-        and "spec.containers[0].resources.requests.cpu" in res.stderr
+        and "spec.containers[0].resources.requests[cpu]" in res.stderr  # upstream's path syntax
+        and 'The Pod "bad" is invalid' in res.stderr
     )
     assert k8s.inputs() == before
 
