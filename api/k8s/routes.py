@@ -297,6 +297,8 @@ async def _watch(
     if not t.res.stored:
         raise K8sError(405, f"watching {t.res.plural} is not served", reason="MethodNotAllowed")
     start = handlers._int(q.get("resourceVersion"), "resourceVersion")
+    if start == 0:
+        start = None  # "any": as upstream, the current objects as ADDED, then the changes
     timeout = handlers._int(q.get("timeoutSeconds"), "timeoutSeconds")
     params = watch.WatchParams(
         namespace=t.namespace,

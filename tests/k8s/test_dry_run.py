@@ -226,3 +226,11 @@ def test_invalid_query_parameters_are_refused_as_upstream(
 ) -> None:
     r = api.get(PODS, headers=W, params=query)
     assert r.status_code == code and r.json()["kind"] == "Status", r.text
+
+
+def test_a_watch_from_resource_version_0_starts_with_the_current_objects_as_added(api: TestClient) -> None:
+    assert api.post(PODS, headers=W, content=orjson.dumps(pod("gone"))).status_code == 201
+    assert api.delete(f"{PODS}/gone", headers=W).status_code == 200
+    r = api.get(PODS, headers=W, params={"watch": "true", "resourceVersion": "0", "timeoutSeconds": "1"})
+    events = [orjson.loads(line) for line in r.text.splitlines() if line.strip()]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "p1")]
