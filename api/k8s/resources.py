@@ -62,8 +62,18 @@ def _from_kinds() -> list[Resource]:
 RESOURCES: tuple[Resource, ...] = (
     *_from_kinds(),
     Resource("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), READ_VERBS, stored=False),
-    Resource("", "v1", "Event", "events", "event", True, ("ev",), ("get", "list"), stored=False),
-    Resource("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), ("get", "list"), stored=False),
+    Resource("", "v1", "Event", "events", "event", True, ("ev",), ("get", "list", "watch"), stored=False),
+    Resource(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        "event",
+        True,
+        ("ev",),
+        ("get", "list", "watch"),
+        stored=False,
+    ),
     # reviews: answered from the token's role, never stored (api/k8s/reviews.py)
     Resource(
         "authorization.k8s.io",

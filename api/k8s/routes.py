@@ -17,6 +17,7 @@ from api.k8s import (
     binding,
     decode,
     discovery,
+    events_watch,
     eviction,
     group_status,
     handlers,
@@ -294,7 +295,7 @@ async def _write(
 async def _watch(
     request: Request, db: Any, t: handlers.Target, q: dict[str, str], accept: str | None
 ) -> Response:
-    if not t.res.stored:
+    if not t.res.stored and t.res.kind != "Event":
         raise K8sError(405, f"watching {t.res.plural} is not served", reason="MethodNotAllowed")
     start = handlers._int(q.get("resourceVersion"), "resourceVersion")
     if start == 0:
@@ -311,8 +312,9 @@ async def _watch(
     )
     if t.name is not None:
         params.selector.fields.append(("metadata.name", "=", t.name))
+    source = events_watch.stream if t.res.kind == "Event" else watch.stream
     return StreamingResponse(
-        watch.stream(db, t.res, params, request),
+        source(db, t.res, params, request),
         media_type="application/json",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -271,3 +271,21 @@ def test_kubectl_conformance_table(k8s: Server, files: dict[str, str]) -> None:
         if problems:
             failures.append(f"kubectl {' '.join(args)}: {'; '.join(problems)}\n{text[-600:]}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_kubectl_get_events_watch_prints_new_decisions(k8s: Server, tmp_path: Path) -> None:
+    watcher = k8s.popen_kubectl("get", "events", "-n", "conf-ev", "-w")
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: huge, namespace: conf-ev}\n"
+        "spec: {containers: [{name: c, resources: {requests: {cpu: '100000'}}}]}\n"
+    )
+    k8s.kubectl("apply", "-f", str(huge))
+    k8s.ensure_worker()
+    lines = watcher.wait_for(
+        lambda ls: any("FailedScheduling" in x and "pod/huge" in x for x in ls),
+        120,
+        "the FailedScheduling event",
+    )
+    watcher.stop()
+    assert any("Warning" in x for x in lines if "FailedScheduling" in x)
