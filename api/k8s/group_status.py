@@ -34,9 +34,9 @@ from api.k8s.handlers import (
     _read_back,
     _write,
     dry,
-    read_patch,
 )
 from api.k8s.objects import merge_patch, view
+from api.k8s.patching import read_patch
 from api.k8s.status import K8sError, conflict, invalid, not_found
 from ledger.database import Database
 from ledger.uow import UnitOfWork

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from api.k8s.table import AGE, NAME, _col, _meta, human_age
+from api.k8s.columns import AGE, NAME, _col, _meta, human_age
 
 Cells = Callable[[dict[str, Any], dict[str, Any]], list[Any]]
 

@@ -23,6 +23,7 @@ from api.k8s import (
     handlers,
     openapi,
     options,
+    patching,
     reviews,
     watch,
 )
@@ -263,7 +264,7 @@ async def _write(
     if method == "PATCH":
         if t.name is None:
             raise K8sError(405, "PATCH needs an object name", reason="MethodNotAllowed")
-        patch = group_status.patch if group_status.handles(t) else handlers.patch
+        patch = group_status.patch if group_status.handles(t) else patching.patch
         code, obj = await run_in_threadpool(patch, db, t, body, ctype, q, actor, rid)
         return _json(obj, code)
     if method == "POST":

@@ -244,7 +244,10 @@ def test_watch_follows_selectors_and_tables(client: TestClient, database: Databa
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
         }
 
+    # one event first: resourceVersion 0 would mean "any" (the current objects), as upstream
+    assert client.post("/api/v1/namespaces/ns-other/pods", headers=W, json=pod("o", "x")).status_code == 201
     start = client.get("/api/v1/namespaces/ns-w/pods", headers=R).json()["metadata"]["resourceVersion"]
+    assert start != "0"
     assert client.post("/api/v1/namespaces/ns-w/pods", headers=W, json=pod("a", "web")).status_code == 201
     assert client.post("/api/v1/namespaces/ns-w/pods", headers=W, json=pod("b", "db")).status_code == 201
     r = client.patch(
