@@ -234,3 +234,36 @@ def test_a_watch_from_resource_version_0_starts_with_the_current_objects_as_adde
     r = api.get(PODS, headers=W, params={"watch": "true", "resourceVersion": "0", "timeoutSeconds": "1"})
     events = [orjson.loads(line) for line in r.text.splitlines() if line.strip()]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "p1")]
+
+
+def test_json_patch_on_a_podgroups_status_and_on_a_pod(api: TestClient, database: Database) -> None:
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "dry"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+    }
+    path = "/apis/scheduling.k8s.io/v1beta1/namespaces/dry/podgroups"
+    assert api.post(path, headers=W, content=orjson.dumps(group)).status_code == 201
+    jp = {**W, "Content-Type": "application/json-patch+json"}
+    cond = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Checked",
+        "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    ops = [{"op": "add", "path": "/status/conditions", "value": [cond]}]
+    r = api.patch(f"{path}/g/status", headers=jp, content=orjson.dumps(ops))
+    assert r.status_code == 200, r.text
+    assert any(c["type"] == "Ready" for c in r.json()["status"]["conditions"])
+    before = count_events(database)
+    bad = [{"op": "test", "path": "/metadata/name", "value": "other"}]
+    r = api.patch(f"{PODS}/p1", headers=jp, content=orjson.dumps(bad))
+    assert r.status_code == 422, r.text
+    r = api.patch(f"{PODS}/p1", headers=jp, content=orjson.dumps([{"op": "remove", "path": "/nope"}]))
+    assert r.status_code == 422, r.text
+    _same_log(database, before)
+    ops = [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]
+    r = api.patch(f"{PODS}/p1", headers=jp, content=orjson.dumps(ops))
+    assert r.status_code == 200 and r.json()["metadata"]["labels"] == {"x": "y"}, r.text
