@@ -198,10 +198,28 @@ def read_url() -> str | None:
     return url
 
 
-def ensure_database(url: str) -> None:
-    """Create the target database if it does not exist (needs CREATEDB on the maintenance db)."""
+def _configured(url: str) -> bool:
+    """Whether ``url`` names the database PODLEDGER_DATABASE_URL configures (not the embedded
+    default, not a database a caller chose, such as a test's or a simulation's)."""
+    env = os.environ.get("PODLEDGER_DATABASE_URL")
+    if not env:
+        return False
+    a, b = urlsplit(libpq_url(env)), urlsplit(libpq_url(url))
+    return (a.hostname, a.port, a.path) == (b.hostname, b.port, b.path)
+
+
+def ensure_database(url: str, *, create: bool | None = None) -> None:
+    """Create the target database if it does not exist (needs CREATEDB on the maintenance db).
+
+    ``create=None``: only the embedded default (or a database a caller names itself) is created;
+    the database PODLEDGER_DATABASE_URL names must exist (a typo never makes a fresh, empty
+    ledger): DatabaseMissing names it and ``podledger db create``."""
     import psycopg
 
+    from ledger.errors import DatabaseMissing
+
+    if create is None:
+        create = not _configured(url)
     dbname = database_name(url)
     admin = with_database(libpq_url(url), "postgres")
     try:
@@ -213,6 +231,12 @@ def ensure_database(url: str) -> None:
     with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
         if not exists:
+            if not create:
+                host = urlsplit(libpq_url(url)).hostname or "the local socket"
+                raise DatabaseMissing(
+                    f'database "{dbname}" (PODLEDGER_DATABASE_URL) does not exist on {host}; '
+                    "create it with: podledger db create"
+                )
             conn.execute(f'CREATE DATABASE "{dbname}"')
 
 

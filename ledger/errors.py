@@ -25,5 +25,9 @@ class IdempotencyConflict(LedgerError):
     """Part of a batch was already stored under the same event ids, part was not."""
 
 
+class DatabaseMissing(LedgerError):
+    """The configured database (PODLEDGER_DATABASE_URL) does not exist: never created silently."""
+
+
 class UnknownEventType(EventValidationError):
     pass

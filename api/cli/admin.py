@@ -17,13 +17,26 @@ if TYPE_CHECKING:
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
-    """Migrate the database to the newest schema (also done automatically on start)."""
+    """Create the database if needed and migrate it to the newest schema (also done
+    automatically on start, except creating the database PODLEDGER_DATABASE_URL names)."""
     from ledger import db
 
     url = db.server_url()
-    db.ensure_database(url)
+    db.ensure_database(url, create=True)
     db.migrate(url)
     out.print(f"database {db.database_name(url)} is at the newest schema")
+
+
+@db_app.command("create")
+def db_create() -> None:
+    """Create the configured database (PODLEDGER_DATABASE_URL) and migrate it: the one way a
+    new ledger comes to exist on a configured server."""
+    from ledger import db
+
+    url = db.server_url()
+    db.ensure_database(url, create=True)
+    db.migrate(url)
+    out.print(f"database {db.database_name(url)} created and at the newest schema")
 
 
 ROLES = ("owner", "app", "reporting")

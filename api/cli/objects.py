@@ -51,6 +51,41 @@ def _iter_sources(files: list[str], limit: int):  # type: ignore[no-untyped-def]
             yield from iter_path(Path(f))
 
 
+DRY_RUN_HELP = (
+    "none: apply; server: validate, admit and project in a transaction that is rolled back "
+    "(nothing is appended); client: validate the manifests only, without the ledger."
+)
+VALIDATE_HELP = (
+    "strict (default, also true): unknown or misspelled fields are errors; warn: warnings; "
+    "false (also ignore): unknown fields are dropped silently."
+)
+
+
+def _dry_run_mode(value: str) -> str:
+    if value not in ("none", "server", "client"):
+        raise UserError(f'--dry-run must be "none", "server" or "client", not {value!r}')
+    return value
+
+
+def _validate_mode(value: str) -> str:
+    mode = {"true": "strict", "ignore": "false"}.get(value.lower(), value.lower())
+    if mode not in ("strict", "warn", "false"):
+        raise UserError(f'--validate must be "strict", "warn", "true", "false" or "ignore", not {value!r}')
+    return mode
+
+
+def _checked(docs: Any, mode: str, problems: list[tuple[str, str]]) -> Any:
+    """Documents passed through, with each one's unknown fields noted (``api.services.fields``)."""
+    from api.services.fields import unknown_field_messages
+
+    for doc in docs:
+        if mode != "false" and doc.kind and doc.api_version:
+            for message in unknown_field_messages(doc.raw, kind=doc.kind, api_version=doc.api_version):
+                who = f"{doc.kind} {doc.namespace + '/' if doc.namespace else ''}{doc.name}"
+                problems.append((f"{doc.location}: {who}", message))
+        yield doc
+
+
 @app.command()
 def apply(
     filename: Annotated[
@@ -64,17 +99,26 @@ def apply(
             "or 3Mi, the API's body limit.",
         ),
     ] = None,
+    dry_run: Annotated[str, typer.Option("--dry-run", help=DRY_RUN_HELP)] = "none",
+    validate: Annotated[str, typer.Option("--validate", help=VALIDATE_HELP)] = "strict",
 ) -> None:
     """Create or update objects from YAML/JSON manifests (one transaction for everything)."""
     from api.http.limits import max_body_from_env, parse_size
     from api.services.commands.objects import apply_objects
-    from api.services.objects import load_documents
+    from api.services.objects import kind_info, load_documents
 
     try:
         limit = parse_size(max_bytes) if max_bytes is not None else max_body_from_env()
     except ValueError as exc:
         raise UserError(f"--max-bytes: {exc}" if max_bytes is not None else str(exc)) from None
-    objects, errors = load_documents(_iter_sources(filename, limit))
+    mode, check = _dry_run_mode(dry_run), _validate_mode(validate)
+    unknown: list[tuple[str, str]] = []
+    objects, errors = load_documents(_checked(_iter_sources(filename, limit), check, unknown))
+    if check == "strict":
+        errors += [f"{where}: strict decoding error: {u}" for where, u in unknown]
+    else:
+        for where, u in unknown:
+            err.print(f"Warning: {where}: {u}")
     if errors:
         for e in errors:
             err.error(e.removeprefix("error: "))
@@ -83,34 +127,47 @@ def apply(
     if not objects:
         err.error("no objects passed to apply")
         raise typer.Exit(1)
-    with database().unit_of_work() as uow:
+    if mode == "client":
+        for o in objects:
+            out.print(f"{kind_info(o.KIND).display(o.name)} validated (dry run)")
+        return
+    with database().unit_of_work(dry_run=mode == "server") as uow:
         result = apply_objects(uow, objects, actor="cli", source=",".join(filename))
-        uow.commit()  # a refusal too: its AdmissionRejected is recorded
+        uow.commit()  # a refusal too: its AdmissionRejected is recorded (rolled back in a dry run)
     if result.rejected:
         for e in result.errors:
             err.print(e)
-        err.print("nothing applied: the request was refused by admission (recorded as AdmissionRejected)")
+        recorded = "a dry run: nothing recorded" if mode == "server" else "recorded as AdmissionRejected"
+        err.print(f"nothing applied: the request was refused by admission ({recorded})")
         raise typer.Exit(1)
     for line in result.lines:
-        out.print(line)
+        out.print(line + (" (server dry run)" if mode == "server" else ""))
 
 
 @app.command()
-def delete(kind: str, ref: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME")]) -> None:
+def delete(
+    kind: str,
+    ref: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME")],
+    dry_run: Annotated[str, typer.Option("--dry-run", help=DRY_RUN_HELP)] = "none",
+) -> None:
     """Delete one object."""
     from api.services.commands.objects import delete_object
     from api.services.objects import kind_info
 
+    mode = _dry_run_mode(dry_run)
     info = kind_info(kind)
     ns, name = split_ref(ref)
     assert name is not None
+    if mode == "client":
+        out.print(f"{info.display(name)} deleted (dry run)")
+        return
     try:
-        with database().unit_of_work() as uow:
+        with database().unit_of_work(dry_run=mode == "server") as uow:
             delete_object(uow, info.kind, ns, name)
             uow.commit()
     except LookupError as exc:
         raise UserError(str(exc).strip("'\"")) from None
-    out.print(f"{info.display(name)} deleted")
+    out.print(f"{info.display(name)} deleted" + (" (server dry run)" if mode == "server" else ""))
 
 
 def _status_of(kind: str, row: Any) -> tuple[str, str]:

@@ -98,12 +98,14 @@ class ApplyResponse(BaseModel):
     replayed: bool = Field(
         False, description="True when the Idempotency-Key was seen before: nothing new was appended"
     )
+    dryRun: bool = Field(False, description="A dry run: the events are what would have been appended")
 
 
 class DeleteResponse(BaseModel):
     deleted: str = Field(..., examples=["pod/team-a/p1"])
     event: EventRef
     replayed: bool = False
+    dryRun: bool = Field(False, description="A dry run: the event is what would have been appended")
 
 
 class ListMeta(BaseModel):

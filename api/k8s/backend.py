@@ -18,7 +18,7 @@ from api.services.commands import bindings, conditions, evictions
 from api.services.commands import objects as commands
 from ledger import store
 from ledger.database import Database
-from ledger.errors import ConcurrencyError, IdempotencyConflict, LedgerError
+from ledger.errors import ConcurrencyError, EventValidationError, IdempotencyConflict, LedgerError
 from ledger.listen import Listener
 from ledger.projections import current
 from ledger.queries import log as log_queries
@@ -33,6 +33,7 @@ Row = dict[str, Any]  # a projection row: uid, object, status, created/updated p
 Key = tuple[str, str, str]  # (kind, namespace, name)
 
 ConflictErrors = (ConcurrencyError, IdempotencyConflict)
+EventTooLarge = EventValidationError  # a payload over the log's 1 MiB limit
 BudgetViolated = evictions.BudgetViolated
 __all__ = ["BudgetViolated", "ConflictErrors", "FieldError", "LedgerError"]
 
@@ -149,10 +150,10 @@ def validate_manifest(manifest: Mapping[str, Any], source: str) -> tuple[Any, li
 
 
 @contextmanager
-def write_unit(db: Database) -> Iterator[UnitOfWork]:
+def write_unit(db: Database, *, dry_run: bool = False) -> Iterator[UnitOfWork]:
     """One unit of work holding the append lock: preconditions read in it stay true until the
-    commit (which the caller makes)."""
-    with db.unit_of_work() as uow:
+    commit (which the caller makes). A dry run is rolled back at the end of the block."""
+    with db.unit_of_work(dry_run=dry_run) as uow:
         uow.lock_appends()
         yield uow
 

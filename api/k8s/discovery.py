@@ -15,11 +15,16 @@ def wants_aggregated(accept: str | None) -> bool:
     return bool(accept) and "as=APIGroupDiscoveryList" in (accept or "") and "v=v2;" in (accept or "") + ";"
 
 
+SERVED_MINOR = 37  # the Kubernetes release whose scheduling APIs are served (docs/semantics.md)
+
+
 def version() -> dict[str, Any]:
+    """The Kubernetes API level served (1.37: Workload/PodGroup v1, CompositePodGroup v1alpha3);
+    kubectl 1.32 warns about the skew, as it would against a 1.37 kube-apiserver."""
     return {
         "major": "1",
-        "minor": "32",
-        "gitVersion": "v1.32.0-podledger",
+        "minor": str(SERVED_MINOR),
+        "gitVersion": f"v1.{SERVED_MINOR}.0-podledger",
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",

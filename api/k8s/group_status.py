@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from api.k8s import backend
+from api.k8s import backend, jsonpatch
 from api.k8s.handlers import (
     Target,
     _check_identity,
@@ -33,9 +33,10 @@ from api.k8s.handlers import (
     _precondition_rv,
     _read_back,
     _write,
-    read_patch,
+    dry,
 )
 from api.k8s.objects import merge_patch, view
+from api.k8s.patching import read_patch
 from api.k8s.status import K8sError, conflict, invalid, not_found
 from ledger.database import Database
 from ledger.uow import UnitOfWork
@@ -236,9 +237,9 @@ def _run(
         if changes:
             meta = {**_meta(actor, operation, q, rid), "subresource": "status"}
             backend.record_conditions(uow, res.kind, ns, name, changes, actor=actor, meta=meta)
-        return _read_back(uow, res, ns, name)
+        return _read_back(uow, res, ns, name, cur)
 
-    return 200, _write(db, run)
+    return 200, _write(db, run, dry(q))
 
 
 def update(
@@ -253,8 +254,10 @@ def patch(
     db: Database, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
 ) -> tuple[int, dict[str, Any]]:
     """PATCH .../NAME/status: merge patch (lists replaced), strategic merge or apply (conditions
-    merged by ``type``)."""
+    merged by ``type``), JSON patch (on the object's ``status``)."""
     ctype, value = read_patch(t, body, content_type, q)
+    if ctype == "application/json-patch+json":  # RFC 6902 on {"status": current status}
+        return _run(db, t, q, actor, rid, "Update", None, lambda cur: _json_patched(cur, value))
     if not isinstance(value, dict):
         raise K8sError(400, "a merge patch must be a JSON object")
     rv = _precondition_rv(value)
@@ -263,3 +266,10 @@ def patch(
         return _run(db, t, q, actor, rid, "Update", rv, lambda cur: merge_patch(cur, patch_status))
     operation = "Apply" if ctype == "application/apply-patch+yaml" else "Update"
     return _run(db, t, q, actor, rid, operation, rv, lambda cur: strategic_status(cur, patch_status))
+
+
+def _json_patched(status: dict[str, Any], ops: Any) -> Any:
+    out = jsonpatch.apply({"status": status}, ops)
+    if not isinstance(out, dict) or not isinstance(out.get("status", {}), dict):
+        raise K8sError(422, "the JSON patch must leave status an object", reason="Invalid")
+    return out.get("status") or {}

@@ -21,9 +21,9 @@ import yaml
 from api.k8s import backend
 from api.k8s import events as E
 from api.k8s import table as T
-from api.k8s.objects import Selector, as_quantities, manifest_from, merge_patch, timestamp, view
+from api.k8s.objects import Selector, as_quantities, manifest_from, timestamp, view
 from api.k8s.resources import Resource
-from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found, success
+from api.k8s.status import K8sError, already_exists, conflict, invalid, not_found
 from ledger.database import Database
 from ledger.uow import UnitOfWork
 
@@ -217,10 +217,13 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
             f"the API version in the data ({api_version}) does not match the expected API version "
             f"({res.api_version}) or kind {kind!r} is not {res.kind!r}",
         )
+    if not isinstance(obj.get("metadata") or {}, dict):
+        raise _not_object(res, "metadata", obj.get("metadata"))
     out: dict[str, Any] = {**obj, "apiVersion": res.api_version, "kind": res.kind}
-    meta = dict(out.get("metadata") or {})
-    if not isinstance(out.get("metadata", {}), dict):
-        raise K8sError(400, "metadata must be an object")
+    meta = dict(obj.get("metadata") or {})
+    for key in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise _not_object(res, f"metadata.{key}", meta[key], "string")
     if res.namespaced:
         body_ns = meta.get("namespace")
         if body_ns and t.namespace and body_ns != t.namespace:
@@ -248,7 +251,19 @@ def _check_identity(t: Target, obj: Any, *, need_name: bool = True) -> dict[str,
     return out
 
 
+def _not_object(res: Resource, field: str, value: Any, want: str = "object") -> K8sError:
+    """Upstream's decoding error for a field of the wrong JSON type (400, nothing read)."""
+    got = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+    return K8sError(
+        400,
+        f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: json: cannot '
+        f"unmarshal {got.get(type(value), 'value')} into Go struct field {field} of type {want}",
+    )
+
+
 def _precondition_rv(obj: dict[str, Any]) -> int | None:
+    if not isinstance(obj.get("metadata") or {}, dict):
+        raise K8sError(400, f"metadata must be an object, not {type(obj['metadata']).__name__}")
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     if rv in (None, ""):
         return None
@@ -260,6 +275,11 @@ def _precondition_rv(obj: dict[str, Any]) -> int | None:
 def _admit(
     uow: UnitOfWork, res: Resource, name: str, manifest: dict[str, Any], actor: str, meta: dict[str, Any]
 ) -> None:
+    if (
+        meta.get("operation") in ("Create", "Apply")
+        and backend.row(uow.conn, res.kind, *_key(res, manifest)) is None
+    ):
+        _check_owner_refs(res, name, manifest)
     obj, errors = backend.validate_manifest(manifest_from(manifest), "request body")
     if errors or obj is None:
         raise invalid(
@@ -281,6 +301,29 @@ def _admit(
         raise _Rejected(invalid(res, name, causes or [{"field": "", "message": "refused by admission"}]))
 
 
+def _key(res: Resource, manifest: dict[str, Any]) -> tuple[str, str]:
+    meta = manifest.get("metadata") or {}
+    return (meta.get("namespace") or "default") if res.namespaced else "", meta.get("name") or ""
+
+
+def _check_owner_refs(res: Resource, name: str, manifest: dict[str, Any]) -> None:
+    """Owner references of a new object as upstream validates them: apiVersion, kind, name and
+    uid required (a reference without uid is refused, never stored)."""
+    refs = (manifest.get("metadata") or {}).get("ownerReferences") or []
+    if not isinstance(refs, list):
+        return  # the model reports the wrong type
+    causes = []
+    for ref in refs:
+        if not isinstance(ref, dict):
+            continue
+        for key in ("apiVersion", "kind", "name", "uid"):
+            if not ref.get(key):
+                message = f'Invalid value: "": {key.lower() if key != "apiVersion" else "version"} must not be empty'
+                causes.append({"field": f"metadata.ownerReferences.{key}", "message": message})
+    if causes:
+        raise invalid(res, name, causes)
+
+
 class _Rejected(Exception):
     """Admission refused: commit the AdmissionRejected record, then answer the error."""
 
@@ -288,15 +331,23 @@ class _Rejected(Exception):
         self.error = error
 
 
-def _write(db: Database, fn: Callable[[UnitOfWork], R]) -> R:
+def dry(q: dict[str, str]) -> bool:
+    """A dry run (``dryRun=All``; routes refused any other value with 422 before this)."""
+    return q.get("dryRun") == "All"
+
+
+def _write(db: Database, fn: Callable[[UnitOfWork], R], dry_run: bool = False) -> R:
     """``fn`` as one request: one unit of work holding the append lock, committed when ``fn``
-    returns (or raises _Rejected: the AdmissionRejected record stays, then the error)."""
+    returns (or raises _Rejected: the AdmissionRejected record stays, then the error). A dry
+    run runs the same and is rolled back: nothing, not even the AdmissionRejected, stays."""
     rejected: _Rejected | None = None
-    with backend.write_unit(db) as uow:
+    with backend.write_unit(db, dry_run=dry_run) as uow:
         try:
             out = fn(uow)
         except _Rejected as exc:
             rejected = exc
+        except backend.EventTooLarge as exc:
+            raise K8sError(413, f"Request entity too large: {exc}") from None
         uow.commit()
         if rejected is None:
             return out
@@ -310,10 +361,20 @@ def _meta(actor: str, operation: str, q: dict[str, str], request_id: str) -> dic
     return out
 
 
-def _read_back(uow: UnitOfWork, res: Resource, ns: str, name: str) -> dict[str, Any]:
+def _read_back(
+    uow: UnitOfWork, res: Resource, ns: str, name: str, before: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The object as stored by this request. In a dry run, as upstream answers it: what would
+    be stored, with the resourceVersion it has now (none for a create)."""
     r = backend.row(uow.conn, res.kind, ns, name)
     assert r is not None
-    return view(res, r)
+    if not uow.dry_run:
+        return view(res, r)
+    if before is None:
+        out = view(res, r)
+        out["metadata"].pop("resourceVersion", None)
+        return out
+    return view(res, r, rv=before["updated_position"])
 
 
 def _require_writable(res: Resource) -> None:
@@ -342,7 +403,7 @@ def create(
         _admit(uow, res, name, obj, actor, _meta(actor, "Create", q, rid))
         return _read_back(uow, res, ns, name)
 
-    return 201, _write(db, run)
+    return 201, _write(db, run, dry(q))
 
 
 def stored(row: dict[str, Any]) -> dict[str, Any]:
@@ -390,98 +451,9 @@ def update(
         else:
             manifest = _keep_status(obj, stored(cur))
         _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
-        return _read_back(uow, res, ns, t.name or "")
+        return _read_back(uow, res, ns, t.name or "", cur)
 
-    return 200, _write(db, run)
-
-
-PATCH_TYPES = (
-    "application/apply-patch+yaml",
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-)
-
-
-def read_patch(t: Target, body: bytes, content_type: str, q: dict[str, str]) -> tuple[str, Any]:
-    """A PATCH request's media type and parsed body: 415 for an unknown type; an apply patch
-    needs ``fieldManager`` and is checked as a whole object (kind, name, namespace)."""
-    ctype = content_type.split(";")[0].strip().lower()
-    if ctype not in PATCH_TYPES:
-        raise K8sError(
-            415,
-            f"the body of the request was in an unknown format ({ctype or 'none'}); accepted: "
-            + ", ".join(PATCH_TYPES),
-        )
-    value = parse_body(body, "yaml" if ctype.endswith("yaml") else "json")
-    if ctype == "application/apply-patch+yaml":
-        if not q.get("fieldManager"):
-            raise K8sError(
-                400,
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
-            )
-        value = _check_identity(t, value)
-    return ctype, value
-
-
-def patch(
-    db: Database, t: Target, body: bytes, content_type: str, q: dict[str, str], actor: str, rid: str
-) -> tuple[int, dict[str, Any]]:
-    res = t.res
-    _require_writable(res)
-    ctype, value = read_patch(t, body, content_type, q)
-    assert t.name is not None
-    ns = (t.namespace or "default") if res.namespaced else ""
-    if ctype == "application/apply-patch+yaml":
-        obj = value
-        rv = _precondition_rv(obj)
-
-        def run_apply(uow: UnitOfWork) -> tuple[int, dict[str, Any]]:
-            cur = backend.row(uow.conn, res.kind, ns, t.name or "")
-            if rv is not None and (cur is None or rv != cur["updated_position"]):
-                raise conflict(res, t.name or "")
-            if t.sub == "status":
-                if cur is None:
-                    raise not_found(res, t.name or "")
-                manifest = _status_only(
-                    stored(cur),
-                    merge_patch((stored(cur).get("status") or {}), obj.get("status") or {}),
-                    cur["status"] or {},
-                )
-            else:
-                manifest = (
-                    obj if cur is None else _keep_status(obj, stored(cur)) if "status" not in obj else obj
-                )
-            _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
-            return (201 if cur is None else 200), _read_back(uow, res, ns, t.name or "")
-
-        return _write(db, run_apply)
-    if not isinstance(value, dict):
-        raise K8sError(400, "a merge patch must be a JSON object")
-    rv = _precondition_rv(value)
-
-    def run_merge(uow: UnitOfWork) -> tuple[int, dict[str, Any]]:
-        cur = backend.row(uow.conn, res.kind, ns, t.name or "")
-        if cur is None:
-            raise not_found(res, t.name or "")
-        if rv is not None and rv != cur["updated_position"]:
-            raise conflict(res, t.name or "")
-        patch_value = {k: v for k, v in value.items()}
-        patch_value["metadata"] = {
-            k: v
-            for k, v in (value.get("metadata") or {}).items()
-            if k not in ("resourceVersion", "uid", "creationTimestamp")
-        }
-        if t.sub == "status":
-            merged_status = merge_patch(stored(cur).get("status") or {}, value.get("status") or {})
-            manifest = _status_only(stored(cur), merged_status, cur["status"] or {})
-        else:
-            patch_value.pop("status", None)
-            manifest = merge_patch(stored(cur), patch_value)
-        manifest = _check_identity(t, manifest)
-        _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Update", q, rid))
-        return 200, _read_back(uow, res, ns, t.name or "")
-
-    return _write(db, run_merge)
+    return 200, _write(db, run, dry(q))
 
 
 def delete(
@@ -491,7 +463,11 @@ def delete(
     _require_writable(res)
     assert t.name is not None
     ns = (t.namespace or "default") if res.namespaced else ""
-    pre = (body or {}).get("preconditions") or {} if isinstance(body, dict) else {}
+    if body is not None and not isinstance(body, dict):
+        raise K8sError(400, "the request body must be a DeleteOptions object")
+    pre = (body or {}).get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise K8sError(400, "preconditions must be an object (Preconditions: uid, resourceVersion)")
     want_rv = (
         _int(str(pre["resourceVersion"]), "preconditions.resourceVersion")
         if pre.get("resourceVersion")
@@ -521,41 +497,6 @@ def delete(
             raise not_found(res, t.name or "") from None
         except backend.ConflictErrors:
             raise conflict(res, t.name or "") from None
-        return view(res, cur, rv=ev.position)
+        return view(res, cur) if uow.dry_run else view(res, cur, rv=ev.position)
 
-    return 200, _write(db, run)
-
-
-def bind(db: Database, t: Target, body: Any, actor: str, rid: str) -> tuple[int, dict[str, Any]]:
-    """POST pods/{name}/binding: an outside scheduler's decision, appended as PodBound."""
-    res = t.res
-    if not isinstance(body, dict):
-        raise K8sError(400, "the request body must be a Binding object")
-    name = t.name or (body.get("metadata") or {}).get("name")
-    if not name:
-        raise K8sError(400, "a Binding needs metadata.name (the pod)")
-    target = body.get("target") or {}
-    node = target.get("name")
-    if not node or target.get("kind", "Node") != "Node":
-        raise K8sError(422, f'Binding "{name}" is invalid: target: a Node name is required', reason="Invalid")
-    ns = t.namespace or "default"
-
-    def run(uow: UnitOfWork) -> dict[str, Any]:
-        pod = backend.row(uow.conn, "Pod", ns, name)
-        if pod is None:
-            raise not_found(res, name)
-        bound = (pod["status"] or {}).get("nodeName") or (pod["object"].get("spec") or {}).get("nodeName")
-        if bound:
-            raise conflict(res, name, f'pod {name} is already assigned to node "{bound}"')
-        if backend.row(uow.conn, "Node", "", node) is None:
-            from api.k8s.resources import lookup
-
-            nodes = lookup("", "v1", "nodes")
-            assert nodes is not None
-            raise not_found(nodes, node)
-        backend.bind(
-            uow, pod, node, actor=actor, meta={"via": "k8s", "operation": "Binding", "request_id": rid}
-        )
-        return success(res, name)
-
-    return 201, _write(db, run)
+    return 200, _write(db, run, dry(q))

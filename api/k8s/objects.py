@@ -46,11 +46,71 @@ def view(res: Resource, row: dict[str, Any], rv: int | None = None) -> dict[str,
         elif not node and status.get("phase") == "Preempted":
             spec.pop("nodeName", None)
         obj["spec"] = spec
+        status = _upstream_pod_status(obj, meta, status)
     if isinstance(status.get("conditions"), list):
         status["conditions"] = [_rfc3339_condition(c) for c in status["conditions"]]
     if status:
         obj["status"] = status
     return as_quantities(obj)  # type: ignore[no-any-return]
+
+
+# podledger's own facts about a pod, shown as annotations (never as upstream status fields)
+PHASE, BOUND_AT, PREEMPTED_BY, PREEMPTED_AT, GATED_BY = (
+    "podledger.io/phase",
+    "podledger.io/bound-at",
+    "podledger.io/preempted-by",
+    "podledger.io/preempted-at",
+    "podledger.io/gated-by",
+)
+PROJECTED_ANNOTATIONS = (PHASE, BOUND_AT, PREEMPTED_BY, PREEMPTED_AT, GATED_BY)
+_UPSTREAM_POD_STATUS = frozenset(
+    {
+        "phase",
+        "conditions",
+        "message",
+        "reason",
+        "nominatedNodeName",
+        "hostIP",
+        "hostIPs",
+        "podIP",
+        "podIPs",
+        "startTime",
+        "initContainerStatuses",
+        "containerStatuses",
+        "ephemeralContainerStatuses",
+        "qosClass",
+        "resize",
+        "resourceClaimStatuses",
+        "observedGeneration",
+    }
+)
+
+
+def _upstream_pod_status(obj: dict[str, Any], meta: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """A pod's status as kube-apiserver shows it with no kubelet: a bound pod stays ``Pending``
+    with ``PodScheduled=True``; a preempted one is ``Failed`` (reason ``Preempted``) with its
+    ``DisruptionTarget`` condition. podledger's own facts (its phase, when it was bound, who
+    preempted it, which plugin gates it) go to ``podledger.io/`` annotations."""
+    facts = {
+        PHASE: status.get("phase"),
+        BOUND_AT: status.get("boundAt"),
+        PREEMPTED_BY: status.get("preemptedBy"),
+        PREEMPTED_AT: status.get("preemptedAt"),
+        GATED_BY: (status.get("gated") or {}).get("plugin")
+        if isinstance(status.get("gated"), dict)
+        else None,
+    }
+    facts = {k: str(v) for k, v in facts.items() if v}
+    if facts:
+        meta["annotations"] = {**(meta.get("annotations") or {}), **facts}
+    out = {k: v for k, v in status.items() if k in _UPSTREAM_POD_STATUS}
+    phase = status.get("phase")
+    if phase in (None, "Bound"):
+        out["phase"] = "Pending"
+    elif phase == "Preempted":
+        out["phase"] = "Failed"
+        out["reason"] = "Preempted"
+    return out
 
 
 RESOURCE_MAPS = frozenset({"requests", "limits", "allocatable", "capacity", "min", "max", "overhead"})
@@ -96,6 +156,8 @@ def manifest_from(obj: dict[str, Any]) -> dict[str, Any]:
     """A client's object back to a podledger manifest: server-populated metadata dropped."""
     out = {k: v for k, v in obj.items()}
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS and v is not None}
+    if isinstance(meta.get("annotations"), dict):
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k not in PROJECTED_ANNOTATIONS}
     for key in ("labels", "annotations"):
         if key in meta and not meta[key]:
             del meta[key]
@@ -128,6 +190,8 @@ def _split(selector: str) -> list[str]:
         else:
             cur += ch
     parts.append(cur)
+    if selector.strip() and any(not p.strip() for p in parts):
+        raise K8sError(400, f"unable to parse requirement: found ',', expected: identifier in {selector!r}")
     return [p for p in parts if p.strip()]
 
 

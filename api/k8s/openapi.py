@@ -7,12 +7,14 @@ server validate); the schemas are open objects (podledger's own models validate 
 from __future__ import annotations
 
 import hashlib
+from functools import cache
 from typing import Any
 
 import orjson
 
 from api.k8s import resources as R
 from api.k8s.resources import Resource
+from api.k8s.schemas import kind_schemas as schemas_of
 
 
 def _gv_path(group: str, version: str) -> str:
@@ -59,6 +61,25 @@ def _op(r: Resource, action: str, verb_params: list[str], body: bool) -> dict[st
 WRITE_PARAMS = ["dryRun", "fieldManager", "fieldValidation"]
 
 
+def _open_schema(r: Resource) -> dict[str, Any]:
+    """A kind the official client has no model of: an open object (podledger's models
+    validate every write)."""
+    return {
+        "type": "object",
+        "description": f"{r.kind} (validated by podledger on write)",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+        "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-group-version-kind": [{"group": r.group, "version": r.version, "kind": r.kind}],
+    }
+
+
+@cache
 def document(group: str, version: str) -> dict[str, Any] | None:
     res = [r for r in R.in_group_version(group, version)]
     if not res:
@@ -67,19 +88,16 @@ def document(group: str, version: str) -> dict[str, Any] | None:
     schemas: dict[str, Any] = {}
     base = "/" + _gv_path(group, version)
     for r in res:
-        schemas[_schema_name(r)] = {
-            "type": "object",
-            "description": f"{r.kind} (validated by podledger on write)",
-            "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
-            "x-kubernetes-preserve-unknown-fields": True,
-            "x-kubernetes-group-version-kind": [{"group": r.group, "version": r.version, "kind": r.kind}],
-        }
+        found = schemas_of(r.kind, r.api_version)
+        if found is not None:
+            top, components = found
+            schemas.update(components)
+            schemas[_schema_name(r)] = {
+                **components[top],
+                "x-kubernetes-group-version-kind": [{"group": r.group, "version": r.version, "kind": r.kind}],
+            }
+        else:
+            schemas[_schema_name(r)] = _open_schema(r)
         coll = f"{base}/namespaces/{{namespace}}/{r.plural}" if r.namespaced else f"{base}/{r.plural}"
         item = coll + "/{name}"
         writable = "create" in r.verbs
@@ -100,7 +118,7 @@ def document(group: str, version: str) -> dict[str, Any] | None:
             }
     return {
         "openapi": "3.0.0",
-        "info": {"title": "podledger (Kubernetes-compatible)", "version": "v1.32.0-podledger"},
+        "info": {"title": "podledger (Kubernetes-compatible)", "version": "v1.37.0-podledger"},
         "paths": paths,
         "components": {"schemas": schemas},
     }

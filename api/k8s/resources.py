@@ -62,9 +62,41 @@ def _from_kinds() -> list[Resource]:
 RESOURCES: tuple[Resource, ...] = (
     *_from_kinds(),
     Resource("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), READ_VERBS, stored=False),
-    Resource("", "v1", "Event", "events", "event", True, ("ev",), ("get", "list"), stored=False),
-    Resource("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), ("get", "list"), stored=False),
+    Resource("", "v1", "Event", "events", "event", True, ("ev",), ("get", "list", "watch"), stored=False),
+    Resource(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        "event",
+        True,
+        ("ev",),
+        ("get", "list", "watch"),
+        stored=False,
+    ),
+    # reviews: answered from the token's role, never stored (api/k8s/reviews.py)
+    Resource(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "",
+        False,
+        verbs=("create",),
+        stored=False,
+    ),
+    Resource(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        "",
+        False,
+        verbs=("create",),
+        stored=False,
+    ),
 )
+REVIEW_GROUPS = ("authorization.k8s.io", "authentication.k8s.io")
 
 _BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
 

@@ -12,7 +12,21 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from api.http.errors import RETRY_AFTER, ApiError, database_down
-from api.k8s import backend, discovery, eviction, group_status, handlers, openapi, watch
+from api.k8s import (
+    backend,
+    binding,
+    decode,
+    discovery,
+    events_watch,
+    eviction,
+    group_status,
+    handlers,
+    openapi,
+    options,
+    patching,
+    reviews,
+    watch,
+)
 from api.k8s import resources as R
 from api.k8s import table as T
 from api.k8s.objects import Selector
@@ -174,6 +188,21 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
             raise K8sError(404, "the server could not find the requested resource")
         return _json(listing)
     _check_sub(t, method)
+    if t.res.group in R.REVIEW_GROUPS:
+        if method != "POST" or t.name is not None:
+            raise K8sError(405, "reviews are only created", reason="MethodNotAllowed")
+        raw = await request.body()
+        if len(raw) > 1 << 20:
+            raise K8sError(413, "the request body is over 1 MiB")
+        if t.res.kind == "SelfSubjectReview":
+            return _json(reviews.whoami(principal), 201)
+        ctype = request.headers.get("content-type", "application/json")
+        value: Any
+        if ctype.startswith(reviews.PROTOBUF):
+            value = reviews.from_protobuf(raw)
+        else:
+            value, _ = decode.decode(raw, ctype) if raw.strip() else (None, [])
+        return _json(reviews.access_review(principal, value), 201)
     if t.res.kind == "Pod" and not t.res.group and t.sub in ("binding", "eviction"):
         needed = "writer"
     else:
@@ -186,29 +215,65 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     rid = getattr(request.state, "request_id", "")
     actor = principal.actor
     if method == "GET":
+        options.check_read(q)
         # reads may be served by a standby (ledger.replica.route waits: not on the event loop)
         db = await run_in_threadpool(backend.read_database, request)
         if t.name is None:
-            if q.get("watch") in ("1", "true", "True"):
+            if options.boolean(q, "watch"):
                 return await _watch(request, db, t, q, accept)
             return _json(await run_in_threadpool(handlers.list_objects, db, t, q, accept))
-        if q.get("watch") in ("1", "true", "True"):
+        if options.boolean(q, "watch"):
             return await _watch(request, db, t, q, accept)
         return _json(await run_in_threadpool(handlers.get_object, db, t, q, accept))
+    if options.dry_run(request.query_params, method):
+        q["dryRun"] = "All"
+    validation = options.field_validation(q, method)
     body = await request.body()
+    if len(body) > handlers.MAX_BODY:
+        raise K8sError(413, "the request body is over 16 MiB")
     ctype = request.headers.get("content-type", "application/json")
+    value, found = None, []
+    if body.strip():
+        value, dupes = decode.decode(body, "yaml" if "yaml" in ctype else "json")
+        if method == "DELETE" and isinstance(value, dict) and value.get("dryRun") is not None:
+            dry_values = value["dryRun"]  # DeleteOptions in the body (kubectl sends them there)
+            if not isinstance(dry_values, list) or not all(isinstance(v, str) for v in dry_values):
+                raise K8sError(400, "DeleteOptions.dryRun must be a list of strings")
+            if options.dry_run_values(dry_values, "DeleteOptions"):
+                q["dryRun"] = "All"
+        if validation != "Ignore" and t.sub not in ("binding", "eviction") and method != "DELETE":
+            found = decode.problems(value, dupes, t.res.kind, t.res.api_version)
+        if found and validation == "Strict":
+            raise decode.strict_error(t.res.kind, t.res.api_version, found)
+    response = await _write(request, db, t, method, body, ctype, value, q, actor, rid)
+    for warning in found:
+        response.headers.append("Warning", decode.warning_header([warning]))
+    return response
+
+
+async def _write(
+    request: Request,
+    db: Any,
+    t: handlers.Target,
+    method: str,
+    body: bytes,
+    ctype: str,
+    value: Any,
+    q: dict[str, str],
+    actor: str,
+    rid: str,
+) -> Response:
     if method == "PATCH":
         if t.name is None:
             raise K8sError(405, "PATCH needs an object name", reason="MethodNotAllowed")
-        patch = group_status.patch if group_status.handles(t) else handlers.patch
+        patch = group_status.patch if group_status.handles(t) else patching.patch
         code, obj = await run_in_threadpool(patch, db, t, body, ctype, q, actor, rid)
         return _json(obj, code)
-    value = handlers.parse_body(body, ctype) if body.strip() else None
     if method == "POST":
         if t.sub == "binding":
-            code, obj = await run_in_threadpool(handlers.bind, db, t, value, actor, rid)
+            code, obj = await run_in_threadpool(binding.bind, db, t, value, q, actor, rid)
         elif t.sub == "eviction":
-            code, obj = await run_in_threadpool(eviction.evict, db, t, value, actor, rid)
+            code, obj = await run_in_threadpool(eviction.evict, db, t, value, q, actor, rid)
         elif t.name is not None:
             raise K8sError(405, "POST goes to a collection", reason="MethodNotAllowed")
         else:
@@ -233,23 +298,26 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
 async def _watch(
     request: Request, db: Any, t: handlers.Target, q: dict[str, str], accept: str | None
 ) -> Response:
-    if not t.res.stored:
+    if not t.res.stored and t.res.kind != "Event":
         raise K8sError(405, f"watching {t.res.plural} is not served", reason="MethodNotAllowed")
     start = handlers._int(q.get("resourceVersion"), "resourceVersion")
+    if start == 0:
+        start = None  # "any": as upstream, the current objects as ADDED, then the changes
     timeout = handlers._int(q.get("timeoutSeconds"), "timeoutSeconds")
     params = watch.WatchParams(
         namespace=t.namespace,
         selector=Selector(q.get("labelSelector"), q.get("fieldSelector")),
         start=start,
-        bookmarks=q.get("allowWatchBookmarks") in ("1", "true", "True"),
+        bookmarks=options.boolean(q, "allowWatchBookmarks"),
         timeout=float(timeout) if timeout else None,
         as_table=T.wants_table(accept),
         include=q.get("includeObject", "Metadata"),
     )
     if t.name is not None:
         params.selector.fields.append(("metadata.name", "=", t.name))
+    source = events_watch.stream if t.res.kind == "Event" else watch.stream
     return StreamingResponse(
-        watch.stream(db, t.res, params, request),
+        source(db, t.res, params, request),
         media_type="application/json",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from api.k8s.resources import Resource
@@ -80,10 +81,24 @@ def conflict(res: Resource, name: str, why: str = "") -> K8sError:
     return K8sError(409, msg, reason="Conflict", details=_details(res, name))
 
 
+_MAP_KEY = re.compile(
+    r"\b(requests|limits|capacity|allocatable|overhead|nodeSelector|labels|annotations|min|max)\.([A-Za-z0-9_-]+)"
+)
+
+
+def field_path(path: str) -> str:
+    """A field path in upstream's syntax: map keys bracketed (``resources.requests[cpu]``)."""
+    return _MAP_KEY.sub(r"\1[\2]", path)
+
+
 def invalid(res: Resource, name: str, causes: list[dict[str, str]]) -> K8sError:
+    """422 Invalid as upstream: ``Pod "x2" is invalid: spec...requests[cpu]: ...`` with the
+    Kind (not the resource) in ``details.kind``, which kubectl prints as ``The Pod "x2" is invalid``."""
+    causes = [{**c, "field": field_path(c.get("field") or "")} for c in causes]
     parts = [f"{c.get('field') or '<object>'}: {c['message']}" for c in causes]
     msg = f'{res.kind} "{name}" is invalid: ' + ("[" + ", ".join(parts) + "]" if len(parts) > 1 else parts[0])
     d = _details(res, name)
+    d["kind"] = res.kind
     d["causes"] = [
         {"reason": "FieldValueInvalid", "message": c["message"], "field": c.get("field", "")} for c in causes
     ]

@@ -3,59 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
+from api.k8s.columns import AGE, NAME, _col, _meta, human_age
+from api.k8s.printers import PRINTERS
 from api.k8s.resources import Resource
+
+__all__ = ["AGE", "NAME", "human_age", "table", "wants_table"]
 
 
 def wants_table(accept: str | None) -> bool:
     return bool(accept) and "as=Table" in (accept or "")
 
 
-def human_age(created: str | None, now: datetime | None = None) -> str:
-    if not created:
-        return "<unknown>"
-    t = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    secs = int(((now or datetime.now(UTC)) - t).total_seconds())
-    if secs < 0:
-        secs = 0
-    if secs < 120:
-        return f"{secs}s"
-    mins = secs // 60
-    if mins < 10:
-        return f"{mins}m{secs % 60}s" if secs % 60 else f"{mins}m"
-    if mins < 180:
-        return f"{mins}m"
-    hours = mins // 60
-    if hours < 8:
-        return f"{hours}h{mins % 60}m" if mins % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if days < 8:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    return f"{days}d"
-
-
-def _col(name: str, typ: str = "string", priority: int = 0, fmt: str = "", desc: str = "") -> dict[str, Any]:
-    return {"name": name, "type": typ, "format": fmt, "description": desc or name, "priority": priority}
-
-
-NAME = _col("Name", fmt="name", desc="Name of the object")
-AGE = _col("Age", desc="Time since the object was created")
-
-
-def _meta(o: dict[str, Any]) -> dict[str, Any]:
-    return o.get("metadata") or {}
-
-
 def _pod_cells(o: dict[str, Any], _ctx: dict[str, Any]) -> list[Any]:
     spec, status = o.get("spec") or {}, o.get("status") or {}
     containers = spec.get("containers") or []
-    phase = status.get("phase") or "Pending"
-    if status.get("gated"):
-        phase = "SchedulingGated"
+    phase = status.get("reason") or status.get("phase") or "Pending"
+    if any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    ):
+        phase = "SchedulingGated"  # as upstream's printer: only the SchedulingGated reason
     return [
         _meta(o).get("name"),
         f"0/{len(containers)}",
@@ -72,7 +42,7 @@ def _pod_cells(o: dict[str, Any], _ctx: dict[str, Any]) -> list[Any]:
 POD_COLUMNS = [
     NAME,
     _col("Ready", desc="The number of ready containers"),
-    _col("Status", desc="The phase of the pod in podledger (Pending, Bound, Preempted)"),
+    _col("Status", desc="The status of the pod: its reason, SchedulingGated, or its phase"),
     _col("Restarts", "integer"),
     AGE,
     _col("IP", priority=1),
@@ -173,7 +143,7 @@ def table(
     ctx: dict[str, Any] | None = None,
     columns: bool = True,
 ) -> dict[str, Any]:
-    cols, cells = TABLES.get(res.kind, ([NAME, AGE], _generic_cells))
+    cols, cells = TABLES.get(res.kind) or PRINTERS.get(res.kind) or ([NAME, AGE], _generic_cells)
     if res.group == "events.k8s.io" or (res.kind == "Event"):
         cols, cells = EVENT_COLUMNS, _event_cells
     meta: dict[str, Any] = {"resourceVersion": resource_version}

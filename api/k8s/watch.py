@@ -2,8 +2,8 @@
 
 A watch from ``resourceVersion`` N starts from the state of the watched kind as of position N
 (the ``objects`` projection when N is the head, else the same fold replayed from the log) and
-then folds every later event, in position order (N = 0: the whole log;
-no N: the current objects first, as ADDED), emitting ADDED/MODIFIED/DELETED for the
+then folds every later event, in position order (no N or N = 0, upstream's "any": the
+current objects first, as ADDED), emitting ADDED/MODIFIED/DELETED for the
 objects it changes with ``resourceVersion`` = that event's position. Appends are serialised
 (position order = commit order), so resuming from the last position seen misses nothing and
 repeats nothing. LISTEN/NOTIFY wakes the tail; a one-second poll covers a missed notification.
@@ -40,7 +40,7 @@ BOOKMARK_SECONDS = 5.0
 class WatchParams:
     namespace: str | None
     selector: Selector
-    start: int | None  # None: current state first (ADDED for every object), then the tail; 0: the whole log
+    start: int | None  # None (resourceVersion unset or 0): current state first as ADDED, then the tail
     bookmarks: bool
     timeout: float | None
     as_table: bool

@@ -91,7 +91,7 @@ def test_errors_are_status_objects(demo: TestClient) -> None:
     assert r.status_code == 403 and r.json()["reason"] == "Forbidden"
     r = demo.patch(
         "/api/v1/namespaces/team-a/pods/giant-0",
-        headers={**W, "Content-Type": "application/json-patch+json"},
+        headers={**W, "Content-Type": "application/xml"},
         content=b"[]",
     )
     assert r.status_code == 415 and r.json()["reason"] == "UnsupportedMediaType"
@@ -138,7 +138,12 @@ def test_events_explain_a_pending_gang(demo: TestClient, demo_database: Database
     v1 = demo.get("/apis/events.k8s.io/v1/namespaces/team-a/events", headers=R).json()["items"]
     assert any(e["reason"] == "Scheduled" and e["regarding"]["name"] == "llm-pretrain-0" for e in v1)
     pod = demo.get("/api/v1/namespaces/team-a/pods/llm-pretrain-0", headers=R).json()
-    assert pod["spec"]["nodeName"] == pod["status"]["nodeName"]
+    # upstream's status with no kubelet: Pending + PodScheduled=True, podledger's phase annotated
+    assert pod["spec"]["nodeName"] and "nodeName" not in pod["status"]
+    assert (
+        pod["status"]["phase"] == "Pending"
+        and pod["metadata"]["annotations"]["podledger.io/phase"] == "Bound"
+    )
     assert any(c["type"] == "PodScheduled" and c["status"] == "True" for c in pod["status"]["conditions"])
     ns = [n["metadata"]["name"] for n in demo.get("/api/v1/namespaces", headers=R).json()["items"]]
     assert ns == ["default", "team-a", "team-b"]
@@ -210,7 +215,8 @@ def test_bad_input_is_a_4xx_status_and_appends_nothing(client: TestClient, datab
     }
     r = client.post("/api/v1/namespaces/team-a/pods", headers=W, json=bad)
     assert r.status_code == 422 and r.json()["reason"] == "Invalid"
-    assert r.json()["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests.cpu"
+    assert r.json()["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests[cpu]"
+    assert r.json()["message"].startswith('Pod "x" is invalid') and r.json()["details"]["kind"] == "Pod"
     r = client.post(
         "/api/v1/namespaces/team-b/pods",
         headers=W,
@@ -243,7 +249,10 @@ def test_watch_follows_selectors_and_tables(client: TestClient, database: Databa
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
         }
 
+    # one event first: resourceVersion 0 would mean "any" (the current objects), as upstream
+    assert client.post("/api/v1/namespaces/ns-other/pods", headers=W, json=pod("o", "x")).status_code == 201
     start = client.get("/api/v1/namespaces/ns-w/pods", headers=R).json()["metadata"]["resourceVersion"]
+    assert start != "0"
     assert client.post("/api/v1/namespaces/ns-w/pods", headers=W, json=pod("a", "web")).status_code == 201
     assert client.post("/api/v1/namespaces/ns-w/pods", headers=W, json=pod("b", "db")).status_code == 201
     r = client.patch(

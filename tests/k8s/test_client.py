@@ -222,7 +222,10 @@ def test_binding_is_a_bind_by_the_caller_and_replay_treats_it_as_input(k8s: Serv
     )
     v1.create_namespaced_binding(ns, body, _preload_content=False)
     pod = v1.read_namespaced_pod("ext", ns)
-    assert pod.spec.node_name == "bind-node" and pod.status.phase == "Bound"
+    # upstream's semantics with no kubelet: bound = Pending with PodScheduled=True; podledger's
+    # own phase is an annotation
+    assert pod.spec.node_name == "bind-node" and pod.status.phase == "Pending"
+    assert pod.metadata.annotations["podledger.io/phase"] == "Bound"
     with k8s.database.connect() as c:
         (ev,) = rows(c, "SELECT data, meta FROM events WHERE stream = 'sched/pod/team-bind/ext'")
     assert ev.data["node"] == "bind-node" and ev.meta["actor"] == "writer" and "cycle" not in ev.meta
@@ -238,3 +241,47 @@ def test_binding_is_a_bind_by_the_caller_and_replay_treats_it_as_input(k8s: Serv
     assert _podledger(k8s, "verify").returncode == 0
     rep = _podledger(k8s, "replay", "--verify")
     assert rep.returncode == 0 and " 0 mismatches" in rep.stdout, rep.stdout + rep.stderr
+
+
+def test_an_informer_sees_current_objects_then_changes_and_strict_create_is_400(k8s: Server) -> None:
+    v1 = client.CoreV1Api(k8s.client())
+    ns = "team-informer"
+    v1.create_namespaced_pod(ns, _pod("old", ns))
+    v1.create_namespaced_pod(ns, _pod("gone", ns))
+    v1.delete_namespaced_pod("gone", ns)
+    listed = v1.list_namespaced_pod(ns)
+    assert [p.metadata.name for p in listed.items] == ["old"]
+    # a watch from resourceVersion 0 ("any"): the current objects as ADDED, not the history
+    w = watch.Watch()
+    seen = []
+    for ev in w.stream(v1.list_namespaced_pod, ns, resource_version="0", timeout_seconds=2):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if len(seen) == 1:
+            v1.create_namespaced_pod(ns, _pod("new", ns))
+        if len(seen) == 2:
+            w.stop()
+    assert seen == [("ADDED", "old"), ("ADDED", "new")]
+    before = _head(k8s)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "typo", "namespace": ns},
+        "spec": {"containers": [{"name": "c", "resource": {"requests": {"cpu": "1"}}}]},
+    }
+    # the client's own models refuse the typo before sending: send the raw body, as a
+    # dynamic client would
+    api = k8s.client()
+    method, url, headers, data, _ = api.param_serialize(
+        "POST",
+        "/api/v1/namespaces/{namespace}/pods",
+        path_params={"namespace": ns},
+        query_params=[("fieldValidation", "Strict")],
+        header_params={"Content-Type": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    res = api.call_api(method, url, header_params=headers, body=data)
+    res.read()
+    assert res.status == 400
+    assert 'strict decoding error: unknown field \\"spec.containers[0].resource\\"' in res.data.decode()
+    assert _head(k8s) == before

@@ -86,6 +86,15 @@ APPLY_OPENAPI: dict[str, Any] = {
 
 # ------------------------------------------------------------------------------- helpers
 
+DryRun = Annotated[
+    bool,
+    Query(
+        alias="dryRun",
+        description="Run validation, admission and projections and roll back: the answer is what "
+        "would have been stored; nothing is appended (not even an AdmissionRejected record)",
+    ),
+]
+
 
 def _ref(info: KindInfo, ns: str, name: str) -> str:
     return f"{info.singular}/{ns}/{name}" if ns else f"{info.singular}/{name}"
@@ -120,9 +129,15 @@ def _event(ref: object_commands.EventRef) -> EventRef:
 
 
 def _apply_sync(
-    ctx: Any, text: str, principal: Principal, request_id: str, key: str | None, expected: int | None
+    ctx: Any,
+    text: str,
+    principal: Principal,
+    request_id: str,
+    key: str | None,
+    expected: int | None,
+    dry_run: bool = False,
 ) -> ApplyResponse:
-    with ctx.db.unit_of_work() as uow:
+    with ctx.db.unit_of_work(dry_run=dry_run) as uow:
         applied = object_commands.apply_manifests(
             uow,
             text,
@@ -138,6 +153,7 @@ def _apply_sync(
         results=[ApplyLine(object=obj, action=action) for obj, action in applied.results],
         events=[_event(e) for e in applied.events],
         replayed=applied.replayed,
+        dryRun=dry_run,
     )
 
 
@@ -170,6 +186,7 @@ async def apply(
             description='Expected stream version of the (single) object, e.g. "3"; "0" = must not exist',
         ),
     ] = None,
+    dry_run: DryRun = False,
 ) -> ApplyResponse:
     key = check_idempotency_key(idempotency_key)
     expected = parse_if_match(if_match)
@@ -182,16 +199,25 @@ async def apply(
     except UnicodeDecodeError:
         raise ApiError(422, "invalid", "the request body is not UTF-8 text") from None
     ctx = context(request)
-    return await run_in_threadpool(_apply_sync, ctx, text, principal, request.state.request_id, key, expected)
+    return await run_in_threadpool(
+        _apply_sync, ctx, text, principal, request.state.request_id, key, expected, dry_run
+    )
 
 
 # ------------------------------------------------------------------------------- delete
 
 
 def _delete_sync(
-    ctx: Any, info: KindInfo, ns: str, name: str, principal: Principal, key: str | None, expected: int | None
+    ctx: Any,
+    info: KindInfo,
+    ns: str,
+    name: str,
+    principal: Principal,
+    key: str | None,
+    expected: int | None,
+    dry_run: bool = False,
 ) -> DeleteResponse:
-    with ctx.db.unit_of_work() as uow:
+    with ctx.db.unit_of_work(dry_run=dry_run) as uow:
         ref, replayed = object_commands.delete_one(
             uow,
             info,
@@ -203,7 +229,7 @@ def _delete_sync(
             expected_version=expected,
             timed=ctx.metrics.append_seconds.labels("delete").time,
         )
-    return DeleteResponse(deleted=_ref(info, ns, name), event=_event(ref), replayed=replayed)
+    return DeleteResponse(deleted=_ref(info, ns, name), event=_event(ref), replayed=replayed, dryRun=dry_run)
 
 
 @router.delete(
@@ -220,12 +246,15 @@ async def delete(
     principal: Annotated[Principal, Depends(writer)],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
     if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+    dry_run: DryRun = False,
 ) -> DeleteResponse:
     key = check_idempotency_key(idempotency_key)
     expected = parse_if_match(if_match)
     info = kind_info(kind)
     ns = object_ns(info, namespace)
-    return await run_in_threadpool(_delete_sync, context(request), info, ns, name, principal, key, expected)
+    return await run_in_threadpool(
+        _delete_sync, context(request), info, ns, name, principal, key, expected, dry_run
+    )
 
 
 # ------------------------------------------------------------------------------- list / get

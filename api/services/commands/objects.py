@@ -329,7 +329,7 @@ def _check_version(uow: UnitOfWork, stream: str, expected: int | None) -> None:
         raise ConcurrencyError(stream, expected, actual)
 
 
-def rejection(data: Mapping[str, Any], position: int) -> Rejected:
+def rejection(data: Mapping[str, Any], position: int, *, dry_run: bool = False) -> Rejected:
     """The Rejected error of an AdmissionRejected event, one detail per refused field."""
     details = []
     for rej in data.get("rejected") or []:
@@ -345,8 +345,11 @@ def rejection(data: Mapping[str, Any], position: int) -> Rejected:
                 }
             )
     n = len(data.get("rejected") or [])
+    recorded = (
+        "a dry run: nothing recorded" if dry_run else f"recorded as AdmissionRejected at position {position}"
+    )
     return Rejected(
-        f"admission refused {n} object(s): nothing applied (recorded as AdmissionRejected at position {position})",
+        f"admission refused {n} object(s): nothing applied ({recorded})",
         details=details,
         position=position,
     )
@@ -469,7 +472,7 @@ def apply_manifests(
         raise Conflict(str(exc)) from None
     if result.rejected:  # raised after the commit: the AdmissionRejected event stays
         ev = result.events[0]
-        raise rejection(ev.data, ev.position)
+        raise rejection(ev.data, ev.position, dry_run=uow.dry_run)
     return Applied([_split_line(line) for line in result.lines], [event_ref(e) for e in result.events])
 
 
