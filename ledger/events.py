@@ -459,6 +459,25 @@ class PodBindingObserved(Payload):
 register("PodBindingObserved", PodBindingObserved)
 
 
+class RemoteObjectInvalid(Payload):
+    """Something a live cluster sent that ``attach`` could not record (an object over the
+    ledger's 1 MiB event limit, one podledger's validation refuses, a watch line that is not a
+    watch event or is over the line limit): what it was and why, so the mirror's gap is in the
+    log; ``attach`` skips it and goes on. ``name`` is empty for a line with no object."""
+
+    cluster: str
+    kind: str
+    namespace: str | None = None
+    name: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    reason: str
+    size: int | None = None
+
+
+register("RemoteObjectInvalid", RemoteObjectInvalid)
+
+
 class PodBindingSent(Payload):
     """``attach --mode schedule`` sent podledger's decision (the PodBound at ``decision_position``)
     to the cluster through the pods/binding subresource: the outcome of that one call."""

@@ -21,6 +21,7 @@ the same remote change is never appended twice even by two racing processes.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ from api.services.commands.mirror import (
     UNCHANGED,
     UPDATED,
 )
+from ledger.canonical import MAX_EVENT_BYTES
 from ledger.database import Database
+from ledger.errors import EventValidationError
 from ledger.queries.log import attach_cursor
 from ledger.queries.objects import projection_rows
 from ledger.resources.parse import Document, validate
@@ -95,7 +98,9 @@ class Mirror:
             value = attach_cursor(conn, self.cluster, w.kind, scope or "")
         return None if value is None else str(value)
 
-    def _meta(self, w: Watched, scope: str | None, obj: dict[str, Any], rv: str) -> dict[str, Any]:
+    def _meta(
+        self, w: Watched, scope: str | None, obj: dict[str, Any], rv: str, listed: bool = False
+    ) -> dict[str, Any]:
         info: dict[str, Any] = {
             "cluster": self.cluster,
             "kind": w.kind,
@@ -106,6 +111,10 @@ class Mirror:
         n = rv_number(rv)
         if n is not None:
             info["rv"] = n
+        if listed:
+            # the cursor (a resume point) counts only changes read from a watch: a list's pages
+            # come in name order, and a process stopped half-way through one must list again
+            info["listed"] = True
         return {"via": "attach", "attach": info}
 
     def _event_key(self, obj: dict[str, Any], rv: str, what: str) -> str:
@@ -114,7 +123,14 @@ class Mirror:
 
     # -- one change ---------------------------------------------------------------------------
     def apply(
-        self, w: Watched, scope: str | None, typ: str, obj: dict[str, Any], *, defer: bool = True
+        self,
+        w: Watched,
+        scope: str | None,
+        typ: str,
+        obj: dict[str, Any],
+        *,
+        defer: bool = True,
+        listed: bool = False,
     ) -> Change:
         """Record one watch event (``typ`` ADDED, MODIFIED or DELETED) in one unit of work.
 
@@ -122,7 +138,7 @@ class Mirror:
         nothing written when ``defer``; without it the refusal is recorded (AdmissionRejected)."""
         rv = resource_version(obj)
         uid = (obj.get("metadata") or {}).get("uid") or None
-        meta = self._meta(w, scope, obj, rv)
+        meta = self._meta(w, scope, obj, rv, listed)
         if typ == "DELETED":
             with self.db.unit_of_work() as uow:
                 outcome = commands.record_deletion(
@@ -136,9 +152,66 @@ class Mirror:
                 uow.commit()
             return Change([outcome], rv)
         manifest = to_manifest(w, obj)
+        size = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > MAX_EVENT_BYTES - 4096:  # the event's other fields need a little room
+            reason = f"the object is {size} bytes, over the ledger's {MAX_EVENT_BYTES}-byte event limit"
+            return self.invalid(w, scope, obj, reason, size)
         parsed, errors = validate(Document(1, f"{self.cluster}:{w.plural}", manifest))
         if parsed is None or errors:
-            return Change([INVALID], rv, "; ".join(str(e) for e in errors))
+            return self.invalid(
+                w, scope, obj, "; ".join(str(e) for e in errors) or "not a valid object", size
+            )
+        try:
+            return self._record(w, scope, obj, rv, uid, meta, manifest, parsed, defer)
+        except EventValidationError as exc:  # nothing of the unit was committed
+            return self.invalid(w, scope, obj, str(exc), size)
+
+    def invalid(
+        self,
+        w: Watched,
+        scope: str | None,
+        obj: dict[str, Any] | None,
+        reason: str,
+        size: int | None = None,
+        digest: str = "",
+    ) -> Change:
+        """Record what cannot be recorded (``obj`` None: a watch line with no object) as
+        ``RemoteObjectInvalid`` with ``reason``: the mirror skips it and goes on."""
+        md = (obj or {}).get("metadata") or {}
+        md = md if isinstance(md, dict) else {}
+        rv = str(md.get("resourceVersion") or "")[:64]
+        data = {
+            "cluster": self.cluster,
+            "kind": w.kind,
+            "namespace": (str(md.get("namespace") or "") or None) if w.namespaced else None,
+            "name": str(md.get("name") or "")[:253],
+            "uid": str(md.get("uid") or "")[:64],
+            "resource_version": rv,
+            "reason": reason[:2000],
+            "size": size,
+        }
+        what = data["uid"] or f"{data['namespace']}/{data['name']}"
+        key = (
+            f"attach\x1f{self.cluster}\x1f{w.kind}\x1f{what}\x1f{rv}\x1finvalid\x1f{reason[:200]}\x1f{digest}"
+        )
+        meta = {"via": "attach", "attach": {"cluster": self.cluster, "kind": w.kind, "scope": scope or ""}}
+        with self.db.unit_of_work() as uow:
+            commands.record_invalid(uow, data, meta=meta, event_id=uuid.uuid5(ATTACH_NS, key))
+            uow.commit()
+        return Change([INVALID], rv, reason)
+
+    def _record(
+        self,
+        w: Watched,
+        scope: str | None,
+        obj: dict[str, Any],
+        rv: str,
+        uid: str | None,
+        meta: dict[str, Any],
+        manifest: dict[str, Any],
+        parsed: Any,
+        defer: bool,
+    ) -> Change:
         keys = {"apply": self._event_key(obj, rv, "apply"), "delete": self._event_key(obj, rv, "delete")}
         with self.db.unit_of_work() as uow:
             outcomes, before, refused = commands.record_object(
@@ -187,9 +260,9 @@ class Mirror:
             rows = projection_rows(conn, w.kind, scope if w.namespaced else None)
         return {(w.kind, r["namespace"], r["name"]): r["uid"] for r in rows}
 
-    def stale(self, w: Watched, scope: str | None, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Objects the ledger holds that a complete list no longer has: DELETED stand-ins."""
-        remote = {key_of(w, o) for o in items}
+    def stale(self, w: Watched, scope: str | None, remote: set[tuple[str, str, str]]) -> list[dict[str, Any]]:
+        """Objects the ledger holds that a complete list (``remote``: its keys) no longer has:
+        DELETED stand-ins."""
         out = []
         for (kind, ns, name), uid in sorted(self.local_keys(w, scope).items()):
             if (kind, ns, name) not in remote:

@@ -23,6 +23,7 @@ from ledger import streams
 from ledger.queries.log import last_event_of
 from ledger.queries.objects import projection_rows
 from ledger.resources.models import Resource
+from ledger.store import NewEvent
 from ledger.uow import UnitOfWork
 
 # outcomes of one change
@@ -31,7 +32,24 @@ DEFERRED, REJECTED, INVALID, ABSENT = "deferred", "rejected", "invalid", "absent
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
 
-__all__ = ["record_binding", "record_deletion", "record_object"]
+__all__ = ["record_binding", "record_deletion", "record_invalid", "record_object"]
+
+
+def record_invalid(
+    uow: UnitOfWork, data: Mapping[str, Any], *, meta: Mapping[str, Any], event_id: uuid.UUID
+) -> str:
+    """Something the cluster sent that cannot be recorded (``RemoteObjectInvalid``: cluster,
+    kind, namespace, name, uid, resource_version, reason, size): INVALID. The same thing seen
+    again (``event_id`` derives from it) appends nothing more."""
+    ns, name = data.get("namespace") or "_", data.get("name") or "_"
+    uow.append(
+        [
+            NewEvent(
+                streams.attach("invalid", ns, name), "RemoteObjectInvalid", dict(data), dict(meta), event_id
+            )
+        ]
+    )
+    return INVALID
 
 
 def record_deletion(
