@@ -377,8 +377,8 @@ class Attach:
         ``synced`` is logged once every stream has listed or resumed its watch."""
         self.streams = []
         self._synced_logged = False
-        if self.mode == "schedule":
-            line = P.configure(self.db, self.cluster, self.profile)
+        if self.mode in ("schedule", "shadow"):
+            line = P.configure(self.db, self.cluster, self.profile, shadow=self.mode == "shadow")
             json_line(event="config", attach=self.name, schedulerName=self.profile, result=line)
         for w in WATCHED:
             for scope in self.scopes(w):
