@@ -478,6 +478,30 @@ class RemoteObjectInvalid(Payload):
 register("RemoteObjectInvalid", RemoteObjectInvalid)
 
 
+class ClusterEventObserved(Payload):
+    """A scheduling Event of a live cluster (``Scheduled``, ``FailedScheduling``, ``Preempted``,
+    from events.k8s.io/v1 or core/v1), recorded by ``attach`` once per (Event, count): the
+    cluster's own words and times (``first_time``/``last_time``, RFC 3339, as the cluster gave
+    them; the event's effective time is ``last_time``). Not folded into the state."""
+
+    cluster: str
+    kind: str  # of the object the Event is about (regarding / involvedObject)
+    object: str  # namespace/name (name for a cluster-scoped object)
+    uid: str = ""
+    event: str  # the Event's namespace/name
+    type: str = ""  # Normal | Warning
+    reason: str
+    message: str = ""
+    count: int = 1
+    first_time: str = ""
+    last_time: str = ""
+    reporting_controller: str = ""
+    reporting_instance: str = ""
+
+
+register("ClusterEventObserved", ClusterEventObserved)
+
+
 class PodBindingSent(Payload):
     """``attach --mode schedule`` sent podledger's decision (the PodBound at ``decision_position``)
     to the cluster through the pods/binding subresource: the outcome of that one call."""

@@ -68,6 +68,10 @@ def attach(
     ] = "podledger",
     progress_every: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
     queue_size: Annotated[int, typer.Option(help="Changes read ahead of the writer, at most.")] = 1000,
+    events_every: Annotated[
+        float,
+        typer.Option(help="Seconds between two reads of the cluster's scheduling Events (0: never).", min=0),
+    ] = 5.0,
     page_size: Annotated[int, typer.Option(help="Objects per list page (limit=).", min=1)] = 250,
     max_list_objects: Annotated[
         int,
@@ -126,6 +130,7 @@ def attach(
         progress_every=progress_every,
         profile=scheduler_name,
         auth_failures=auth_failures,
+        events_every=events_every,
     )
     if metrics_port is not None:
         runner.metrics.serve(metrics_port, metrics_address)

@@ -50,6 +50,13 @@ WATCHED: tuple[Watched, ...] = (
 )
 BY_KIND = {w.kind: w for w in WATCHED}
 
+# the cluster's Events, read (polled) for its scheduler's verdicts: events.k8s.io/v1, else core/v1
+EVENTS = (
+    Watched("Event", "events.k8s.io", "v1", "events", True),
+    Watched("Event", "", "v1", "events", True),
+)
+SCHEDULING_REASONS = frozenset({"Scheduled", "FailedScheduling", "Preempted"})
+
 
 def to_manifest(w: Watched, obj: dict[str, Any]) -> dict[str, Any]:
     """The remote object as a podledger manifest: server metadata dropped, the status dropped

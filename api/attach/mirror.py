@@ -25,9 +25,18 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from api.attach.kinds import Watched, key_of, node_name, resource_version, rv_number, to_manifest
+from api.attach.kinds import (
+    SCHEDULING_REASONS,
+    Watched,
+    key_of,
+    node_name,
+    resource_version,
+    rv_number,
+    to_manifest,
+)
 from api.services.commands import mirror as commands
 from api.services.commands.mirror import (
     ABSENT,
@@ -90,6 +99,7 @@ class Mirror:
         self.scheduler_of = scheduler_of
         self.shadow = shadow
         self.actor = f"attach/{cluster}"
+        self._events_seen: set[str] = set()
 
     # -- the resume point -------------------------------------------------------------------
     def cursor(self, w: Watched, scope: str | None) -> str | None:
@@ -224,6 +234,7 @@ class Mirror:
                 meta=meta,
                 keys=keys,
                 defer=defer,
+                created_at=timestamp((obj.get("metadata") or {}).get("creationTimestamp")),
             )
             if refused:
                 uow.commit()
@@ -250,8 +261,66 @@ class Mirror:
                 )
                 if bound:
                     outcomes.append(bound)
+            if not self.shadow:
+                # not under meta "attach": a verdict is no resume point, and one change of the
+                # object may carry several (one per condition)
+                seen = {"via": "attach", "observedIn": meta["attach"]}
+                outcomes += self._verdict(uow, w, obj, seen)
             uow.commit()
         return Change(outcomes, rv)
+
+    def _verdict(self, uow: Any, w: Watched, obj: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+        """Mirror mode: the cluster scheduler's own verdict in the object's status (a pending
+        pod's PodScheduled condition and nominatedNodeName, a group's conditions), recorded as
+        observed inputs the state folds, at the cluster's times."""
+        status = obj.get("status")
+        if not isinstance(status, dict) or w.kind not in ("Pod", "PodGroup", "CompositePodGroup"):
+            return []
+        _kind, ns, name = key_of(w, obj)
+        uid = (obj.get("metadata") or {}).get("uid") or f"{ns}/{name}"
+
+        def event_id(what: str) -> uuid.UUID:
+            return uuid.uuid5(ATTACH_NS, f"attach\x1f{self.cluster}\x1f{uid}\x1fverdict\x1f{what}")
+
+        scheduler = (
+            _status_manager(obj)
+            or str((obj.get("spec") or {}).get("schedulerName") or "")
+            or "default-scheduler"
+        )
+        if w.kind == "Pod":
+            return commands.record_pod_verdict(
+                uow, ns, name, status, scheduler=scheduler, meta=meta, event_id=event_id, when=timestamp
+            )
+        return commands.record_group_verdict(
+            uow, w.kind, ns, name, status, scheduler=scheduler, meta=meta, event_id=event_id, when=timestamp
+        )
+
+    # -- the cluster's Events ------------------------------------------------------------------
+    def record_events(self, items: list[dict[str, Any]]) -> list[str]:
+        """Record the scheduling Events (SCHEDULING_REASONS) of a page of Events (either API
+        version), once per (Event, count): its count/series is what says it happened again."""
+        out: list[str] = []
+        for e in items:
+            data = cluster_event(self.cluster, e)
+            if data is None:
+                continue
+            md = e.get("metadata") if isinstance(e.get("metadata"), dict) else {}
+            key = f"{data['event']}\x1f{(md or {}).get('uid') or ''}\x1f{data['count']}"
+            if key in self._events_seen:
+                continue
+            eid = uuid.uuid5(ATTACH_NS, f"attach\x1f{self.cluster}\x1fevent\x1f{key}")
+            meta = {"via": "attach", "actor": data["reporting_controller"] or "cluster", "observed": True}
+            with self.db.unit_of_work() as uow:
+                out.append(
+                    commands.record_cluster_event(
+                        uow, data, meta=meta, event_id=eid, effective_at=timestamp(data["last_time"])
+                    )
+                )
+                uow.commit()
+            if len(self._events_seen) > 100_000:  # bounded: the log's event ids still dedupe
+                self._events_seen.clear()
+            self._events_seen.add(key)
+        return out
 
     # -- a whole list -------------------------------------------------------------------------
     def local_keys(self, w: Watched, scope: str | None) -> dict[tuple[str, str, str], str]:
@@ -268,6 +337,68 @@ class Mirror:
             if (kind, ns, name) not in remote:
                 out.append({"metadata": {"name": name, "namespace": ns or None, "uid": uid}})
         return out
+
+
+def cluster_event(cluster: str, e: dict[str, Any]) -> dict[str, Any] | None:
+    """A ClusterEventObserved payload of an Event of either API version (events.k8s.io/v1:
+    regarding, note, series, eventTime, deprecated*; core/v1: involvedObject, message, count,
+    firstTimestamp/lastTimestamp), or None when it is not a scheduling Event."""
+    if not isinstance(e, dict) or e.get("reason") not in SCHEDULING_REASONS:
+        return None
+    md: dict[str, Any] = e["metadata"] if isinstance(e.get("metadata"), dict) else {}
+    about = e.get("regarding") or e.get("involvedObject") or {}
+    if not isinstance(about, dict) or not about.get("name"):
+        return None
+    series: dict[str, Any] = e["series"] if isinstance(e.get("series"), dict) else {}
+    count = series.get("count") or e.get("deprecatedCount") or e.get("count") or 1
+    first = (
+        e.get("deprecatedFirstTimestamp")
+        or e.get("firstTimestamp")
+        or e.get("eventTime")
+        or md.get("creationTimestamp")
+    )
+    last = (
+        series.get("lastObservedTime") or e.get("deprecatedLastTimestamp") or e.get("lastTimestamp") or first
+    )
+    source: dict[str, Any] = e["source"] if isinstance(e.get("source"), dict) else {}
+    ns = str(about.get("namespace") or "")
+    return {
+        "cluster": cluster,
+        "kind": str(about.get("kind") or "Pod"),
+        "object": f"{ns}/{about['name']}" if ns else str(about["name"]),
+        "uid": str(about.get("uid") or ""),
+        "event": f"{md.get('namespace') or ''}/{md.get('name') or ''}",
+        "type": str(e.get("type") or ""),
+        "reason": str(e["reason"]),
+        "message": str(e.get("note") or e.get("message") or "")[:4096],
+        "count": int(count) if isinstance(count, int) else 1,
+        "first_time": str(first or ""),
+        "last_time": str(last or ""),
+        "reporting_controller": str(
+            e.get("reportingController") or e.get("reportingComponent") or source.get("component") or ""
+        ),
+        "reporting_instance": str(e.get("reportingInstance") or source.get("host") or ""),
+    }
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 time of the API (``2026-12-06T07:00:00Z``, fractions allowed), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def _status_manager(obj: dict[str, Any]) -> str | None:
+    """The field manager that last wrote the object's status subresource (the scheduler that
+    wrote its conditions), if the server keeps managedFields."""
+    for entry in reversed((obj.get("metadata") or {}).get("managedFields") or []):
+        if isinstance(entry, dict) and entry.get("subresource") == "status" and entry.get("manager"):
+            return str(entry["manager"])
+    return None
 
 
 def by_resource_version(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from api.attach import profile as P
 from api.attach import remote as R
 from api.attach.binder import Binder
 from api.attach.conditions import ConditionWriter
-from api.attach.kinds import WATCHED, Watched, key_of, resource_version, rv_number
+from api.attach.kinds import EVENTS, WATCHED, Watched, key_of, resource_version, rv_number
 from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
 from ledger.database import Database
@@ -109,6 +109,7 @@ class Attach:
     seed: int | None = None  # of the backoff jitter (tests); None: from the system
     # 401/403 answers in a row on one stream before attach gives up and exits non-zero (0: never)
     auth_failures: int = 10
+    events_every: float = 5.0  # seconds between two reads of the cluster's Events (0: never)
     watch_timeout: int = 300
     standby_poll: float = 0.5
     profile: str = "podledger"  # schedule mode: the schedulerName of the pods podledger schedules
@@ -197,6 +198,9 @@ class Attach:
                 self.deferred.append((item, rounds + 1))
 
     def handle(self, item: Item) -> None:
+        if item.kind == "EVENTS":
+            self._count(item.w, self.mirror.record_events(item.listed or []))
+            return
         st = self._stream(item.w, item.scope)
         if item.kind == "PAGE":
             self.sync_page(st, item.listed or [], bool(item.obj.get("whole")))
@@ -366,6 +370,36 @@ class Attach:
             if self.stop_event.wait(wait) or term.is_set():
                 return
 
+    def _poll_events(self, term: threading.Event) -> None:
+        """Every ``events_every`` seconds, list the cluster's Events (events.k8s.io/v1; core/v1
+        when that is not served) onto the queue: the writer records the scheduling ones once
+        per (Event, count). Listing, not watching: what every API server serves."""
+
+        def stopped() -> bool:
+            return self.stop_event.is_set() or term.is_set()
+
+        apis = list(EVENTS)
+        failures = 0
+        while not stopped():
+            w = apis[0]
+            try:
+                for scope in self.scopes(w):
+                    for page in self.remote.list_pages(w, scope, stop=stopped):
+                        if not self._put(Item(w, scope, "EVENTS", {}, time.monotonic(), listed=page.items)):
+                            return
+                failures = 0
+                wait = self.events_every
+            except Exception as exc:
+                if isinstance(exc, RemoteError) and exc.status == 404 and len(apis) > 1:
+                    apis.pop(0)  # events.k8s.io not served: core/v1
+                    continue
+                self._refused(exc, Stream(w, None), failures)
+                wait = self._backoff(failures)
+                failures += 1
+                json_line(event="events-error", attach=self.name, error=f"{type(exc).__name__}: {exc}"[:300])
+            if self.stop_event.wait(wait) or term.is_set():
+                return
+
     # -- a term as leader -----------------------------------------------------------------------
     def scopes(self, w: Watched) -> list[str | None]:
         return list(self.namespaces) if w.namespaced and self.namespaces else [None]
@@ -438,6 +472,10 @@ class Attach:
             )
             for i, st in enumerate(self.streams)
         ]
+        if self.events_every > 0:
+            threads.append(
+                threading.Thread(target=self._poll_events, args=(term,), name="events", daemon=True)
+            )
         for t in threads:
             t.start()
         try:
