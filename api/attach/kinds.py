@@ -42,6 +42,8 @@ WATCHED: tuple[Watched, ...] = (
     Watched("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
     Watched("Node", "", "v1", "nodes", False),
     Watched("ElasticQuota", "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", True),
+    Watched("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", True),
+    Watched("Job", "batch", "v1", "jobs", True),
     Watched("Workload", "scheduling.k8s.io", "v1beta1", "workloads", True),
     Watched("PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", True),
     Watched("CompositePodGroup", "scheduling.k8s.io", "v1alpha3", "compositepodgroups", True),

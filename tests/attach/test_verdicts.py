@@ -145,4 +145,13 @@ def test_mirror_records_the_cluster_schedulers_verdicts(cluster: Cluster, ledger
     message = _conditions(groups[held[0]])["PodGroupInitiallyScheduled"][2]
     assert message and message in explained
     assert "not attempted yet" not in explained
+
+    # Jobs are mirrored as the cluster has them (not compiled again: their pods are mirrored), and
+    # `explain job` answers through the PodGroup the Job controls
+    assert ledger.count("type = 'JobCreated' AND stream = 'job/team-b/feature-etl'") == 1
+    job = subprocess.run(
+        [PODLEDGER, "explain", "job", "team-b/feature-etl"], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+    assert job.returncode == 0, job.stderr
+    assert "Job:       team-b/feature-etl" in job.stdout
     proc.stop()

@@ -115,6 +115,7 @@ def record_object(
             meta=meta,
             idempotency_key=keys["apply"],
             effective_at=created_at if before is None else None,
+            expand=False,  # the cluster's Job controller made the Job's objects: they are mirrored
         )
         if result.rejected and defer:
             sp.rollback()
