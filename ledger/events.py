@@ -511,7 +511,7 @@ class PodBindingSent(Payload):
     cluster: str
     decision_position: int
     attempt: int
-    outcome: str  # "bound" | "failed"
+    outcome: str  # "bound" | "gone" (404: the pod was deleted meanwhile) | "failed"
     code: int | None = None
     message: str = ""
 

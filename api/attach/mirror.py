@@ -92,12 +92,20 @@ def _bound_by_managed_fields(obj: dict[str, Any]) -> str | None:
 
 class Mirror:
     def __init__(
-        self, db: Database, cluster: str, scheduler_of: SchedulerOf | None = None, shadow: bool = False
+        self,
+        db: Database,
+        cluster: str,
+        scheduler_of: SchedulerOf | None = None,
+        shadow: bool = False,
+        verdicts: bool = False,
     ) -> None:
         self.db = db
         self.cluster = cluster
         self.scheduler_of = scheduler_of
         self.shadow = shadow
+        # mirror mode: the cluster scheduler's verdicts are the state's (shadow: podledger's
+        # own are; schedule: podledger's worker decides its pods on this ledger)
+        self.verdicts = verdicts
         self.actor = f"attach/{cluster}"
         self._events_seen: set[str] = set()
 
@@ -261,7 +269,7 @@ class Mirror:
                 )
                 if bound:
                     outcomes.append(bound)
-            if not self.shadow:
+            if self.verdicts:
                 # not under meta "attach": a verdict is no resume point, and one change of the
                 # object may carry several (one per condition)
                 seen = {"via": "attach", "observedIn": meta["attach"]}

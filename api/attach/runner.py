@@ -130,7 +130,13 @@ class Attach:
             self.binder = Binder(self.db, self.remote, self.cluster, profile=self.profile)
             self.conditions = ConditionWriter(self.db, self.remote, self.cluster, profile=self.profile)
         self._last_bind = 0.0
-        self.mirror = M.Mirror(self.db, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow")
+        self.mirror = M.Mirror(
+            self.db,
+            self.cluster,
+            self.remote.scheduled_by,
+            shadow=self.mode == "shadow",
+            verdicts=self.mode == "mirror",
+        )
         self.q: queue.Queue[Item] = queue.Queue(maxsize=self.queue_size)
         self.streams: list[Stream] = []
         self.counts: dict[str, int] = {}
