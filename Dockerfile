@@ -1,4 +1,5 @@
-# One image for the migrate, api and worker services of docker-compose.yml.
+# One image for the migrate, api, worker and attach services of docker-compose.yml and for
+# deploy/kubernetes (runs as the numeric non-root user 10001, so runAsNonRoot can check it).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,8 +20,9 @@ COPY deploy ./deploy
 COPY examples ./examples
 # Editable: migrations/ and alembic/ are read from the source tree at run time.
 RUN pip install -e . \
-    && useradd --system --uid 10001 --home-dir /app podledger
+    && groupadd --system --gid 10001 podledger \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /app podledger
 
-USER podledger
+USER 10001:10001
 EXPOSE 8080
 CMD ["podledger", "serve", "--host", "0.0.0.0", "--port", "8080"]

@@ -462,6 +462,49 @@ class PodBindingObserved(Payload):
 register("PodBindingObserved", PodBindingObserved)
 
 
+class RemoteObjectInvalid(Payload):
+    """Something a live cluster sent that ``attach`` could not record (an object over the
+    ledger's 1 MiB event limit, one podledger's validation refuses, a watch line that is not a
+    watch event or is over the line limit): what it was and why, so the mirror's gap is in the
+    log; ``attach`` skips it and goes on. ``name`` is empty for a line with no object."""
+
+    cluster: str
+    kind: str
+    namespace: str | None = None
+    name: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    reason: str
+    size: int | None = None
+
+
+register("RemoteObjectInvalid", RemoteObjectInvalid)
+
+
+class ClusterEventObserved(Payload):
+    """A scheduling Event of a live cluster (``Scheduled``, ``FailedScheduling``, ``Preempted``,
+    from events.k8s.io/v1 or core/v1), recorded by ``attach`` once per (Event, count): the
+    cluster's own words and times (``first_time``/``last_time``, RFC 3339, as the cluster gave
+    them; the event's effective time is ``last_time``). Not folded into the state."""
+
+    cluster: str
+    kind: str  # of the object the Event is about (regarding / involvedObject)
+    object: str  # namespace/name (name for a cluster-scoped object)
+    uid: str = ""
+    event: str  # the Event's namespace/name
+    type: str = ""  # Normal | Warning
+    reason: str
+    message: str = ""
+    count: int = 1
+    first_time: str = ""
+    last_time: str = ""
+    reporting_controller: str = ""
+    reporting_instance: str = ""
+
+
+register("ClusterEventObserved", ClusterEventObserved)
+
+
 class PodBindingSent(Payload):
     """``attach --mode schedule`` sent podledger's decision (the PodBound at ``decision_position``)
     to the cluster through the pods/binding subresource: the outcome of that one call."""
@@ -471,7 +514,7 @@ class PodBindingSent(Payload):
     cluster: str
     decision_position: int
     attempt: int
-    outcome: str  # "bound" | "failed"
+    outcome: str  # "bound" | "gone" (404: the pod was deleted meanwhile) | "failed"
     code: int | None = None
     message: str = ""
 

@@ -389,10 +389,15 @@ class SchedulerConfig:
     # are attempted and refused as before); set: pods of other schedulers are never queued
     scheduler_name: str | None = None
     controller_emulation: bool = True  # re-create preempted pods that have a controller
+    also_serves: tuple[str, ...] = ()  # more profile names served (SchedulerConfig additionalSchedulerNames)
 
     @property
     def profile(self) -> str:
         return self.scheduler_name or DEFAULT_SCHEDULER
+
+    def serves(self, scheduler_name: str) -> bool:
+        """Whether pods naming ``scheduler_name`` are this scheduler's."""
+        return scheduler_name == self.profile or scheduler_name in self.also_serves
 
     def gate(self, name: str) -> bool:
         return bool(self.feature_gates.get(name, GATE_DEFAULTS.get(name, True)))

@@ -215,9 +215,10 @@ class Scheduler(Reading):
             self.queue.cluster_changed()
 
     def set_config(self, config: SchedulerConfig) -> None:
-        profile_changed = (config.profile, config.scheduler_name) != (
+        profile_changed = (config.profile, config.scheduler_name, config.also_serves) != (
             self.config.profile,
             self.config.scheduler_name,
+            self.config.also_serves,
         )
         self.config = config
         self.state.config = config
@@ -279,7 +280,7 @@ class Scheduler(Reading):
         st = self.state
         cfg = self.config
         key = pod.key
-        if pod.scheduler_name != cfg.profile and (cfg.scheduler_name or not st.is_member(pod)):
+        if not cfg.serves(pod.scheduler_name) and (cfg.scheduler_name or not st.is_member(pod)):
             self._remove_from_entity(key, now)
             return  # another scheduler's pod
         ekey = st.entity_of(pod)

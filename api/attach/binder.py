@@ -3,7 +3,7 @@
 Every ``PodBound`` decision of podledger's own worker (a ``cycle`` in its meta) that is still the
 pod's current placement in the ledger, for a pod whose ``schedulerName`` is podledger's profile
 name, is sent to the cluster through the pods/binding subresource. Each call's outcome is one
-``PodBindingSent`` event (``bound`` or ``failed`` with the HTTP code and message); a failed call
+``PodBindingSent`` event (``bound``, ``gone`` for a 404 or ``failed``, with the HTTP code and message); a failed call
 is retried with exponential backoff, at most 5 times per process (a restart tries
 again). A 409 whose pod already sits on the decided node (a call whose answer was lost before a
 crash) counts as bound. The cluster's watch then shows the pod on that node, and the mirror,
@@ -48,7 +48,7 @@ WHERE e.type = 'PodBound' AND e.meta ? 'cycle'
               AND (s.data->>'decision_position')::bigint = p.position))
   AND NOT EXISTS (
       SELECT 1 FROM events s
-      WHERE s.type = 'PodBindingSent' AND s.data->>'outcome' = 'bound'
+      WHERE s.type = 'PodBindingSent' AND s.data->>'outcome' IN ('bound', 'gone')
         AND (s.data->>'decision_position')::bigint = e.position)
 ORDER BY e.position
 LIMIT 200
@@ -99,8 +99,8 @@ class Binder:
             calls += 1
             outcome, code, message = self._send(pod, node)
             self._record(position, pod, node, tries + 1, outcome, code, message)
-            if outcome == "bound":
-                self.sent += 1
+            if outcome in ("bound", "gone"):  # gone: the pod was deleted meanwhile, nothing to retry
+                self.sent += outcome == "bound"
                 self.binds.done(position)
             else:
                 self.failed += 1
@@ -171,6 +171,8 @@ class Binder:
         except RemoteError as exc:
             if exc.status == 409 and self._already_on(ns, name, node):
                 return "bound", 409, str(exc)[:500]
+            if exc.status == 404:  # the pod was deleted meanwhile: as an eviction calls it
+                return "gone", 404, str(exc)[:500]
             return "failed", exc.status, str(exc)[:500]
 
     def _already_on(self, ns: str, name: str, node: str) -> bool:

@@ -42,6 +42,8 @@ WATCHED: tuple[Watched, ...] = (
     Watched("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
     Watched("Node", "", "v1", "nodes", False),
     Watched("ElasticQuota", "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", True),
+    Watched("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", True),
+    Watched("Job", "batch", "v1", "jobs", True),
     Watched("Workload", "scheduling.k8s.io", "v1beta1", "workloads", True),
     Watched("PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", True),
     Watched("CompositePodGroup", "scheduling.k8s.io", "v1alpha3", "compositepodgroups", True),
@@ -49,6 +51,13 @@ WATCHED: tuple[Watched, ...] = (
     Watched("Pod", "", "v1", "pods", True),
 )
 BY_KIND = {w.kind: w for w in WATCHED}
+
+# the cluster's Events, read (polled) for its scheduler's verdicts: events.k8s.io/v1, else core/v1
+EVENTS = (
+    Watched("Event", "events.k8s.io", "v1", "events", True),
+    Watched("Event", "", "v1", "events", True),
+)
+SCHEDULING_REASONS = frozenset({"Scheduled", "FailedScheduling", "Preempted"})
 
 
 def to_manifest(w: Watched, obj: dict[str, Any]) -> dict[str, Any]:
@@ -82,17 +91,25 @@ def node_name(obj: dict[str, Any]) -> str | None:
     return (obj.get("spec") or {}).get("nodeName") or None
 
 
+def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
 def key_of(w: Watched, obj: dict[str, Any]) -> tuple[str, str, str]:
-    meta = obj.get("metadata") or {}
-    return (w.kind, (meta.get("namespace") or "default") if w.namespaced else "", meta.get("name") or "")
+    meta = _metadata(obj)
+    ns = str(meta.get("namespace") or "default") if w.namespaced else ""
+    return (w.kind, ns, str(meta.get("name") or ""))
 
 
 def resource_version(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(_metadata(obj).get("resourceVersion") or "")
 
 
 def rv_number(rv: str | None) -> int | None:
-    """A resourceVersion as a number (etcd revisions, podledger's log positions), else None."""
-    if rv is None or not rv.isdigit():
+    """A resourceVersion as a number (etcd revisions, podledger's log positions: int64), else
+    None (also for digits past int64: attach cannot resume a watch from it)."""
+    if rv is None or not rv.isascii() or not rv.isdigit() or len(rv) > 19:
         return None
-    return int(rv)
+    n = int(rv)
+    return n if n < 1 << 63 else None

@@ -27,6 +27,12 @@ class Metrics:
             "podledger_attach_reconnects", "Watches re-opened after an error", ["kind"], registry=r
         )
         self.relists = Counter("podledger_attach_relists", "Lists after 410 Gone", ["kind"], registry=r)
+        self.auth_failures = Counter(
+            "podledger_attach_auth_failures",
+            "Requests the cluster refused (401 Unauthorized, 403 Forbidden), by status",
+            ["status"],
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "podledger_attach_queue_depth", "Changes read but not yet written", registry=r
         )

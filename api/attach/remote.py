@@ -7,16 +7,35 @@ the scheduling.k8s.io kinds), and a mirror must copy objects exactly.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from urllib3.exceptions import HTTPError
+
 from api.attach.kinds import Watched
+
+# Bounds on what one answer of the server may cost (issue 37): a page's body, a watch line (one
+# event: an object is at most ~1.5 MiB in etcd), the objects of one list. Past them the page is
+# asked again smaller, the line is skipped (reported INVALID), the list is abandoned and retried.
+MAX_BODY_BYTES = 32 << 20
+MAX_LINE_BYTES = 4 << 20
+MAX_LIST_OBJECTS = 200_000
+PAGE_SIZE = 250
+INVALID = "INVALID"  # a watch "event" type of our own: a line attach could not use
+OPENED = "OPENED"  # a watch "event" type of our own: the server accepted the watch
 
 
 class Gone(Exception):
     """410 Gone: the resourceVersion is older than the server keeps; list again."""
+
+
+class TooLarge(Exception):
+    """An answer over one of the bounds above."""
 
 
 class RemoteError(Exception):
@@ -31,6 +50,7 @@ class RemoteError(Exception):
 class Listed:
     items: list[dict[str, Any]]
     resource_version: str
+    whole: bool = True  # the list's only page (no continue before or after it)
 
 
 def load_client(kubeconfig: str, context: str | None = None) -> Any:
@@ -56,9 +76,37 @@ def cluster_name(kubeconfig: str, context: str | None = None) -> str:
 
 
 class Remote:
-    def __init__(self, api_client: Any, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        request_timeout: float = 30.0,
+        *,
+        page_size: int = PAGE_SIZE,
+        max_body: int = MAX_BODY_BYTES,
+        max_line: int = MAX_LINE_BYTES,
+        max_list_objects: int = MAX_LIST_OBJECTS,
+    ) -> None:
         self.api = api_client
         self.request_timeout = request_timeout
+        self.page_size = page_size
+        self.max_body = max_body
+        self.max_line = max_line
+        self.max_list_objects = max_list_objects
+        self._main_calls = 0
+
+    @property
+    def waiting(self) -> bool:
+        """The main thread is in a call to the cluster (a signal handler may abandon it)."""
+        return self._main_calls > 0
+
+    @contextmanager
+    def _call_scope(self) -> Iterator[None]:
+        main = threading.current_thread() is threading.main_thread()
+        self._main_calls += main
+        try:
+            yield
+        finally:
+            self._main_calls -= main
 
     def _call(
         self,
@@ -72,7 +120,6 @@ class Remote:
         """The urllib3 response of one request (not read yet); Gone on 410, RemoteError on any
         other error status or a connection that fails."""
         from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
 
         try:
             params = self.api.param_serialize(
@@ -102,48 +149,90 @@ class Remote:
         return raw
 
     def get_json(self, path: str, query: list[tuple[str, Any]] | None = None) -> dict[str, Any]:
+        """The JSON object of a GET; TooLarge past ``max_body`` bytes (read no further),
+        RemoteError when the body is not a JSON object."""
+        with self._call_scope():
+            return self._get_json(path, query)
+
+    def _get_json(self, path: str, query: list[tuple[str, Any]] | None) -> dict[str, Any]:
         resp = self._call("GET", path, query or [])
         try:
-            return json.loads(resp.data)  # type: ignore[no-any-return]
+            body = _read_bounded(resp, self.max_body)
+            doc = json.loads(body)
+        except (OSError, HTTPError) as exc:
+            raise RemoteError(f"GET {path}: {type(exc).__name__}: {exc}") from None
+        except ValueError as exc:
+            raise RemoteError(f"GET {path}: the answer is not JSON: {exc}") from None
         finally:
             resp.release_conn()
+            resp.close()
+        if not isinstance(doc, dict):
+            raise RemoteError(f"GET {path}: the answer is not a JSON object")
+        return doc
 
     def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        resp = self._call("POST", path, [], body=body)
-        try:
-            return json.loads(resp.data) if resp.data else {}
-        finally:
-            resp.release_conn()
+        with self._call_scope():
+            resp = self._call("POST", path, [], body=body)
+            try:
+                return json.loads(resp.data) if resp.data else {}
+            finally:
+                resp.release_conn()
 
     def patch_json(
         self, path: str, body: dict[str, Any], content_type: str = "application/strategic-merge-patch+json"
     ) -> dict[str, Any]:
-        resp = self._call("PATCH", path, [], body=body, content_type=content_type)
-        try:
-            return json.loads(resp.data) if resp.data else {}
-        finally:
-            resp.release_conn()
+        with self._call_scope():
+            resp = self._call("PATCH", path, [], body=body, content_type=content_type)
+            try:
+                return json.loads(resp.data) if resp.data else {}
+            finally:
+                resp.release_conn()
 
-    def list(self, w: Watched, namespace: str | None, page: int = 500) -> Listed:
-        """Every object of ``w`` (in ``namespace``), paging with limit/continue."""
-        items: list[dict[str, Any]] = []
+    def list_pages(
+        self, w: Watched, namespace: str | None, stop: Callable[[], bool] | None = None
+    ) -> Iterator[Listed]:
+        """Every object of ``w`` (in ``namespace``), one page at a time (limit/continue; each
+        ``Listed`` carries the list's resourceVersion). A page over ``max_body`` is asked again
+        with a quarter of the limit (down to 1); a list past ``max_list_objects`` objects or
+        ``max_list_objects / limit + 2`` pages (a server that keeps answering ``continue``)
+        raises TooLarge; ``stop()`` true ends it between pages."""
         cont: str | None = None
         rv = ""
+        limit = self.page_size
+        objects = pages = 0
         while True:
-            query: list[tuple[str, Any]] = [("limit", page)]
+            if stop is not None and stop():
+                return
+            query: list[tuple[str, Any]] = [("limit", limit)]
             if cont:
                 query.append(("continue", cont))
-            doc = self.get_json(w.path(namespace), query)
-            meta = doc.get("metadata") or {}
+            try:
+                doc = self.get_json(w.path(namespace), query)
+            except TooLarge:
+                if limit == 1:
+                    raise
+                limit = max(1, limit // 4)
+                continue
+            pages += 1
+            meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
             rv = rv or str(meta.get("resourceVersion") or "")
-            for item in doc.get("items") or []:
+            raw = doc.get("items")
+            items = [i for i in raw if isinstance(i, dict)] if isinstance(raw, list) else []
+            for item in items:
                 # list items carry no apiVersion/kind upstream
                 item.setdefault("apiVersion", f"{w.group}/{w.version}" if w.group else w.version)
                 item.setdefault("kind", w.kind)
-                items.append(item)
-            cont = meta.get("continue") or None
+            objects += len(items)
+            if objects > self.max_list_objects or pages > self.max_list_objects // limit + 2:
+                raise TooLarge(
+                    f"list {w.plural}: the server kept paging past {objects} objects in {pages} pages "
+                    f"(at most {self.max_list_objects} objects)"
+                )
+            whole = pages == 1 and not meta.get("continue")
+            cont = str(meta.get("continue") or "") or None
+            yield Listed(items, rv, whole)
             if not cont:
-                return Listed(items, rv)
+                return
 
     def watch(
         self, w: Watched, namespace: str | None, resource_version: str, timeout_seconds: int = 300
@@ -158,13 +247,34 @@ class Remote:
             ("timeoutSeconds", timeout_seconds),
         ]
         # the read timeout is what notices a server that went silent: bookmarks keep a live watch busy
-        from urllib3.exceptions import HTTPError
-
         resp = self._call("GET", w.path(namespace), query, timeout=(10.0, self.request_timeout))
         try:
-            for line in _lines(resp):
-                ev = json.loads(line)
-                typ, obj = ev.get("type"), ev.get("object") or {}
+            yield OPENED, {}
+            for line in _lines(resp, self.max_line):
+                if isinstance(line, int):
+                    reason = f"a watch line of {line} bytes, over the {self.max_line}-byte line limit"
+                    yield INVALID, {"reason": reason, "size": line}
+                    continue
+                try:
+                    ev = json.loads(line)
+                except ValueError as exc:
+                    yield (
+                        INVALID,
+                        {
+                            "reason": f"a watch line that is not JSON: {exc}",
+                            "size": len(line),
+                            "digest": _digest(line),
+                        },
+                    )
+                    continue
+                typ = ev.get("type") if isinstance(ev, dict) else None
+                obj = ev.get("object") if isinstance(ev, dict) else None
+                if typ not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR") or not isinstance(
+                    obj, dict
+                ):
+                    reason = "a watch line that is not a watch event"
+                    yield INVALID, {"reason": reason, "size": len(line), "digest": _digest(line)}
+                    continue
                 if typ == "ERROR":
                     if obj.get("code") == 410:
                         raise Gone(obj.get("message") or "Gone")
@@ -206,16 +316,59 @@ def _message(body: Any) -> str:
         return ""
 
 
-def _lines(resp: Any) -> Iterator[str]:
-    buf = b""
-    for chunk in resp.stream(amt=None, decode_content=False):
-        buf += chunk
+def _digest(line: bytes) -> str:
+    return hashlib.sha256(line).hexdigest()[:16]
+
+
+def _pieces(resp: Any, decode: bool) -> Iterator[bytes]:
+    """The body as it arrives, at most 64 KiB a piece (``read1``: what the socket has, chunked
+    or not; ``stream`` would wait for 64 KiB, or read a whole chunk however large)."""
+    while True:
+        data = resp.read1(1 << 16, decode_content=decode)
+        if not data:
+            return
+        yield data
+
+
+def _read_bounded(resp: Any, limit: int) -> bytes:
+    """The whole body of ``resp``, or TooLarge as soon as it passes ``limit`` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in _pieces(resp, decode=True):
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"an answer of over {limit} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _lines(resp: Any, limit: int) -> Iterator[bytes | int]:
+    """The non-empty lines of a streamed body; a line longer than ``limit`` is not kept: its
+    bytes are dropped as they come and its length (an int) is yielded in its place."""
+    buf = bytearray()
+    skipping = 0  # bytes dropped of an over-long line, 0 when not in one
+    for chunk in _pieces(resp, decode=False):
+        start = 0
         while True:
-            i = buf.find(b"\n")
+            i = chunk.find(b"\n", start)
+            part = chunk[start:] if i < 0 else chunk[start:i]
+            if skipping:
+                skipping += len(part)
+            elif len(buf) + len(part) > limit:
+                skipping = len(buf) + len(part)
+                buf.clear()
+            else:
+                buf += part
             if i < 0:
                 break
-            line, buf = buf[:i], buf[i + 1 :]
-            if line.strip():
-                yield line.decode("utf-8")
-    if buf.strip():
-        yield buf.decode("utf-8")
+            if skipping:
+                yield skipping
+                skipping = 0
+            elif buf.strip():
+                yield bytes(buf)
+            buf.clear()
+            start = i + 1
+    if skipping:
+        yield skipping
+    elif buf.strip():
+        yield bytes(buf)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import random
 import signal
 import sys
 import threading
@@ -36,9 +37,10 @@ from psycopg_pool import PoolTimeout
 
 from api.attach import mirror as M
 from api.attach import profile as P
+from api.attach import remote as R
 from api.attach.binder import Binder
 from api.attach.conditions import ConditionWriter
-from api.attach.kinds import WATCHED, Watched, resource_version, rv_number
+from api.attach.kinds import EVENTS, WATCHED, Watched, key_of, resource_version, rv_number
 from api.attach.metrics import Metrics
 from api.attach.remote import Gone, Remote, RemoteError
 from ledger.database import Database
@@ -54,14 +56,22 @@ def json_line(**fields: Any) -> None:
     sys.stderr.flush()
 
 
+class Interrupted(BaseException):
+    """SIGTERM/SIGINT while the main thread waits on the cluster: the call is abandoned."""
+
+
+Key = tuple[str, str, str]
+
+
 @dataclass
 class Item:
     w: Watched
     scope: str | None
-    kind: str  # ADDED / MODIFIED / DELETED / LIST / BOOKMARK
+    kind: str  # ADDED / MODIFIED / DELETED / BOOKMARK / PAGE / LISTED / OPENED / INVALID
     obj: dict[str, Any]
     received: float
-    listed: list[dict[str, Any]] | None = None
+    listed: list[dict[str, Any]] | None = None  # PAGE: the page's objects
+    keys: set[Key] | None = None  # LISTED: every object of the complete list
 
 
 @dataclass
@@ -72,6 +82,11 @@ class Stream:
     done_rv: str = ""  # the last resourceVersion written (or found unchanged)
     reconnects: int = 0
     relists: int = 0
+    need_list: bool = False
+    synced: bool = False  # listed (or its watch resumed) in this term
+    # set once this stream's first list was recorded (or failed): the next stream lists after
+    # it, so references are mirrored before the objects naming them
+    ready: threading.Event = field(default_factory=threading.Event)
 
     @property
     def name(self) -> str:
@@ -90,6 +105,11 @@ class Attach:
     queue_size: int = 1000
     progress_every: float = 10.0
     backoff_max: float = 30.0
+    backoff_base: float = 0.2
+    seed: int | None = None  # of the backoff jitter (tests); None: from the system
+    # 401/403 answers in a row on one stream before attach gives up and exits non-zero (0: never)
+    auth_failures: int = 10
+    events_every: float = 5.0  # seconds between two reads of the cluster's Events (0: never)
     watch_timeout: int = 300
     standby_poll: float = 0.5
     profile: str = "podledger"  # schedule mode: the schedulerName of the pods podledger schedules
@@ -110,13 +130,23 @@ class Attach:
             self.binder = Binder(self.db, self.remote, self.cluster, profile=self.profile)
             self.conditions = ConditionWriter(self.db, self.remote, self.cluster, profile=self.profile)
         self._last_bind = 0.0
-        self.mirror = M.Mirror(self.db, self.cluster, self.remote.scheduled_by, shadow=self.mode == "shadow")
+        self.mirror = M.Mirror(
+            self.db,
+            self.cluster,
+            self.remote.scheduled_by,
+            shadow=self.mode == "shadow",
+            verdicts=self.mode == "mirror",
+        )
         self.q: queue.Queue[Item] = queue.Queue(maxsize=self.queue_size)
         self.streams: list[Stream] = []
         self.counts: dict[str, int] = {}
         self.deferred: list[tuple[Item, int]] = []
         self._last_progress = 0.0
         self._lag_seconds = 0.0  # how long the last change written had waited in the queue
+        self._rng = random.Random(self.seed)
+        self._synced_logged = False
+        self._auth_streak = False  # some stream is being refused (logged once per streak)
+        self.exit_code = 0
 
     # -- leadership (ledger/leader.py, as the worker) --------------------------------------------------
 
@@ -126,30 +156,41 @@ class Attach:
             self.counts[o] = self.counts.get(o, 0) + 1
             self.metrics.changes.labels(w.kind, o).inc()
 
-    def _record(self, item: Item, *, defer: bool = True) -> M.Change:
-        change = self.mirror.apply(item.w, item.scope, item.kind, item.obj, defer=defer)
+    def _record(self, item: Item, *, defer: bool = True, listed: bool = False) -> M.Change:
+        try:
+            if not isinstance(item.obj.get("metadata"), dict):
+                raise ValueError("the object has no metadata")
+            change = self.mirror.apply(item.w, item.scope, item.kind, item.obj, defer=defer, listed=listed)
+        except (psycopg.Error, PoolTimeout):
+            raise  # the database: the term ends, the next one resumes from the ledger
+        except Exception as exc:  # anything about the object itself: recorded as invalid, skipped
+            change = self.mirror.invalid(item.w, item.scope, item.obj, f"{type(exc).__name__}: {exc}")
         self._count(item.w, change.outcomes)
         if M.INVALID in change.outcomes or M.REJECTED in change.outcomes:
             json_line(
                 event=change.outcomes[-1],
                 attach=self.name,
                 kind=item.w.kind,
-                object=(item.obj.get("metadata") or {}).get("name"),
+                object="/".join(key_of(item.w, item.obj)[1:]).strip("/"),
                 detail=change.detail[:500],
             )
         return change
 
-    def sync_list(self, st: Stream, items: list[dict[str, Any]], rv: str) -> None:
-        """Record a complete list: stale objects deleted first (their events carry no
-        resourceVersion, so the cursor does not move past items not yet recorded), then every
-        item, oldest change first."""
-        for stale in self.mirror.stale(st.w, st.scope, items):
-            self._count(st.w, self.mirror.apply(st.w, st.scope, "DELETED", stale).outcomes)
+    def sync_page(self, st: Stream, items: list[dict[str, Any]], whole: bool = False) -> None:
+        """Record one page of a list, oldest change first (``whole``: the list's only page)."""
         for obj in M.by_resource_version(items):
-            change = self._record(Item(st.w, st.scope, "ADDED", obj, time.monotonic()))
+            item = Item(st.w, st.scope, "ADDED", obj, time.monotonic())
+            change = self._record(item, listed=not whole)
             if M.DEFERRED in change.outcomes:
-                self.deferred.append((Item(st.w, st.scope, "ADDED", obj, time.monotonic()), 0))
+                self.deferred.append((item, 0))
+
+    def sync_end(self, st: Stream, keys: set[Key], rv: str) -> None:
+        """A list is complete: the objects the ledger holds that it no longer has are deleted."""
+        for stale in self.mirror.stale(st.w, st.scope, keys):
+            self._count(st.w, self.mirror.apply(st.w, st.scope, "DELETED", stale, listed=True).outcomes)
         st.done_rv = st.seen_rv = rv
+        st.synced = True
+        st.ready.set()
         self._retry_deferred(final=True)
 
     def _retry_deferred(self, final: bool = False) -> None:
@@ -163,22 +204,42 @@ class Attach:
                 self.deferred.append((item, rounds + 1))
 
     def handle(self, item: Item) -> None:
+        if item.kind == "EVENTS":
+            self._count(item.w, self.mirror.record_events(item.listed or []))
+            return
         st = self._stream(item.w, item.scope)
-        if item.kind == "LIST":
+        if item.kind == "PAGE":
+            self.sync_page(st, item.listed or [], bool(item.obj.get("whole")))
+        elif item.kind == "LISTED":
             st.relists += 1
             self.metrics.relists.labels(item.w.kind).inc()
-            self.sync_list(st, item.listed or [], resource_version(item.obj))
+            self.sync_end(st, item.keys or set(), resource_version(item.obj))
+        elif item.kind == "OPENED":
+            st.synced = True
+            st.ready.set()
+        elif item.kind == "INVALID":
+            o = item.obj
+            change = self.mirror.invalid(
+                item.w, item.scope, None, str(o.get("reason")), o.get("size"), str(o.get("digest") or "")
+            )
+            self._count(item.w, change.outcomes)
+            json_line(event=M.INVALID, attach=self.name, kind=item.w.kind, detail=change.detail[:500])
         elif item.kind == "BOOKMARK":
-            st.done_rv = resource_version(item.obj) or st.done_rv
+            st.done_rv = _usable_rv(resource_version(item.obj)) or st.done_rv
         else:
             change = self._record(item)
             if M.DEFERRED in change.outcomes:
                 self.deferred.append((item, 0))
             elif self.deferred and any(o in (M.CREATED, M.UPDATED) for o in change.outcomes):
                 self._retry_deferred()
-            st.done_rv = change.rv or st.done_rv
+            st.done_rv = _usable_rv(change.rv) or st.done_rv
         self._lag_seconds = time.monotonic() - item.received
         self.metrics.lag_seconds.set(self._lag_seconds)
+        if not self._synced_logged and all(s.synced for s in self.streams):
+            self._synced_logged = True
+            json_line(
+                event="synced", attach=self.name, mode=self.mode, streams=len(self.streams), **self.counts
+            )
 
     def _stream(self, w: Watched, scope: str | None) -> Stream:
         for st in self.streams:
@@ -197,76 +258,178 @@ class Attach:
                 continue
         return False
 
-    def _watch(self, st: Stream, term: threading.Event) -> None:
-        backoff = 0.2
-        need_list = False
-        while not self.stop_event.is_set() and not term.is_set():
+    def _refused(self, exc: Exception, st: Stream, tries: int) -> bool:
+        """A 401/403: one clear line per streak, a metric, and after ``auth_failures`` refusals in
+        a row on a stream, stop with a non-zero exit. True if ``exc`` was one."""
+        if not (isinstance(exc, RemoteError) and exc.status in (401, 403)):
+            return False
+        self.metrics.auth_failures.labels(str(exc.status)).inc()
+        if not self._auth_streak:
+            self._auth_streak = True
+            json_line(
+                event="unauthorized",
+                attach=self.name,
+                status=exc.status,
+                error=str(exc)[:300],
+                hint="the cluster refused attach's credentials: an expired token (`kubectl create token` "
+                "lasts 1 h by default; a projected service-account token is re-read when it rotates) "
+                "or missing RBAC; retrying with backoff",
+            )
+        if self.auth_failures and tries + 1 >= self.auth_failures:
+            json_line(
+                event="giving-up",
+                attach=self.name,
+                stream=st.name,
+                status=exc.status,
+                failures=tries + 1,
+                error=str(exc)[:300],
+            )
+            self.exit_code = 3
+            self.stop_event.set()
+        return True
+
+    def _backoff(self, tries: int) -> float:
+        """Exponential backoff with full jitter: uniform in [0, min(max, base * 2^tries)]."""
+        return self._rng.uniform(0, min(self.backoff_max, self.backoff_base * (2 ** min(tries, 30))))
+
+    def _list(self, st: Stream, stopped: Any) -> bool:
+        """List ``st`` page by page onto the queue, then LISTED with the keys of every object;
+        False when stopped. Memory: one page, and the keys."""
+        keys: set[Key] = set()
+        rv = ""
+        for page in self.remote.list_pages(st.w, st.scope, stop=stopped):
+            rv = page.resource_version
+            self._auth_streak = False
+            keys.update(key_of(st.w, o) for o in page.items if isinstance(o.get("metadata"), dict))
+            # the only page of a list is recorded oldest change first: its resourceVersions may
+            # be a resume point; a page of several is not (marked listed, see mirror._meta)
+            marker = {"whole": page.whole}
+            if not self._put(Item(st.w, st.scope, "PAGE", marker, time.monotonic(), listed=page.items)):
+                return False
+        if stopped():
+            return False
+        done = Item(
+            st.w, st.scope, "LISTED", {"metadata": {"resourceVersion": rv}}, time.monotonic(), keys=keys
+        )
+        if not self._put(done):
+            return False
+        st.seen_rv = rv
+        return True
+
+    def _watch(self, st: Stream, term: threading.Event, after: threading.Event | None) -> None:
+        def stopped() -> bool:
+            return self.stop_event.is_set() or term.is_set()
+
+        while after is not None and not after.wait(0.2):  # the stream before lists first
+            if stopped():
+                return
+        failures = 0  # consecutive: lists and watches that failed or ended in 410
+        while not stopped():
             try:
-                if need_list:
-                    listed = self.remote.list(st.w, st.scope)
-                    if not self._put(
-                        Item(
-                            st.w,
-                            st.scope,
-                            "LIST",
-                            {"metadata": {"resourceVersion": listed.resource_version}},
-                            time.monotonic(),
-                            listed.items,
-                        )
-                    ):
+                if st.need_list:
+                    if not self._list(st, stopped):
                         return
-                    st.seen_rv = listed.resource_version
-                    need_list = False
+                    st.need_list = False
                 for typ, obj in self.remote.watch(st.w, st.scope, st.seen_rv, self.watch_timeout):
-                    if self.stop_event.is_set() or term.is_set():
+                    if stopped():
                         return
-                    backoff = 0.2
+                    if typ not in (R.OPENED, R.INVALID):
+                        failures = 0
+                    self._auth_streak = False
                     if not self._put(Item(st.w, st.scope, typ, obj, time.monotonic())):
                         return
-                    st.seen_rv = resource_version(obj) or st.seen_rv
+                    if typ not in (R.OPENED, R.INVALID):
+                        st.seen_rv = _usable_rv(resource_version(obj)) or st.seen_rv
+                continue
             except Gone:
-                json_line(event="gone", attach=self.name, stream=st.name, resourceVersion=st.seen_rv)
-                need_list = True
-            except Exception as exc:  # RemoteError, or anything unexpected: a watch thread never dies
+                st.need_list = True
+                wait = self._backoff(failures)
+                json_line(
+                    event="gone",
+                    attach=self.name,
+                    stream=st.name,
+                    resourceVersion=st.seen_rv,
+                    backoff=round(wait, 3),
+                )
+            except Exception as exc:  # RemoteError, TooLarge, anything unexpected: a watch thread never dies
+                if st.need_list and isinstance(exc, RemoteError) and exc.status == 404 and not st.synced:
+                    # the cluster does not serve this kind (a CRD not installed): skip it
+                    json_line(event="unserved", attach=self.name, kind=st.w.kind, error=str(exc)[:200])
+                    st.synced = True
+                    st.ready.set()
+                    return
+                if st.need_list:
+                    st.ready.set()  # a list that fails does not hold the streams after it
+                if self._refused(exc, st, failures) and self.stop_event.is_set():
+                    return
                 st.reconnects += 1
                 self.metrics.reconnects.labels(st.w.kind).inc()
+                wait = self._backoff(failures)
                 json_line(
-                    event="reconnect", attach=self.name, stream=st.name, error=str(exc)[:300], backoff=backoff
+                    event="relist" if st.need_list else "reconnect",
+                    attach=self.name,
+                    stream=st.name,
+                    error=f"{type(exc).__name__}: {exc}"[:300],
+                    backoff=round(wait, 3),
                 )
-                if self.stop_event.wait(backoff):
-                    return
-                backoff = min(backoff * 2, self.backoff_max)
+            failures += 1
+            if self.stop_event.wait(wait) or term.is_set():
+                return
+
+    def _poll_events(self, term: threading.Event) -> None:
+        """Every ``events_every`` seconds, list the cluster's Events (events.k8s.io/v1; core/v1
+        when that is not served) onto the queue: the writer records the scheduling ones once
+        per (Event, count). Listing, not watching: what every API server serves."""
+
+        def stopped() -> bool:
+            return self.stop_event.is_set() or term.is_set()
+
+        apis = list(EVENTS)
+        failures = 0
+        while not stopped():
+            w = apis[0]
+            try:
+                for scope in self.scopes(w):
+                    for page in self.remote.list_pages(w, scope, stop=stopped):
+                        if not self._put(Item(w, scope, "EVENTS", {}, time.monotonic(), listed=page.items)):
+                            return
+                failures = 0
+                wait = self.events_every
+            except Exception as exc:
+                if isinstance(exc, RemoteError) and exc.status == 404 and len(apis) > 1:
+                    apis.pop(0)  # events.k8s.io not served: core/v1
+                    continue
+                self._refused(exc, Stream(w, None), failures)
+                wait = self._backoff(failures)
+                failures += 1
+                json_line(event="events-error", attach=self.name, error=f"{type(exc).__name__}: {exc}"[:300])
+            if self.stop_event.wait(wait) or term.is_set():
+                return
 
     # -- a term as leader -----------------------------------------------------------------------
     def scopes(self, w: Watched) -> list[str | None]:
         return list(self.namespaces) if w.namespaced and self.namespaces else [None]
 
     def start(self) -> None:
-        """Resume or list every stream, in WATCHED order (references before referrers); in
-        schedule mode, first make the ledger's SchedulerConfig serve the profile (profile.py)."""
+        """Per watched (kind, scope): resume the watch from the ledger's cursor, or list (in
+        WATCHED order, references before referrers, each stream's thread after the one before);
+        in schedule mode, first make the ledger's SchedulerConfig serve the profile (profile.py).
+        ``synced`` is logged once every stream has listed or resumed its watch."""
         self.streams = []
-        if self.mode == "schedule":
-            line = P.configure(self.db, self.cluster, self.profile)
+        self._synced_logged = False
+        if self.mode in ("schedule", "shadow"):
+            line = P.configure(self.db, self.cluster, self.profile, shadow=self.mode == "shadow")
             json_line(event="config", attach=self.name, schedulerName=self.profile, result=line)
         for w in WATCHED:
             for scope in self.scopes(w):
                 st = Stream(w, scope)
                 cursor = self.mirror.cursor(w, scope)
                 if cursor is None:
-                    try:
-                        listed = self.remote.list(w, scope)
-                    except RemoteError as exc:
-                        if exc.status != 404:
-                            raise
-                        # the cluster does not serve this kind (a CRD not installed): skip it
-                        json_line(event="unserved", attach=self.name, kind=w.kind, error=str(exc)[:200])
-                        continue
-                    self.sync_list(st, listed.items, listed.resource_version)
+                    st.need_list = True
                 else:
                     st.seen_rv = st.done_rv = cursor
+                    st.ready.set()
                 self.streams.append(st)
-        self._retry_deferred(final=True)
-        json_line(event="synced", attach=self.name, mode=self.mode, streams=len(self.streams), **self.counts)
 
     def lag_rv(self) -> int:
         lag = 0
@@ -307,9 +470,18 @@ class Attach:
         self.start()
         term = threading.Event()
         threads = [
-            threading.Thread(target=self._watch, args=(st, term), name=f"watch-{st.name}", daemon=True)
-            for st in self.streams
+            threading.Thread(
+                target=self._watch,
+                args=(st, term, self.streams[i - 1].ready if i else None),
+                name=f"watch-{st.name}",
+                daemon=True,
+            )
+            for i, st in enumerate(self.streams)
         ]
+        if self.events_every > 0:
+            threads.append(
+                threading.Thread(target=self._poll_events, args=(term,), name="events", daemon=True)
+            )
         for t in threads:
             t.start()
         try:
@@ -326,7 +498,7 @@ class Attach:
                 try:
                     item = self.q.get(timeout=0.5)
                 except queue.Empty:
-                    if self.deferred:
+                    if self.deferred and all(st.synced for st in self.streams):
                         self._retry_deferred(final=True)
                     self._lag_seconds = 0.0
                     self.metrics.lag_seconds.set(0.0)
@@ -341,6 +513,8 @@ class Attach:
         def on_signal(signum: int, _frame: Any) -> None:
             json_line(event="stopping", attach=self.name, signal=signum)
             self.stop_event.set()
+            if self.remote.waiting:  # the main thread is in a call to the cluster: abandon it
+                raise Interrupted()
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
@@ -365,6 +539,13 @@ class Attach:
 
         try:
             self._loop.run(term, errors=(Exception,), on_error=on_error, after=after)
+        except Interrupted:
+            pass
         finally:
-            json_line(event="stopped", attach=self.name, **self.counts)
-        return 0
+            json_line(event="stopped", attach=self.name, exit=self.exit_code, **self.counts)
+        return self.exit_code
+
+
+def _usable_rv(rv: str) -> str:
+    """``rv`` if a watch can resume from it (not digits past int64: a broken or hostile server)."""
+    return "" if rv.isdigit() and rv_number(rv) is None else rv

@@ -78,6 +78,19 @@ def _summary(e: StoredEvent | dict[str, Any]) -> str:
         "PodGroupRetried": lambda: _retried(d),
         "PodRetried": lambda: _retried(d),
         "PodGroupRequeued": lambda: f"requeued to {d.get('queue')} (attempt {d.get('attempts')})",
+        "PodBindingObserved": lambda: f"the cluster's {d.get('scheduler')} bound it to {d.get('node')}",
+        "PodBindingSent": lambda: (
+            f"binding to {d.get('node')} sent to the cluster: {d.get('outcome')}"
+            + (f" ({d['code']})" if d.get("code") else "")
+        ),
+        "PodEvictionSent": lambda: (
+            f"eviction sent to the cluster: {d.get('outcome')}" + (f" ({d['code']})" if d.get("code") else "")
+        ),
+        "ClusterEventObserved": lambda: (
+            f"cluster Event {d.get('type')} {d.get('reason')}"
+            + (f" (x{d['count']})" if (d.get("count") or 1) > 1 else "")
+            + f": {d.get('message')}"
+        ),
         "PodRequeued": lambda: f"requeued to {d.get('queue')} (attempt {d.get('attempts')})",
     }.get(t, lambda: "")()
 
@@ -90,7 +103,14 @@ def history(db: Database, kind: str, namespace: str, name: str) -> list[dict[str
     info = get_kind(kind)
     ns = (namespace or "default") if info.namespaced else ""
     key = f"{ns}/{name}" if ns else name
-    streams = [f"{kind.lower()}/{key}", f"sched/{kind.lower()}/{key}"]
+    # and what attach observed of it in a live cluster (its bindings, the cluster's Events)
+    streams = [
+        f"{kind.lower()}/{key}",
+        f"sched/{kind.lower()}/{key}",
+        f"attach/{kind.lower()}/{key}",
+        f"attach/event/{kind.lower()}/{key}",
+        *([f"attach/binding/{key}", f"attach/eviction/{key}"] if kind == "Pod" else []),
+    ]
     with db.snapshot() as conn:  # one pooled connection and one snapshot for every read
         rows = log_q.object_history(conn, kind, key, name, streams)
         if kind in ("PodGroup", "CompositePodGroup"):

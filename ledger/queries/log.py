@@ -249,12 +249,16 @@ def last_event_of(conn: Conn, stream: str) -> tuple[dict[str, Any], dict[str, An
 
 
 def attach_cursor(conn: Conn, cluster: str, kind: str, scope: str) -> int | None:
-    """The highest remote resourceVersion ``attach`` recorded for (cluster, kind, scope)."""
+    """The highest remote resourceVersion ``attach`` recorded from a watch for (cluster, kind,
+    scope) (a list's items are marked ``listed``: a list stopped half-way is no resume point)."""
     value = scalar(
         conn,
-        "SELECT max((meta->'attach'->>'rv')::bigint) FROM events "
+        "SELECT max((meta->'attach'->>'rv')::numeric) FROM events "
         "WHERE meta ? 'attach' AND meta->'attach'->>'cluster' = %s "
-        "AND meta->'attach'->>'kind' = %s AND meta->'attach'->>'scope' = %s",
+        "AND meta->'attach'->>'kind' = %s AND meta->'attach'->>'scope' = %s "
+        "AND NOT (meta->'attach' ? 'listed') "
+        # a resourceVersion past int64 (a broken or hostile server) is no resume point
+        "AND (meta->'attach'->>'rv')::numeric < 9223372036854775808",
         (cluster, kind, scope),
     )
     return None if value is None else int(value)

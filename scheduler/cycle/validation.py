@@ -104,6 +104,6 @@ def validate(
                 % (ppol, q(p.name), first.preemption_policy or PREEMPT_LOWER, q(first.name)),
                 VALIDATION,
             )
-    if first.scheduler_name != state.config.profile:
+    if not state.config.serves(first.scheduler_name):
         return error(MSG_PROFILE % q(first.scheduler_name), VALIDATION)
     return SUCCESS

@@ -368,6 +368,7 @@ def config_from(obj: Mapping[str, Any] | None) -> m.SchedulerConfig:
         feature_gates=gates,
         scheduler_name=spec.get("schedulerName") or None,
         controller_emulation=bool(spec.get("controllerEmulation", True)),
+        also_serves=tuple(spec.get("additionalSchedulerNames") or ()),
     )
 
 
@@ -378,6 +379,7 @@ _HASH_DEFAULTS = {
     "percentage_of_placements_to_score": 0,
     "scheduler_name": None,
     "controller_emulation": True,
+    "also_serves": (),
 }
 
 

@@ -7,12 +7,15 @@ cluster refuses is recorded and retried."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
 from tests.attach.conftest import Cluster, Ledger, needs_kubectl, start_cluster, stop_cluster
+from tests.k8s.conftest import PODLEDGER
 from tests.reliability.conftest import wait_until
 
 pytestmark = needs_kubectl
@@ -125,6 +128,15 @@ def test_schedule_binds_the_gang_through_the_binding_subresource(
         lambda: _condition(unscheduled, "team-a", "llm-pretrain") is not None, 60, "the condition patched"
     )
     assert _condition(unscheduled, "team-a", "llm-pretrain") == ("True", "Scheduled")
+    # history shows what was sent to the cluster beside the decision (issue 33)
+    out = subprocess.run(
+        [PODLEDGER, "history", "pod", f"team-a/{GANG[0]}"],
+        env=dict(os.environ, PODLEDGER_DATABASE_URL=ledger.url),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"binding to {mine[f'team-a/{GANG[0]}']} sent to the cluster: bound" in out
     proc.stop()
 
 

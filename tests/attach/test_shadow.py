@@ -144,3 +144,79 @@ def test_shadow_reports_where_podledger_and_the_cluster_differ(unscheduled: Clus
     ).stdout
     assert "0 of 1 pod(s) differ" in out and f"cluster {chosen[PODS[0]]}" in out
     proc.stop()
+
+
+COMPOSITE = ("team-b", "pipeline-1")
+LEAF_PODS = ["pipeline-1-prefill-0", "pipeline-1-prefill-1", "pipeline-1-decode-0", "pipeline-1-decode-1"]
+
+
+def test_shadow_counts_a_composites_leaf_pods_and_decides_pods_naming_podledger(
+    unscheduled: Cluster, ledger: Ledger
+) -> None:
+    """Issue 33 item 3: the cluster bound every pod of a CompositePodGroup's leaves; the group
+    view counts them for the composite (podledger's verdict is on the composite, the pods name
+    their leaves). A pod naming podledger's scheduler is decided in the shadow ledger (no
+    "profile not found") and shows as podledger's opinion."""
+    from kubernetes import client
+
+    v1 = client.CoreV1Api(unscheduled.client("writer"))
+    v1.create_namespaced_pod(
+        "trial",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "second-scheduler", "namespace": "trial"},
+            "spec": {
+                "schedulerName": "podledger",
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
+            },
+        },
+    )
+    proc = ledger.attach(unscheduled.kubeconfigs["reader"], "--mode", "shadow")
+    proc.wait_for(lambda lines: any('"event": "synced"' in x for x in lines), 120, "attach to sync")
+    ledger.worker("shadow-composite-worker")
+    ns, name = COMPOSITE
+
+    def verdict() -> str | None:
+        rows = ledger.rows(
+            "SELECT type FROM events WHERE type IN ('PodGroupScheduled', 'PodGroupUnschedulable') "
+            "AND data->>'group' = %(g)s ORDER BY position DESC LIMIT 1",
+            g=f"{ns}/{name}",
+        )
+        return rows[0][0] if rows else None
+
+    wait_until(verdict, 120, "podledger's verdict on the composite")
+    wait_until(
+        lambda: "trial/second-scheduler" in _decisions(ledger), 120, "podledger to place the trial pod"
+    )
+    assert ledger.count("type = 'PodUnschedulable' AND data->>'pod' = 'trial/second-scheduler'") == 0
+
+    nodes = [f"node-r3-{i}" for i in range(1, 5)]
+    for pod, node in zip(LEAF_PODS, nodes, strict=True):
+        _bind(v1, ns, pod, node)
+    wait_until(
+        lambda: (
+            ledger.count(
+                "type = 'PodBindingObserved' AND data->>'pod' = ANY(%(p)s)",
+                p=[f"{ns}/{p}" for p in LEAF_PODS],
+            )
+            == len(LEAF_PODS)
+        ),
+        120,
+        "the cluster's bindings of the leaves' pods",
+    )
+    rows = ledger.rows(
+        "SELECT podledger, cluster_bound_pods, difference FROM v_shadow_group_differences "
+        "WHERE namespace = %(n)s AND pod_group = %(g)s",
+        n=ns,
+        g=name,
+    )
+    if verdict() == "PodGroupScheduled":
+        assert rows == []  # both admitted it: no difference (it used to say "the cluster bound none")
+    else:
+        assert [tuple(r)[:2] for r in rows] == [("held", len(LEAF_PODS))]
+    trial = ledger.rows(
+        "SELECT difference FROM v_shadow_pod_differences WHERE namespace = 'trial' AND pod = 'second-scheduler'"
+    )
+    assert [r[0] for r in trial] == ["bound by podledger only"]
+    proc.stop()

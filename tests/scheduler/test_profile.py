@@ -66,3 +66,22 @@ def test_changing_the_profile_requeues_pending_pods() -> None:
     sim.s.set_config(MINE)
     sim.run()
     assert sim.bound("ours")
+
+
+def test_additional_scheduler_names_are_served_beside_the_profile() -> None:
+    """``additionalSchedulerNames`` (``attach --mode shadow``): default-scheduler's pods and those
+    naming podledger are both decided; a third scheduler's are not; unset, the hash is as before."""
+    bare = {"apiVersion": "podledger.io/v1alpha1", "kind": "SchedulerConfig", "metadata": {"name": "c"}}
+    spec = SchedulerConfigModel.model_validate(
+        {**bare, "spec": {"additionalSchedulerNames": ["podledger"]}}
+    ).normalized()["spec"]
+    cfg = config_from({"spec": spec})
+    assert cfg.also_serves == ("podledger",) and cfg.profile == "default-scheduler"
+    assert config_hash(cfg) != config_hash(SchedulerConfig())
+    bad = SchedulerConfigModel.model_validate({**bare, "spec": {"additionalSchedulerNames": ["Not_A_Name"]}})
+    assert [p[0] for p in bad.check()] == ["spec.additionalSchedulerNames[0]"]
+    sim = Sim(replace(ZERO_BACKOFF, also_serves=("podledger",)))
+    sim.apply(node("n", cpu=8))
+    sim.apply(pod("plain"), pod("ours", scheduler_name="podledger"), pod("other", scheduler_name="volcano"))
+    assert sim.bound("plain", "ours")
+    assert sim.node_of("other") is None

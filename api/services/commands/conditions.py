@@ -8,7 +8,9 @@ is recorded on the stream of podledger's own condition decisions as an observed 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ledger import streams
@@ -29,18 +31,26 @@ def record_conditions(
     *,
     actor: str,
     meta: Mapping[str, Any],
+    effective_at: Sequence[datetime | None] | None = None,
+    event_ids: Sequence[uuid.UUID | None] | None = None,
 ) -> list[StoredEvent]:
     """One ``<Kind>ConditionChanged`` per condition written through the status subresource of
-    a PodGroup or CompositePodGroup (``kind``)."""
+    a PodGroup or CompositePodGroup (``kind``), or observed in a cluster by ``attach``
+    (``effective_at``: each condition's own lastTransitionTime; ``event_ids``: idempotent)."""
     stream = streams.scheduler(kind, f"{namespace}/{name}")
+    n = len(conditions)
+    whens = list(effective_at or [None] * n)
+    ids = list(event_ids or [None] * n)
     events = [
         NewEvent(
             stream,
             f"{kind}ConditionChanged",
-            {"group": f"{namespace}/{name}", **{k: c[k] for k in _FIELDS}},
+            {"group": f"{namespace}/{name}", **{k: str(c.get(k) or "") for k in _FIELDS}},
             {"actor": actor, "observed": True, **meta},
+            ids[i],
+            whens[i],
         )
-        for c in conditions
+        for i, c in enumerate(conditions)
     ]
     return uow.append(events)
 

@@ -138,14 +138,18 @@ def apply_objects(
     effective_at: datetime | None = None,
     meta: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
+    expand: bool = True,
 ) -> ApplyResult:
     """Admit ``objects`` and append their events in ``uow`` (the caller commits). A refused
-    request appends exactly one ``AdmissionRejected`` event and changes no state."""
+    request appends exactly one ``AdmissionRejected`` event and changes no state.
+    ``expand=False``: a Job or JobSet is recorded alone, not compiled into what its controller
+    creates (``attach``: a cluster's own controllers created those, and they are mirrored)."""
     result = ApplyResult()
     if not objects:
         return result
     base_meta = {"actor": actor, **(meta or {})}
-    objects, compiled = expand_jobs(objects)  # a Job brings its Workload, PodGroup and pods
+    # a Job brings its Workload, PodGroup and pods
+    objects, compiled = expand_jobs(objects) if expand else (list(objects), {})
     keys = [(o.KIND, o.metadata.namespace or "", o.name) for o in objects]
     state = _DbState(uow, keys)
     outcome: AdmissionOutcome = admit(objects, state)

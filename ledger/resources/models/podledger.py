@@ -68,6 +68,9 @@ class SchedulerConfigSpec(K8sModel):
     # schedule`` turns it off, the cluster's own controllers recreate preempted pods)
     scheduler_name: str | None = None
     controller_emulation: bool | None = None
+    # left out when unset: more profile names served beside ``schedulerName`` (``attach --mode
+    # shadow``: the cluster's default-scheduler pods and those naming podledger, both decided here)
+    additional_scheduler_names: list[str] | None = None
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:
@@ -137,6 +140,10 @@ class SchedulerConfigSpec(K8sModel):
             problem = dns_subdomain_problem(self.scheduler_name)
             if problem:
                 problems.append((f"{path}.schedulerName", problem))
+        for i, name in enumerate(self.additional_scheduler_names or []):
+            problem = dns_subdomain_problem(name)
+            if problem:
+                problems.append((f"{path}.additionalSchedulerNames[{i}]", problem))
         flush = self.pod_max_in_unschedulable_pods_duration
         if flush is not None and flush < 0:
             problems.append((f"{path}.podMaxInUnschedulablePodsDuration", "must be >= 0"))
