@@ -3,7 +3,7 @@ CompositePodGroup's leaves for the composite (podledger's verdict on a composite
 root, while each pod names its leaf PodGroup). Same columns; the grants stay.
 
 Revision ID: 0029
-Revises: 0024
+Revises: 0027
 Create Date: 2026-12-06
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from alembic import op
 
 revision = "0029"
-down_revision = "0024"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 
