@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.console import UserError, app, database, err, out, read_database, split_ref
+from api.cli.console import UserError, app, database, err, out, read_database, split_ref, tracked_write
 from api.cli.printer import Table
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def apply(
     if not objects:
         err.error("no objects passed to apply")
         raise typer.Exit(1)
-    with database().unit_of_work() as uow:
+    with tracked_write(), database().unit_of_work() as uow:
         result = apply_objects(uow, objects, actor="cli", source=",".join(filename))
         uow.commit()  # a refusal too: its AdmissionRejected is recorded
     if result.rejected:
@@ -78,7 +78,7 @@ def delete(kind: str, ref: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME
     ns, name = split_ref(ref)
     assert name is not None
     try:
-        with database().unit_of_work() as uow:
+        with tracked_write(), database().unit_of_work() as uow:
             delete_object(uow, info.kind, ns, name)
             uow.commit()
     except LookupError as exc:
