@@ -6,6 +6,8 @@ Exit codes: 0 success, 1 user error (bad input, failed expectation, conflict), 2
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -75,6 +77,21 @@ def read_database() -> Database:
     return chosen
 
 
+@contextmanager
+def tracked_write() -> Iterator[None]:
+    """With ``PODLEDGER_READ_DATABASE_URL`` set, the writes of the block print on stderr the WAL
+    position they committed at (give it to later reads as ``PODLEDGER_MIN_LSN``)."""
+    from ledger import replica
+
+    if replica.read_database() is None:
+        yield
+        return
+    with replica.tracking() as pos:
+        yield
+    if pos.commit_lsn:
+        err.print(f"(committed at WAL position {pos.commit_lsn}; reads wait for it with PODLEDGER_MIN_LSN)")
+
+
 def split_ref(ref: str | None) -> tuple[str | None, str | None]:
     """``NAMESPACE/NAME`` → (namespace, name); ``NAME`` → (None, name)."""
     if not ref:
@@ -91,6 +108,7 @@ __all__ = [
     "database",
     "db_app",
     "read_database",
+    "tracked_write",
     "err",
     "one_line_error",
     "out",

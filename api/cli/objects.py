@@ -9,7 +9,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from api.cli.console import UserError, app, database, err, out, read_database, split_ref
+from api.cli.console import UserError, app, database, err, out, read_database, split_ref, tracked_write
 from api.cli.printer import Table
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def apply(
         for o in objects:
             out.print(f"{kind_info(o.KIND).display(o.name)} validated (dry run)")
         return
-    with database().unit_of_work(dry_run=mode == "server") as uow:
+    with tracked_write(), database().unit_of_work(dry_run=mode == "server") as uow:
         result = apply_objects(uow, objects, actor="cli", source=",".join(filename))
         uow.commit()  # a refusal too: its AdmissionRejected is recorded (rolled back in a dry run)
     if result.rejected:
@@ -162,7 +162,7 @@ def delete(
         out.print(f"{info.display(name)} deleted (dry run)")
         return
     try:
-        with database().unit_of_work(dry_run=mode == "server") as uow:
+        with tracked_write(), database().unit_of_work(dry_run=mode == "server") as uow:
             delete_object(uow, info.kind, ns, name)
             uow.commit()
     except LookupError as exc:

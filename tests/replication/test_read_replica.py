@@ -45,7 +45,7 @@ def _replay(cluster: Cluster, pause: bool) -> None:
 
 
 @pytest.mark.timeout(90)
-def test_reads_from_the_standby_with_read_your_writes(cluster, ledger_url, monkeypatch):
+def test_reads_from_the_standby_with_read_your_writes(cluster, ledger_url, monkeypatch, tmp_path):
     monkeypatch.setenv("PODLEDGER_READ_DATABASE_URL", cluster.standby.url("podledger"))
     monkeypatch.setenv("PODLEDGER_READ_WAIT", "0.5")
     database = db.get_database(ledger_url)
@@ -127,6 +127,27 @@ def test_reads_from_the_standby_with_read_your_writes(cluster, ledger_url, monke
             assert res.returncode == 0, (args, res.stdout + res.stderr)
             assert shown in res.stdout, (args, res.stdout)
             assert "served by the standby as of WAL position" in res.stderr, (args, res.stderr)
+
+        # a CLI write says where it committed; a read naming it sees the write
+        (tmp_path / "p2.yaml").write_text(pod("p2"))
+        res = subprocess.run(
+            [PODLEDGER, "apply", "-f", str(tmp_path / "p2.yaml")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        lsn = res.stderr.split("committed at WAL position ", 1)[1].split(";", 1)[0]
+        res = subprocess.run(
+            [PODLEDGER, "get", "pods", "p2"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(env, PODLEDGER_MIN_LSN=lsn),
+        )
+        assert res.returncode == 0 and "p2" in res.stdout, res.stdout + res.stderr
+        assert "as of WAL position" in res.stderr, res.stderr
 
         # without a read URL the primary answers, and says so
         monkeypatch.delenv("PODLEDGER_READ_DATABASE_URL")
