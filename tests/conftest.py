@@ -105,5 +105,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     itself, as the reliability tests do): ``make check`` runs the others (``-m "not db"``), the
     pure ones, in seconds."""
     for item in items:
-        if "server_url" in getattr(item, "fixturenames", ()) or "reliability" in item.path.parts:
+        if "server_url" in getattr(item, "fixturenames", ()) or {"reliability", "replication"} & set(
+            item.path.parts
+        ):
             item.add_marker(pytest.mark.db)
