@@ -60,7 +60,7 @@ def test_manifests_map_the_trace_and_pass_validation(tmp_path: Path) -> None:
     assert "labels" not in openb.node_manifest(nodes[0])["metadata"]
     share = openb.pod_manifest(tasks["p-share"])
     assert share["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
-    assert share["metadata"]["annotations"] == {trace.GPU_MILLI_ANNOTATION: "460"}
+    assert share["metadata"]["annotations"] == {openb.GPU_MILLI_ANNOTATION: "460"}
     assert share["spec"]["priorityClassName"] == "openb-ls"
     two = openb.pod_manifest(tasks["p-two"])
     term = two["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
