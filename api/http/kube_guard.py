@@ -55,8 +55,9 @@ async def _answer(send: Any, code: int, reason: str, message: str) -> None:
 
 def problem(body: bytes, content_type: str, strict: bool) -> str | None:
     """The message to refuse ``body`` with (400), or None to let it through."""
-    if not body.strip():
-        return None
+    kind = content_type.lower()
+    if not body.strip() or ("json" not in kind and "yaml" not in kind):
+        return None  # nothing to decode, or a media type the handlers answer themselves (415)
     try:
         value, dups = inspect_body(body, content_type)
     except BodyError as exc:

@@ -97,6 +97,7 @@ def test_dashboard_in_chromium(chromium, live_url):
 
     OUTPUT.mkdir(exist_ok=True)
     requests_outside: list[str] = []
+    csp_violations: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -104,6 +105,13 @@ def test_dashboard_in_chromium(chromium, live_url):
             page.on(
                 "request",
                 lambda req: None if req.url.startswith(live_url) else requests_outside.append(req.url),
+            )
+            # the security headers' Content-Security-Policy must not block anything the dashboard uses
+            page.on(
+                "console",
+                lambda msg: (
+                    csp_violations.append(msg.text) if "Content Security Policy" in msg.text else None
+                ),
             )
             page.goto(live_url + "/", wait_until="load")
             # not signed in: the login form, then back to the groups table
@@ -153,6 +161,7 @@ def test_dashboard_in_chromium(chromium, live_url):
         finally:
             browser.close()
     assert requests_outside == [], f"the dashboard fetched from elsewhere: {requests_outside}"
+    assert csp_violations == [], csp_violations
     assert (OUTPUT / "dashboard-group.png").stat().st_size > 10_000
 
 

@@ -160,3 +160,16 @@ def test_readyz_is_503_when_the_ledger_cannot_write(database: Database, db_url: 
                 conn.execute("SET default_transaction_read_only = off")
                 conn.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
             db.dispose_all()
+
+
+def test_readyz_is_503_when_the_app_login_lost_insert(database: Database, db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("REVOKE INSERT (hash) ON events FROM podledger_app")
+    try:
+        with TestClient(create_app(database, TOKEN_SPEC), raise_server_exceptions=False) as c:
+            r = c.get("/readyz")
+            assert r.status_code == 503, r.text
+            assert r.json()["checks"]["writes"] == "role podledger_app may not insert into events", r.text
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute("GRANT INSERT (hash) ON events TO podledger_app")
