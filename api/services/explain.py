@@ -258,7 +258,8 @@ def document(
         if last is not None:  # a retry's verdict is the one at its diagnosis position
             at = int(last["data"].get("diagnosis_position") or last["position"]) - 1
         sch = state_at(db, at)
-        doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = node_table(sch, keys)
+        why_seen = ((last or {}).get("data") or {}).get("why") or None
+        doc["nodes"], doc["nodeSummary"], doc["gangNodes"] = node_table(sch, keys, why_seen)
         doc["nodesAt"] = at
         data = (last or {}).get("data") or {}
         if data.get("exclusions"):
@@ -300,28 +301,43 @@ def recompute_exclusions(sch: Any, pod_keys: list[str], why: dict[str, Any]) -> 
     )
 
 
-def node_table(sch: Any, pod_keys: list[str]) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
+def node_table(
+    sch: Any, pod_keys: list[str], why: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
     """The gang-aware node verdicts of the given pods on the scheduler state ``sch``
-    (``scheduler.gang_verdicts``: each pod placed after the ones before it, on any node):
-    ``(rows, summary, per_node)``. ``rows`` are {pod, node, fits, plugin, reasons}: the node
-    that accepted each pod and every node that rejected it; ``summary`` is the
-    ``0/N nodes are available: ...`` line of the first pod no node accepted; ``per_node`` says
-    per node how many of the pods it accepted and why it rejected the others (saturated nodes
-    first, then fitting, then excluded).
+    (``scheduler.gang_verdicts``: each pod placed after the ones before it): ``(rows, summary,
+    per_node)``. With a topology diagnosis (``why``) the pods are placed within each listed
+    domain, closest first, as the attempt and its record place them (so a node the record says
+    rejected a pod never reads ``fits``); else on any node. ``rows`` are {pod, node, fits,
+    plugin, reasons}: the node that accepted each pod and every node that rejected it;
+    ``summary`` is the ``0/N nodes are available: ...`` line of the first pod no node accepted
+    (in the closest domain); ``per_node`` says per node how many of the pods it accepted and why
+    it rejected the others (per domain: saturated nodes first, then fitting, then excluded).
     """
     from scheduler.gang_verdicts import gang_node_verdicts
 
-    summary, verdicts = gang_node_verdicts(sch.state.snap.nodes, sch.pods(), pod_keys)
+    nodes = sch.state.snap.nodes
+    key = ((why or {}).get("need") or {}).get("topologyKey")
+    listed = [d["domain"] for d in (why or {}).get("domains") or []] if key else []
+    parts: list[tuple[str | None, list[Any]]] = [(None, nodes)]
+    if listed:
+        parts = [(dom, [n for n in nodes if n.labels.get(key) == dom]) for dom in listed]
     rows: list[dict[str, Any]] = []
-    for v in verdicts:
-        rows.extend(
-            {"pod": pk, "node": v.node, "fits": True, "plugin": "", "reasons": []} for pk in v.accepted
-        )
-        rows.extend(
-            {"pod": pk, "node": v.node, "fits": False, "plugin": plugin, "reasons": list(reasons)}
-            for pk, (plugin, reasons) in v.rejected.items()
-        )
-    return rows, summary, [v.as_dict() for v in verdicts]
+    per_node: list[dict[str, Any]] = []
+    summary = ""
+    for dom, subset in parts:
+        said, verdicts = gang_node_verdicts(subset, sch.pods(), pod_keys)
+        summary = summary or (f"{dom} (closest): {said}" if dom is not None else said)
+        for v in verdicts:
+            rows.extend(
+                {"pod": pk, "node": v.node, "fits": True, "plugin": "", "reasons": []} for pk in v.accepted
+            )
+            rows.extend(
+                {"pod": pk, "node": v.node, "fits": False, "plugin": plugin, "reasons": list(reasons)}
+                for pk, (plugin, reasons) in v.rejected.items()
+            )
+            per_node.append({**v.as_dict(), **({"domain": dom} if dom is not None else {})})
+    return rows, summary, per_node
 
 
 NODE_LIMIT = 50  # node lines render_explain prints by default (the document holds them all)
@@ -421,9 +437,10 @@ def render_nodes(doc: dict[str, Any], limit: int | None) -> list[str]:
     per node (at most ``limit``; None: all): how many of the gang's pods it accepted, how many it
     rejected and why. ``fits`` only for a node that rejected none of them."""
     per_node = doc["gangNodes"]
+    where = " per domain, closest first" if any("domain" in v for v in per_node) else " on any node"
     cats = {c: sum(1 for v in per_node if v["category"] == c) for c in ("saturated", "fits", "excluded")}
     lines = [
-        f"  Nodes (gang-aware on any node, recomputed at position {doc.get('nodesAt')}): {doc.get('nodeSummary')}",
+        f"  Nodes (gang-aware{where}, recomputed at position {doc.get('nodesAt')}): {doc.get('nodeSummary')}",
         f"    Saturated nodes ({cats['saturated']}) - accepted some gang pods, rejected others",
         f"    Excluded nodes ({cats['excluded']}) - rejected every pod",
         f"    Fitting nodes ({cats['fits']}) - rejected none",
@@ -435,7 +452,8 @@ def render_nodes(doc: dict[str, Any], limit: int | None) -> list[str]:
             verdict = f"fits (accepted {v['accepted']})"
         else:
             verdict = f"accepted {v['accepted']}, rejected {v['rejected']}: {why}"
-        lines.append(f"    {v['node']:<24} {verdict}")
+        dom = f" [{v['domain']}]" if v.get("domain") else ""
+        lines.append(f"    {v['node']:<24} {verdict}{dom}")
     if len(shown) < len(per_node):
         lines.append(f"    ... {len(per_node) - len(shown)} more node(s) (use --limit 0 for all)")
     return lines

@@ -64,7 +64,11 @@ def preemption_of(
     for msg in ((condition or {}).get("message") or "", data.get("message") or ""):
         for marker in ("pod group preemption:", "preemption:"):
             if marker in msg:
-                tried = msg[msg.find(marker) :]
+                # the whole clause: "elastic quota preemption: ...", not its tail
+                at = msg.find(marker)
+                start = msg.rfind(", ", 0, at)
+                head = msg[start + 2 : at] if start >= 0 else ""
+                tried = msg[start + 2 :] if head and "." not in head and len(head) <= 40 else msg[at:]
                 break
         if tried:
             break

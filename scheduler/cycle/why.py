@@ -42,7 +42,7 @@ CLUSTER = "(cluster)"
 _FREE_ANY = make_demand({})
 
 
-def _rejections(snap: Snapshot, pod: Pod) -> list[str | None]:
+def why_rejections(snap: Snapshot, pod: Pod) -> list[str | None]:
     """Per node, the first node filter that rejects ``pod`` whatever the node's load (None: it
     lets the pod on). It reads the nodes and the pod's filter signature only: kept per
     signature until the node set changes (``NodeSetCaches.why_rejections``)."""
@@ -83,7 +83,7 @@ def group_why(
     requests = {r: int(v) for r, v in sorted(pod.requests.items()) if int(v) > 0 and r != PODS}
     needed = max(1, min(len(pending), min_count - bound))
     snap.refresh()
-    rejected = _rejections(snap, pod)
+    rejected = why_rejections(snap, pod)
     n = len(snap.nodes)
     # per node, as Python ints: the free amount of each requested resource (at least 0), the
     # pods it has room for by that resource, and by all of them and the pod slots together

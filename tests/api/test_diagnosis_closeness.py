@@ -86,8 +86,12 @@ def _counts_agree(doc: dict[str, Any]) -> None:
         dom, n, fit, tried = by_dom[d["domain"]]
         assert (n, fit) == (d["nodes"], d["fit"]), (d, by_dom[d["domain"]])
         excluded = sum(c[4] for c in rec["counts"] if c[0] == dom)
+        table = [v for v in doc.get("gangNodes") or [] if v.get("domain") == dom]
+        assert len(table) == n  # explain --nodes lists the domain's nodes, as the record counts them
         if tried > fit:  # the failing pod was rejected by every node of the domain
             assert excluded >= n
+            # ... and the node table never says one of them fits
+            assert all(v["rejected"] >= 1 and not v["fits"] for v in table), table
     assert rec["nodes"] == sum(r[1] for r in rec["domains"]) + sum(
         c[4] for c in rec["counts"] if c[0] == "(other)"
     )

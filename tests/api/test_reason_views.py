@@ -154,17 +154,22 @@ def test_explain_nodes_is_gang_aware(cluster):
 
     doc = explain(cluster, "podgroup", "default", "gpu-gang", nodes=True)
     per = {v["node"]: v for v in doc["gangNodes"]}
-    # g1 takes w-1 and then has 1 GPU left: it rejects w-2, which g2 takes; c1 has no GPU
+    # per rack, closest first, as the attempt placed the gang (issue 31): in r1 g1 takes w-1
+    # and then has 1 GPU left, so it rejects w-2; in r2 the same on g2, and c1 has no GPU
     assert (per["g1"]["accepted"], per["g1"]["rejected"], per["g1"]["category"]) == (1, 1, "saturated")
     assert per["g1"]["reasons"] == [["NodeResourcesFit: Insufficient nvidia.com/gpu", 1]]
-    assert (per["g2"]["accepted"], per["g2"]["fits"]) == (1, True)
+    assert (per["g2"]["accepted"], per["g2"]["rejected"], per["g2"]["category"]) == (1, 1, "saturated")
     assert (per["c1"]["accepted"], per["c1"]["rejected"], per["c1"]["category"]) == (0, 2, "excluded")
-    assert [v["node"] for v in doc["gangNodes"]] == ["g1", "g2", "c1"]  # saturated, fits, excluded
-    assert doc["nodeSummary"].startswith("every pending pod fits a node of 3 node by node")
+    assert [(v["node"], v["domain"]) for v in doc["gangNodes"]] == [("g1", "r1"), ("g2", "r2"), ("c1", "r2")]
+    assert doc["nodeSummary"].startswith(
+        "r1 (closest): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
+    assert not any(v["fits"] for v in doc["gangNodes"])  # every node rejected a pod of the attempt
     text = render_explain(doc)
     lines = text.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("  Nodes (gang-aware"))
-    assert "Saturated nodes (1) - accepted some gang pods, rejected others" in lines[start + 1]
+    assert "Saturated nodes (2) - accepted some gang pods, rejected others" in lines[start + 1]
+    assert "per domain, closest first" in lines[start]
     g1 = next(ln for ln in lines if ln.strip().startswith("g1 "))
     assert (
         "fits" not in g1 and "accepted 1, rejected 1: 1 x NodeResourcesFit: Insufficient nvidia.com/gpu" in g1

@@ -47,6 +47,8 @@ def test_demo_gang_explain_names_best_domain_need_free_and_unblock(demo_database
         "the best node has 5 free" in text
     )
     assert "Reading:   pod 1 of 2 fits nowhere in rack-1; 1 not tried" in text
+    # the preemption clause whole, as the verdict says it
+    assert "Preemption: not taken: elastic quota preemption: No preemption victims found" in text
     assert "Domains (4, best first):" in text
 
 
