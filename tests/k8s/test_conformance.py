@@ -248,6 +248,12 @@ TABLE: list[Row] = [
         ),
         expect=("patched",),
     ),
+    # wait and jsonpath on upstream's status
+    Row(
+        ("wait", "--for=jsonpath={.status.phase}=Pending", "pod/web", "-n", "conf", "--timeout=20s"),
+        expect=("pod/web condition met",),
+    ),
+    Row(("get", "pod", "web", "-n", "conf", "-o", "jsonpath={.status.phase}"), expect=("Pending",)),
     # reads and printers
     Row(("get", "pods", "-n", "conf"), expect=("NAME", "READY", "STATUS", "web")),
     Row(("get", "pods", "-A", "--field-selector", "status.phase=Pending"), expect=("llm-pretrain-0",)),
