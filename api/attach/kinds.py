@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from api.k8s.objects import PROJECTED_ANNOTATIONS
+
 # Metadata the API server fills in: not part of what a user declared. ``uid`` is kept (the
 # mirrored object keeps the cluster's uid) and also recorded in the event meta.
 SERVER_METADATA = (
@@ -70,6 +72,10 @@ def to_manifest(w: Watched, obj: dict[str, Any]) -> dict[str, Any]:
     meta = {
         k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA and v is not None
     }
+    if isinstance(meta.get("annotations"), dict):
+        # a source that is itself a podledger shows its own facts as podledger.io/ annotations
+        # (api/k8s/objects.py): facts of that ledger, not inputs of this one
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k not in PROJECTED_ANNOTATIONS}
     for key in ("labels", "annotations", "ownerReferences", "finalizers"):
         if key in meta and not meta[key]:
             del meta[key]

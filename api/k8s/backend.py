@@ -95,6 +95,13 @@ def row(conn: Conn, kind: str, namespace: str, name: str) -> Row | None:
     return found[0] if found else None
 
 
+def stream_events(conn: Conn, kind: str, namespace: str, name: str) -> list[StoredEvent]:
+    """The events of one object's stream, in version order."""
+    from ledger import streams
+
+    return store.read_stream(conn, streams.object_stream(kind, namespace or None, name))
+
+
 def namespaces(conn: Conn) -> list[tuple[str, Any]]:
     """Namespaces in use (podledger has no Namespace objects): (name, first seen) pairs."""
     return object_queries.namespaces_in_use(conn)

@@ -79,7 +79,7 @@ def decode(body: bytes, content_type: str) -> tuple[Any, list[str]]:
         raise K8sError(400, "the request body is not UTF-8 text") from None
     dupes: list[str] = []
     try:
-        if "yaml" in content_type:
+        if "yaml" in content_type and not text.lstrip().startswith("{"):  # JSON is YAML: the fast path
             loader = _Loader(text)
             try:
                 value = loader.get_single_data()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.k8s import apply as ssa
 from api.k8s import backend, jsonpatch, strategic
 from api.k8s.handlers import (
     Target,
@@ -80,10 +81,24 @@ def patch(
                     cur["status"] or {},
                 )
             else:
-                manifest = (
-                    obj if cur is None else _keep_status(obj, stored(cur)) if "status" not in obj else obj
-                )
-            _admit(uow, res, t.name or "", manifest, actor, _meta(actor, "Apply", q, rid))
+                config = ssa.config_of(obj)
+                manager = q.get("fieldManager", "")[:128]
+                if cur is None:
+                    manifest = obj
+                else:
+                    configs = ssa.applied_configs(uow.conn, res.kind, ns, t.name or "")
+                    base = {**stored(cur), "apiVersion": res.api_version}
+                    force = q.get("force") in ("true", "True", "1")
+                    merged = ssa.merge(res, t.name or "", base, config, manager, configs, force=force)
+                    manifest = (
+                        _keep_status(merged, stored(cur))
+                        if "status" not in obj
+                        else {**merged, "status": obj["status"]}
+                    )
+            meta = _meta(actor, "Apply", q, rid)
+            if t.sub != "status":
+                meta["applied"] = config
+            _admit(uow, res, t.name or "", manifest, actor, meta)
             return (201 if cur is None else 200), _read_back(uow, res, ns, t.name or "", cur)
 
         return _write(db, run_apply, dry(q))

@@ -55,6 +55,19 @@ def _model_fields(cls: type[BaseModel]) -> dict[str, Desc]:
 
 
 def _shape(desc: Desc) -> tuple[str, Any]:
+    """The shape of a descriptor (memoised: the schemas are fixed for the process)."""
+    try:
+        return _shape_cached(desc)
+    except TypeError:  # an unhashable annotation
+        return _shape_of(desc)
+
+
+@cache
+def _shape_cached(desc: Desc) -> tuple[str, Any]:
+    return _shape_of(desc)
+
+
+def _shape_of(desc: Desc) -> tuple[str, Any]:
     """("obj", fields) | ("list", [inner]) | ("map", [inner]) | ("any", None) | ("scalar", None)."""
     tag, value = desc
     if tag == "any":

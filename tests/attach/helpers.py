@@ -21,6 +21,15 @@ def comparable(w: Watched, obj: dict[str, Any]) -> dict[str, Any]:
     Node's capacity and a Pod's node, without the status each side derives itself."""
     out = {k: v for k, v in obj.items() if k != "status"}
     out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in DROP_META}
+    # each ledger's own facts (when it bound the pod...) are annotations: derived, like status
+    annotations = {
+        k: v
+        for k, v in (out["metadata"].get("annotations") or {}).items()
+        if not k.startswith("podledger.io/")
+    }
+    out["metadata"].pop("annotations", None)
+    if annotations:
+        out["metadata"]["annotations"] = annotations
     status = obj.get("status") or {}
     if w.kind == "Node":
         out["status"] = {k: status[k] for k in ("capacity", "allocatable") if k in status}

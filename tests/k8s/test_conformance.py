@@ -36,6 +36,16 @@ metadata: {name: x2, namespace: conf}
 spec:
   containers: [{name: c, resources: {requests: {cpu: "-1"}}}]
 """
+SSA_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: ssa, namespace: conf, labels: {app: ssa}}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+"""
+RELABEL = """apiVersion: v1
+kind: Pod
+metadata: {name: ssa, namespace: conf, labels: {app: taken-over}}
+"""
 ORPHAN = """apiVersion: v1
 kind: Pod
 metadata:
@@ -66,6 +76,18 @@ TABLE: list[Row] = [
     Row(("apply", "--server-side", "-f", str(EXAMPLES)), expect=("pod/llm-pretrain-0 serverside-applied",)),
     Row(("apply", "--server-side", "-f", str(EXAMPLES)), expect=("pod/llm-pretrain-0 serverside-applied",)),
     Row(("apply", "-f", "{pod}"), expect=("pod/web created",)),
+    # server-side apply: a partial apply by another manager conflicts on a field kubectl applied
+    Row(("apply", "--server-side", "-f", "{ssa_pod}"), expect=("pod/ssa serverside-applied",)),
+    Row(
+        ("apply", "--server-side", "--field-manager=other", "-f", "{relabel}"),
+        code=1,
+        expect=('conflict with "kubectl"', ".metadata.labels.app"),
+        same_log=True,
+    ),
+    Row(
+        ("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "{relabel}"),
+        expect=("pod/ssa serverside-applied",),
+    ),
     # dry runs of every verb
     Row(
         ("apply", "--dry-run=server", "-f", str(CAPACITY)),
@@ -226,6 +248,12 @@ TABLE: list[Row] = [
         ),
         expect=("patched",),
     ),
+    # wait and jsonpath on upstream's status
+    Row(
+        ("wait", "--for=jsonpath={.status.phase}=Pending", "pod/web", "-n", "conf", "--timeout=20s"),
+        expect=("pod/web condition met",),
+    ),
+    Row(("get", "pod", "web", "-n", "conf", "-o", "jsonpath={.status.phase}"), expect=("Pending",)),
     # reads and printers
     Row(("get", "pods", "-n", "conf"), expect=("NAME", "READY", "STATUS", "web")),
     Row(("get", "pods", "-A", "--field-selector", "status.phase=Pending"), expect=("llm-pretrain-0",)),
@@ -247,7 +275,14 @@ TABLE: list[Row] = [
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("conf")
     out = {}
-    for name, text in (("typo", TYPO), ("pod", POD), ("bad_cpu", BAD_CPU), ("orphan", ORPHAN)):
+    for name, text in (
+        ("typo", TYPO),
+        ("pod", POD),
+        ("bad_cpu", BAD_CPU),
+        ("orphan", ORPHAN),
+        ("relabel", RELABEL),
+        ("ssa_pod", SSA_POD),
+    ):
         p = d / f"{name}.yaml"
         p.write_text(text)
         out[name] = str(p)

@@ -267,3 +267,34 @@ def test_json_patch_on_a_podgroups_status_and_on_a_pod(api: TestClient, database
     ops = [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]
     r = api.patch(f"{PODS}/p1", headers=jp, content=orjson.dumps(ops))
     assert r.status_code == 200 and r.json()["metadata"]["labels"] == {"x": "y"}, r.text
+
+
+def test_server_side_apply_merges_partial_configs_and_refuses_conflicts(
+    api: TestClient, database: Database
+) -> None:
+    ssa = {**W, "Content-Type": "application/apply-patch+yaml"}
+
+    def apply(manager: str, body: dict[str, Any], **params: str) -> Any:
+        return api.patch(
+            f"{PODS}/s1", headers=ssa, params={"fieldManager": manager, **params}, content=orjson.dumps(body)
+        )
+
+    full = pod("s1")
+    full["metadata"]["labels"] = {"app": "web"}
+    assert apply("a", full).status_code == 201
+    labels_only = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "s1", "labels": {"team": "x"}}}
+    r = apply("b", labels_only)
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["labels"] == {"app": "web", "team": "x"}
+    assert r.json()["spec"]["containers"][0]["name"] == "c"
+    before = count_events(database)
+    takeover = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "s1", "labels": {"app": "db"}}}
+    r = apply("b", takeover)
+    assert r.status_code == 409 and r.json()["message"] == (
+        'Apply failed with 1 conflict: conflict with "a" using v1: .metadata.labels.app'
+    )
+    _same_log(database, before)
+    r = apply("b", takeover, force="true")
+    assert r.status_code == 200 and r.json()["metadata"]["labels"] == {"app": "db"}, r.text
+    # b no longer applies team: its own field is removed; a's fields stay
+    assert "team" not in r.json()["metadata"]["labels"]
