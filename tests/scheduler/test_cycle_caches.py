@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from scheduler import gpushare, reference
-from scheduler.cycle.why import _rejections, group_why
+from scheduler.cycle.why import group_why, why_rejections
 from scheduler.decisions import PodUnschedulable
 from scheduler.fitcache import DynamicInfo
 from scheduler.framework import PreFilterRequest, Status, signature_of
@@ -189,7 +189,7 @@ def test_group_why_with_cached_rejections_equals_a_fresh_snapshot() -> None:
         want = [
             reference.filter_node(pending[0], make_demand({}), reference.RefNode(nd)) for nd in snap.nodes
         ]
-        assert _rejections(snap, pending[0]) == [r[0] if r is not None else None for r in want], step
+        assert why_rejections(snap, pending[0]) == [r[0] if r is not None else None for r in want], step
         args = {
             "min_count": 5000,
             "bound": 0,
@@ -224,7 +224,7 @@ def test_node_set_caches_are_dropped_with_the_node_set() -> None:
     def fill() -> None:
         node_affinity.requirement_mask(snap, zone_a)
         gpushare.view_of(snap, np.arange(snap.n, dtype=np.intp))
-        _rejections(snap, plain)
+        why_rejections(snap, plain)
         index_of(snap)
 
     fill()
