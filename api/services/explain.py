@@ -268,6 +268,9 @@ def document(
     shadow = reads.shadow_section(conn, namespace, doc["pods"], pos, inputs["observed"])
     if shadow:
         doc["shadow"] = shadow
+    said = reads.cluster_events(conn, kind, namespace, name, doc["pods"], pos)
+    if said:
+        doc["clusterEvents"] = said
     if nodes:
         snap = (last or {}).get("meta", {}).get("snapshot_position") if last else None
         table = node_table(
@@ -381,6 +384,14 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
                 f"    {r['name']:<32} podledger {r['podledgerNode'] or '-':<16} "
                 f"cluster {r['clusterNode'] or '-':<16} ({who}) {mark}"
             )
+    if doc.get("clusterEvents"):
+        # the cluster scheduler's words and times, beside podledger's (shadow) or as the verdict
+        # above (mirror)
+        lines.append("  Cluster (its scheduler's Events, newest first):")
+        for e in doc["clusterEvents"]:
+            times = f" x{e['count']}" if (e.get("count") or 1) > 1 else ""
+            who = e["object"].rpartition("/")[2]
+            lines.append(f"    {e['lastTime']} {who} {e['type']} {e['reason']}{times}: {e['message']}")
     if doc.get("gangNodes") is not None:
         lines.extend(render_nodes(doc, limit))
     return "\n".join(lines)

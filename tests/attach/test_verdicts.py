@@ -145,6 +145,9 @@ def test_mirror_records_the_cluster_schedulers_verdicts(cluster: Cluster, ledger
     message = _conditions(groups[held[0]])["PodGroupInitiallyScheduled"][2]
     assert message and message in explained
     assert "not attempted yet" not in explained
+    # and the cluster scheduler's Events about it and its pods, newest first
+    assert "Cluster (its scheduler's Events, newest first):" in explained
+    assert "Warning FailedScheduling" in explained.partition("Cluster (its scheduler's Events")[2]
 
     # Jobs are mirrored as the cluster has them (not compiled again: their pods are mirrored), and
     # `explain job` answers through the PodGroup the Job controls
