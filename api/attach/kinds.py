@@ -7,7 +7,7 @@ admission finds the references it checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from api.k8s.objects import PROJECTED_ANNOTATIONS
@@ -32,6 +32,15 @@ class Watched:
     version: str
     plural: str
     namespaced: bool
+    # other served versions of the same objects, tried in order when the cluster does not serve
+    # ``version`` (its list answers 404): a cluster serves scheduling.k8s.io at the versions of
+    # its release
+    fallback: tuple[str, ...] = ()
+
+    def next_version(self) -> Watched | None:
+        if not self.fallback:
+            return None
+        return replace(self, version=self.fallback[0], fallback=self.fallback[1:])
 
     def path(self, namespace: str | None) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
@@ -46,9 +55,9 @@ WATCHED: tuple[Watched, ...] = (
     Watched("ElasticQuota", "scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", True),
     Watched("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", True),
     Watched("Job", "batch", "v1", "jobs", True),
-    Watched("Workload", "scheduling.k8s.io", "v1beta1", "workloads", True),
-    Watched("PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", True),
-    Watched("CompositePodGroup", "scheduling.k8s.io", "v1alpha3", "compositepodgroups", True),
+    Watched("Workload", "scheduling.k8s.io", "v1beta1", "workloads", True, ("v1",)),
+    Watched("PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", True, ("v1",)),
+    Watched("CompositePodGroup", "scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, ("v1beta1",)),
     Watched("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Watched("Pod", "", "v1", "pods", True),
 )

@@ -243,7 +243,7 @@ class Attach:
 
     def _stream(self, w: Watched, scope: str | None) -> Stream:
         for st in self.streams:
-            if st.w is w and st.scope == scope:
+            if st.w.kind == w.kind and st.scope == scope:
                 return st
         raise KeyError((w.kind, scope))
 
@@ -352,7 +352,19 @@ class Attach:
                     backoff=round(wait, 3),
                 )
             except Exception as exc:  # RemoteError, TooLarge, anything unexpected: a watch thread never dies
-                if st.need_list and isinstance(exc, RemoteError) and exc.status == 404 and not st.synced:
+                missing = isinstance(exc, RemoteError) and exc.status == 404
+                other = st.w.next_version() if missing else None
+                if other is not None:  # the cluster serves this kind at another version
+                    json_line(
+                        event="version",
+                        attach=self.name,
+                        kind=st.w.kind,
+                        tried=st.w.version,
+                        next=other.version,
+                    )
+                    st.w = other  # resourceVersions are the same across versions: a watch goes on
+                    continue
+                if st.need_list and missing and not st.synced:
                     # the cluster does not serve this kind (a CRD not installed): skip it
                     json_line(event="unserved", attach=self.name, kind=st.w.kind, error=str(exc)[:200])
                     st.synced = True

@@ -248,6 +248,9 @@ def document(
     shadow = reads.shadow_section(conn, namespace, doc["pods"], pos, inputs["observed"])
     if shadow:
         doc["shadow"] = shadow
+    said = reads.cluster_events(conn, kind, namespace, name, doc["pods"], pos)
+    if said:
+        doc["clusterEvents"] = said
     if nodes:
         keys = [f"{namespace}/{p[0]}" for p in pods if (p[2] or {}).get("phase") != "Bound"] or [
             f"{namespace}/{p[0]}" for p in pods
@@ -418,15 +421,14 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
                 f"    {r['name']:<32} podledger {r['podledgerNode'] or '-':<16} "
                 f"cluster {r['clusterNode'] or '-':<16} ({who}) {mark}"
             )
-    if doc.get("exclusions"):
-        src = (
-            "recorded with the decision"
-            if doc.get("exclusionsSource") == "recorded"
-            else f"recomputed on the exact state of that cycle, position {doc.get('nodesAt')}: "
-            "the decision predates the record"
-        )
-        lines.append(f"  Exclusions (what the scheduler saw; {src}):")
-        lines.extend(f"    {ln}" for ln in exclusion_lines(doc["exclusions"]))
+    if doc.get("clusterEvents"):
+        # the cluster scheduler's words and times, beside podledger's (shadow) or as the verdict
+        # above (mirror)
+        lines.append("  Cluster (its scheduler's Events, newest first):")
+        for e in doc["clusterEvents"]:
+            times = f" x{e['count']}" if (e.get("count") or 1) > 1 else ""
+            who = e["object"].rpartition("/")[2]
+            lines.append(f"    {e['lastTime']} {who} {e['type']} {e['reason']}{times}: {e['message']}")
     if doc.get("gangNodes") is not None:
         lines.extend(render_nodes(doc, limit))
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """Reads of ``explain`` beyond its object and decisions, on the caller's connection (one pooled
 connection per explain: a checkout and its reset cost a round trip each): the inputs that
-changed around the last attempts, and the cluster's observed bindings on a shadow ledger."""
+changed around the last attempts, the cluster's observed bindings on a shadow ledger, and the
+cluster scheduler's own Events on any ledger ``attach`` writes."""
 
 from __future__ import annotations
 
@@ -91,3 +92,35 @@ def render_changes(changes: dict[str, Any]) -> list[str]:
 
 
 __all__ = ["changes", "render_changes", "shadow_section"]
+
+
+def cluster_events(
+    conn: Conn, kind: str, namespace: str, name: str, pods: list[dict[str, Any]], pos: int, limit: int = 10
+) -> list[dict[str, Any]] | None:
+    """On a ledger ``attach`` writes: the cluster's own scheduling Events (``ClusterEventObserved``)
+    about the object and its pods as of ``pos``, the newest of each (object, reason), newest first,
+    at most ``limit``; None when there are none (a ledger that attaches no cluster)."""
+    streams = [f"attach/event/{kind.lower()}/{namespace}/{name}"]
+    streams += [f"attach/event/pod/{namespace}/{p['name']}" for p in pods if kind != "Pod"]
+    rows = conn.execute(
+        "SELECT * FROM (SELECT DISTINCT ON (data->>'object', data->>'reason') data, position FROM events "
+        "WHERE position IN (SELECT k.position FROM event_keys k WHERE k.stream = ANY(%(s)s)) "
+        "AND type = 'ClusterEventObserved' AND position <= %(p)s "
+        "ORDER BY data->>'object', data->>'reason', position DESC) last ORDER BY position DESC LIMIT %(l)s",
+        {"s": streams, "p": pos, "l": limit},
+    ).fetchall()
+    if not rows:
+        return None
+    return [
+        {
+            "object": d.get("object"),
+            "type": d.get("type"),
+            "reason": d.get("reason"),
+            "message": d.get("message"),
+            "count": d.get("count"),
+            "lastTime": d.get("last_time"),
+            "reporter": d.get("reporting_controller"),
+            "position": position,
+        }
+        for d, position in rows
+    ]

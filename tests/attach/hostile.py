@@ -58,6 +58,7 @@ class Hostile:
         self.watch_scripts: queue.Queue[Chunks | None] = queue.Queue()
         self.requests: list[tuple[str, str]] = []
         self.pod_lists = 0
+        self.missing: set[str] = set()  # path prefixes answered 404 (a version not served)
         self.sent = 0  # bytes written on watch streams
         self.stopping = threading.Event()
         hostile = self
@@ -112,6 +113,10 @@ class Hostile:
         if self.tokens is not None and token not in self.tokens:
             status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized"}
             self._json(h, {**status, "reason": "Unauthorized", "code": 401}, 401)
+            return
+        if any(u.path.startswith(m) for m in self.missing):
+            status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "not found"}
+            self._json(h, {**status, "reason": "NotFound", "code": 404}, 404)
             return
         is_pods = u.path.rstrip("/").endswith("/pods")
         if qs.get("watch") == "true":

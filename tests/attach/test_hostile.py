@@ -197,3 +197,23 @@ def test_a_410_storm_relists_with_backoff_and_goes_on(ledger: Ledger, hostile: H
     assert hostile.pod_lists == 6  # the first list and one per 410
     _alive_and_small(proc)
     _stops_quickly(proc)
+
+
+def test_a_kind_served_at_another_version_is_mirrored_at_that_one(ledger: Ledger, hostile: Hostile) -> None:
+    """A cluster serving CompositePodGroups only at v1beta1 (upstream's master) and Workloads and
+    PodGroups only at v1 (GA): attach lists and watches each at the version served."""
+    hostile.missing = {
+        "/apis/scheduling.k8s.io/v1alpha3/",
+        "/apis/scheduling.k8s.io/v1beta1/workloads",
+        "/apis/scheduling.k8s.io/v1beta1/podgroups",
+    }
+    proc = _attach(ledger, hostile)
+    proc.wait_for(_has("synced"), 120, "attach to sync")
+    assert not any('"event": "unserved"' in x for x in proc.lines)
+    paths = {p for p, q in hostile.requests if "watch=true" in q}
+    assert {
+        "/apis/scheduling.k8s.io/v1beta1/compositepodgroups",
+        "/apis/scheduling.k8s.io/v1/workloads",
+        "/apis/scheduling.k8s.io/v1/podgroups",
+    } <= paths
+    _stops_quickly(proc)

@@ -145,6 +145,9 @@ def test_mirror_records_the_cluster_schedulers_verdicts(cluster: Cluster, ledger
     message = _conditions(groups[held[0]])["PodGroupInitiallyScheduled"][2]
     assert message and message in explained
     assert "not attempted yet" not in explained
+    # and the cluster scheduler's Events about it and its pods, newest first
+    assert "Cluster (its scheduler's Events, newest first):" in explained
+    assert "Warning FailedScheduling" in explained.partition("Cluster (its scheduler's Events")[2]
 
     # Jobs are mirrored as the cluster has them (not compiled again: their pods are mirrored), and
     # `explain job` answers through the PodGroup the Job controls
@@ -154,4 +157,20 @@ def test_mirror_records_the_cluster_schedulers_verdicts(cluster: Cluster, ledger
     )
     assert job.returncode == 0, job.stderr
     assert "Job:       team-b/feature-etl" in job.stdout
-    proc.stop()
+
+    # kill -9 and restart: the verdicts are all there, none recorded twice
+    proc.proc.kill()
+    proc.proc.wait(10)
+    again = ledger.attach(cluster.kubeconfigs["reader"], "--events-every", "0.5")
+    again.wait_for(
+        lambda lines: any('"event": "synced"' in x for x in lines), 120, "the restarted attach to sync"
+    )
+    wait_until(groups_agree, 120, "the PodGroups' conditions after the restart")
+    wait_until(pending_agree, 120, "the pending pods' conditions after the restart")
+    twice = ledger.rows(
+        "SELECT stream, type, data::text, count(*) FROM events WHERE meta->>'observed' = 'true' "
+        "AND type IN ('PodUnschedulable', 'PodNominated', 'PodGroupConditionChanged', "
+        "'CompositePodGroupConditionChanged', 'ClusterEventObserved') GROUP BY 1, 2, 3 HAVING count(*) > 1"
+    )
+    assert twice == []
+    again.stop()
