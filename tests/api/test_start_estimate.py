@@ -90,3 +90,9 @@ def test_same_inputs_same_estimate():
     a, b = estimate(inp), estimate(inp)
     assert (a.p50_seconds, a.p90_seconds) == (b.p50_seconds, b.p90_seconds)
     assert a.p50_seconds is not None and a.p90_seconds is not None and a.p50_seconds <= a.p90_seconds
+
+
+def test_not_before_the_next_attempt():
+    # room now, but the scheduler tries again only when its backoff ends
+    inp = Inputs(Demand("d/x", {"cpu": 1}), {"n1": {"cpu": 2}}, [], kaplan_meier([5.0]), not_before=7.5)
+    assert estimate(inp).p50_seconds == pytest.approx(7.5)
