@@ -227,7 +227,22 @@ def summarize(res: dict[str, Any], share: float, seed: int) -> tuple[list[Metric
         "le_0_6x_ema_median_error": ours_med <= 0.6 * ema_med,
         "p90_coverage_ge_85pct": coverage >= 0.85,
     }
+    # the waits for capacity alone: without the cases that start on the retry right after their
+    # own preemption made room (actual <= 2 s), which the backoff bound predicts exactly
+    slow = [c for c in done if c["actual"] > 2.0]
+    slow_errs = {k: [_rel(c[k], c["actual"]) for c in slow] for k in ("p50", "ema", "median")}
     summary = {
+        "capacity_waits_only": {
+            "cases": len(slow),
+            "podledger_median_abs_rel_error": _pct(slow_errs["p50"], 0.5),
+            "ema_median_abs_rel_error": _pct(slow_errs["ema"], 0.5),
+            "median_baseline_median_abs_rel_error": _pct(slow_errs["median"], 0.5),
+            "p90_coverage": (
+                sum(1 for c in slow if c["p90"] is None or c["actual"] <= c["p90"] + 1e-6) / len(slow)
+                if slow
+                else float("nan")
+            ),
+        },
         "node_share": share,
         "seed": seed,
         "nodes": res["nodes"],
@@ -316,8 +331,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--node-share", type=float, default=0.08)
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--limit", type=int, default=3000, help="the first N tasks of the trace")
-    ap.add_argument("--horizon-days", type=float, default=3.0, help="replay this long past the last arrival")
+    ap.add_argument("--horizon-days", type=float, default=30.0, help="replay this long past the last arrival")
+    ap.add_argument(
+        "--resummarize", action="store_true", help="recompute the summary of bench/results/predict.json"
+    )
     args = ap.parse_args(argv)
+    if args.resummarize:
+        import json
+
+        path = Path(__file__).resolve().parent / "results" / "predict.json"
+        doc = json.loads(path.read_text())
+        old = doc["summary"]
+        res = {
+            "cases": doc["cases"],
+            "nodes": old["nodes"],
+            "tasks": old["tasks"],
+            "wall_s": old["replay_wall_s"],
+            "predict_s": old["prediction_s"],
+        }
+        _metrics, doc["summary"] = summarize(res, old["node_share"], old["seed"])
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        print(json.dumps(doc["summary"], indent=2))
+        return
     folder = trace_dir()
     shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "openb"  # /work/shared from a worktree
     if folder is None and (shared / NODE_FILE).is_file():
