@@ -119,6 +119,9 @@ class Inputs:
     ahead: Sequence[Demand] = ()
     domain_of: Mapping[str, str] | None = None  # node -> topology domain (None: no constraint)
     not_before: float = 0.0  # seconds until the scheduler's next attempt (its backoff)
+    # pending demands behind it: when it does not fit, the scheduler places them if they fit
+    # (no head-of-line blocking), and they hold what they take
+    behind: Sequence[Demand] = ()
 
 
 @dataclass
@@ -231,6 +234,7 @@ def _one_draw(
 ) -> float:
     free = {n: dict(f) for n, f in inp.free.items()}
     pending = list(inp.ahead)
+    waiting = list(inp.behind)
     releases = [(float(ends[i]), h.node, h.requests) for i, h in enumerate(holders)]
     t = 0.0
     heap = [(e, k, n, r) for k, (e, n, r) in enumerate(releases)]
@@ -252,6 +256,18 @@ def _one_draw(
         pending = still
         if _place(free, inp.demand, inp.domain_of) is not None:
             return t
+        later: list[Demand] = []
+        for b in waiting:
+            placed = _place(free, b, inp.domain_of)
+            if placed is None:
+                later.append(b)
+                continue
+            life = float(residuals(inp.curve, np.zeros(1), rng.random(1))[0])
+            for n in placed:
+                _take(free[n], b.requests, 1)
+                heapq.heappush(heap, (t + life, serial, n, b.requests))
+                serial += 1
+        waiting = later
         if not heap:
             return math.inf
         t, _k, node, req = heapq.heappop(heap)
