@@ -85,6 +85,14 @@ events = sa.Table(
             "stream ~ '^(elasticquota|elasticquotatree|node|poddisruptionbudget|priorityclass)/'"
         ),
     ),
+    # the raw edges of an analytics window (migration 0025)
+    sa.Index(
+        "events_analytics_at_idx",
+        "effective_at",
+        postgresql_where=sa.text(
+            "type IN ('PodGroupUnschedulable', 'PodGroupRetried', 'PodUnschedulable', 'PodRetried', 'PodPreempted')"
+        ),
+    ),
 )
 
 # events is PARTITION BY RANGE (position) (migration 0016): its partitions (events_p<lo>,
@@ -160,6 +168,35 @@ quota_usage = sa.Table(
     sa.Column("namespace", sa.Text, primary_key=True),
     sa.Column("valid_from", sa.BigInteger, primary_key=True),
     sa.Column("used", pg.JSONB, nullable=False),
+)
+
+# Windowed analytics (migration 0025, ledger/projections/analytics.py): hourly (and per-minute)
+# buckets and one row per start, written by the inline projection.
+analytics_hourly = sa.Table(
+    "analytics_hourly",
+    metadata,
+    sa.Column("metric", sa.Text, primary_key=True),
+    sa.Column("hour", sa.DateTime(timezone=True), primary_key=True),
+    sa.Column("k1", sa.Text, primary_key=True, server_default=sa.text("''")),
+    sa.Column("k2", sa.Text, primary_key=True, server_default=sa.text("''")),
+    sa.Column("k3", sa.Text, primary_key=True, server_default=sa.text("''")),
+    sa.Column("n", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("delta", sa.Float(53), nullable=False, server_default="0"),
+    sa.Column("tail", sa.Float(53), nullable=False, server_default="0"),
+)
+
+analytics_waits = sa.Table(
+    "analytics_waits",
+    metadata,
+    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("wait_seconds", sa.Float(53), nullable=False),
+    sa.Index("analytics_waits_at_idx", "at"),
+    sa.Index("analytics_waits_namespace_at_idx", "namespace", "at"),
 )
 
 projection_checkpoints = sa.Table(

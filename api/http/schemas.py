@@ -151,6 +151,9 @@ class PredictedStart(BaseModel):
 
     p50_seconds: float | None = None
     p90_seconds: float | None = None
+    point_seconds: float | None = Field(
+        None, description="the estimate with the least expected relative error"
+    )
     cases: int = Field(description="completed lifetimes of similar pods the survival curve rests on")
     censored: int = Field(description="similar pods still running (censored lifetimes)")
     holders: int = Field(description="pods bound on the nodes it can use")

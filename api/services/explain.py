@@ -421,6 +421,15 @@ def render_explain(doc: dict[str, Any], *, limit: int | None = NODE_LIMIT) -> st
                 f"    {r['name']:<32} podledger {r['podledgerNode'] or '-':<16} "
                 f"cluster {r['clusterNode'] or '-':<16} ({who}) {mark}"
             )
+    if doc.get("exclusions"):
+        src = (
+            "recorded with the decision"
+            if doc.get("exclusionsSource") == "recorded"
+            else f"recomputed on the exact state of that cycle, position {doc.get('nodesAt')}: "
+            "the decision predates the record"
+        )
+        lines.append(f"  Exclusions (what the scheduler saw; {src}):")
+        lines.extend(f"    {ln}" for ln in exclusion_lines(doc["exclusions"]))
     if doc.get("clusterEvents"):
         # the cluster scheduler's words and times, beside podledger's (shadow) or as the verdict
         # above (mirror)

@@ -17,6 +17,7 @@ from ledger.resources.models import pod_effective_requests
 from ledger.sql import Conn
 
 OPEN = 9223372036854775807
+BEHIND = 50  # the pending demands behind it that may take freed capacity first (the first 50)
 MIN_CASES = 30  # fewer similar completed lifetimes than this: widen to the namespace, then all
 
 # the entity's last requeue or compacted retry up to P: when the scheduler tries it next
@@ -179,6 +180,9 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
     ahead = [
         d for k, (o, d) in sorted(demands.items(), key=lambda kv: kv[1][0]) if o < mine_order and k != me
     ]
+    behind = [
+        d for k, (o, d) in sorted(demands.items(), key=lambda kv: kv[1][0]) if o > mine_order and k != me
+    ][:BEHIND]
     domain_of = None
     if kind == "PodGroup":
         g = groups[(namespace, name)]
@@ -197,6 +201,7 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
         ahead,
         domain_of,
         _next_attempt(conn, kind, namespace, name, position, now),
+        behind,
     )
 
 

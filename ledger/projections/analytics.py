@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -78,10 +79,12 @@ def _time(value: Any) -> datetime:
     return datetime.fromisoformat(str(value))
 
 
+@lru_cache(maxsize=4096)
 def _minute(ts: datetime) -> str:
     return ts.astimezone(UTC).replace(second=0, microsecond=0).isoformat()
 
 
+@lru_cache(maxsize=4096)  # a batch's events share a handful of times
 def _hour(ts: datetime) -> tuple[str, float]:
     """The bucket (its start, ISO) and the seconds from ``ts`` to the bucket's end."""
     utc = ts.astimezone(UTC)
@@ -239,6 +242,8 @@ class Analytics:
         ts = _time(ev.effective_at)
         if kind == "Pod":
             phase = (row.get("status") or {}).get("phase") if row is not None else None
+            if phase == before.phase and ev.type in ("PodNominated", "PodUnschedulable", "PodGated"):
+                return  # a verdict that keeps the phase: same pending count, same allocation
             self._level("pending_pods", ts, (phase == "Pending") - (before.phase == "Pending"), ns)
             after = _resources(requests or {})
             if after != before.requests:

@@ -90,3 +90,24 @@ def test_same_inputs_same_estimate():
     a, b = estimate(inp), estimate(inp)
     assert (a.p50_seconds, a.p90_seconds) == (b.p50_seconds, b.p90_seconds)
     assert a.p50_seconds is not None and a.p90_seconds is not None and a.p50_seconds <= a.p90_seconds
+
+
+def test_not_before_the_next_attempt():
+    # room now, but the scheduler tries again only when its backoff ends
+    inp = Inputs(Demand("d/x", {"cpu": 1}), {"n1": {"cpu": 2}}, [], kaplan_meier([5.0]), not_before=7.5)
+    assert estimate(inp).p50_seconds == pytest.approx(7.5)
+
+
+def test_a_smaller_pod_behind_takes_what_frees_first():
+    # the node frees 2 of its 4 cores at 10 s and 2 more at 60 s (lifetimes of 100 s); the pod
+    # behind (2 cores) takes the first half, so the entity (4 cores) waits for it: 110 s
+    curve = kaplan_meier([100.0] * 20)
+    base = Inputs(
+        Demand("d/big", {"cpu": 4000}),
+        {"n1": {"cpu": 0}},
+        [Holder("n1", {"cpu": 2000}, 40), Holder("n1", {"cpu": 2000}, 90)],
+        curve,
+    )
+    assert estimate(base).p50_seconds == pytest.approx(60)
+    crowded = Inputs(base.demand, base.free, base.holders, curve, behind=(Demand("d/small", {"cpu": 2000}),))
+    assert estimate(crowded).p50_seconds == pytest.approx(110)

@@ -58,3 +58,8 @@ def test_groups_log_and_charts_honour_at_and_filters(signed_in, demo_database):
     filtered = signed_in.get("/charts?namespace=team-a").text
     assert '<option value="team-a" selected>' in filtered
     assert f"as of position {first_group}" in signed_in.get(f"/charts?at={first_group}").text
+
+
+def test_a_pending_group_page_shows_its_predicted_start(signed_in):
+    html = signed_in.get("/groups/team-a/giant").text
+    assert "Predicted: starts in" in html and "past lifetimes" in html
