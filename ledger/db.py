@@ -205,7 +205,8 @@ def _configured(url: str) -> bool:
     if not env:
         return False
     a, b = urlsplit(libpq_url(env)), urlsplit(libpq_url(url))
-    return (a.hostname, a.port, a.path) == (b.hostname, b.port, b.path)
+    # hosts compared as written: a multi-host URL (h1:p1,h2:p2) has no single port to parse
+    return (a.netloc.rpartition("@")[2], a.path) == (b.netloc.rpartition("@")[2], b.path)
 
 
 def ensure_database(url: str, *, create: bool | None = None) -> None:
@@ -232,7 +233,7 @@ def ensure_database(url: str, *, create: bool | None = None) -> None:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
         if not exists:
             if not create:
-                host = urlsplit(libpq_url(url)).hostname or "the local socket"
+                host = urlsplit(libpq_url(url)).netloc.rpartition("@")[2] or "the local socket"
                 raise DatabaseMissing(
                     f'database "{dbname}" (PODLEDGER_DATABASE_URL) does not exist on {host}; '
                     "create it with: podledger db create"

@@ -49,8 +49,10 @@ FROM seq WHERE type = 'PodBound'
 """
 
 
-def _gpus(req: Mapping[str, Any]) -> int:
-    return sum(int(v) for k, v in req.items() if k.endswith("/gpu"))
+def _gpus(req: Mapping[str, Any] | None) -> int:
+    """GPUs a request asks for (a bound pod whose payload carries no requests, as a mirrored
+    cluster's PodBound may, asks for none)."""
+    return sum(int(v) for k, v in (req or {}).items() if k.endswith("/gpu"))
 
 
 def _int(v: Any) -> int:

@@ -56,6 +56,9 @@ class Hostile:
         # Pod watch connections take their script from here: each item is an iterator of raw
         # chunks written in order; None closes the connection
         self.watch_scripts: queue.Queue[Chunks | None] = queue.Queue()
+        # only the newest pod watch takes scripts: an older one (of an attach that was stopped,
+        # whose connection the server has not noticed closed yet) ends instead of taking them
+        self.pod_watch_gen = 0
         self.requests: list[tuple[str, str]] = []
         self.pod_lists = 0
         self.missing: set[str] = set()  # path prefixes answered 404 (a version not served)
@@ -120,7 +123,9 @@ class Hostile:
             return
         is_pods = u.path.rstrip("/").endswith("/pods")
         if qs.get("watch") == "true":
-            self._stream(h, self._watch_pods() if is_pods else self._bookmarks())
+            if is_pods:
+                self.pod_watch_gen += 1
+            self._stream(h, self._watch_pods(self.pod_watch_gen) if is_pods else self._bookmarks())
         elif is_pods:
             self.pod_lists += 1 if not qs.get("continue") else 0
             self._json(h, self._pod_page(qs))
@@ -140,8 +145,10 @@ class Hostile:
         while not self.stopping.wait(0.5):
             yield line("BOOKMARK", {"kind": "Status", "metadata": {"resourceVersion": "1"}})
 
-    def _watch_pods(self) -> Chunks:
+    def _watch_pods(self, gen: int) -> Chunks:
         while not self.stopping.is_set():
+            if gen != self.pod_watch_gen:
+                return  # a newer pod watch takes the scripts
             try:
                 script = self.watch_scripts.get(timeout=0.5)
             except queue.Empty:

@@ -39,7 +39,7 @@ def command(service: dict) -> list[str]:  # type: ignore[type-arg]
 
 def test_services_commands_and_dependencies(compose):
     services = compose["services"]
-    assert set(services) == {"postgres", "migrate", "api", "worker", "grafana"}
+    assert set(services) == {"postgres", "migrate", "api", "worker", "grafana", "attach"}
     assert services["postgres"]["image"].startswith("postgres:")
     for name in ("migrate", "api", "worker"):  # one image, built from the one Dockerfile
         assert services[name]["build"] == "." and services[name]["image"] == "podledger:local"
@@ -236,11 +236,22 @@ def test_grafana_dashboard_is_built_on_the_views():
     ds_uid = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "podledger.yaml").read_text())[
         "datasources"
     ][0]["uid"]
-    assert {p["datasource"]["uid"] for p in dash["panels"]} == {ds_uid}
+    # every panel reads the datasource the `cluster` variable picks (one per cluster), whose default
+    # is the provisioned podledger datasource
+    assert {p["datasource"]["uid"] for p in dash["panels"]} == {"${cluster}"}
+    (cluster,) = [v for v in dash["templating"]["list"] if v["name"] == "cluster"]
+    assert cluster["type"] == "datasource" and cluster["current"]["value"] == ds_uid
     assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
 
 
-def _expand_macros(sql: str) -> str:
+def _expand_macros(sql: str, variables: dict[str, list[str]] | None = None) -> str:
+    """The panel's SQL as Grafana sends it: time macros over the last 30 days, and each multi-value
+    template variable set to All (Grafana's quoted, comma-separated list of the variable's values)."""
+    for name, values in sorted((variables or {}).items(), key=lambda kv: -len(kv[0])):
+        quoted = ",".join("'" + v.replace("'", "''") + "'" for v in values) or "NULL"
+        sql = re.sub(r"\$\{?" + name + r"\}?(?!\w)", quoted, sql)
+    sql = re.sub(r"\$__timeFrom\(\)", "(now() - interval '30 days')", sql)
+    sql = re.sub(r"\$__timeTo\(\)", "(now() + interval '1 day')", sql)
     sql = re.sub(
         r"\$__timeFilter\((\w+)\)", r"\1 BETWEEN now() - interval '30 days' AND now() + interval '1 day'", sql
     )
@@ -257,9 +268,16 @@ def test_grafana_queries_run_as_the_reporting_role(db_url, database):
     load_demo(database)
     with psycopg.connect(db_url) as conn:
         conn.execute("SET ROLE podledger_reporting")
-        for panel in _dashboard()["panels"]:
+        dash = _dashboard()
+        variables = {
+            v["name"]: [str(r[0]) for r in conn.execute(v["query"]).fetchall() if r[0] is not None]
+            for v in dash["templating"]["list"]
+            if v["type"] == "query"
+        }
+        assert variables["namespace"], "the namespace variable lists the demo's namespaces"
+        for panel in dash["panels"]:
             for t in panel["targets"]:
-                rows = conn.execute(_expand_macros(t["rawSql"])).fetchall()
+                rows = conn.execute(_expand_macros(t["rawSql"], variables)).fetchall()
                 if panel["title"] in ("Group wait time distribution", "Slowest groups"):
                     assert len(rows) == 8, panel["title"]  # 6 example groups, the example Job's group + giant
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -108,7 +108,8 @@ def test_conversion_keeps_rows_chain_views_and_grants_both_ways(db_url, database
     db.dispose_all()
     command.downgrade(cfg, "0015")  # to a plain table, with the rows
     assert relkind(db_url) == "r"
-    assert log_rows(db_url) == rows and view_rows(db_url) == before
+    at_0015 = view_rows(db_url)  # the views that exist at 0015 (later migrations add more)
+    assert log_rows(db_url) == rows and at_0015 == {v: before[v] for v in at_0015}
     monkeypatch.setenv("PODLEDGER_PARTITION_SIZE", "10")
     monkeypatch.setenv("PODLEDGER_PARTITIONS_AHEAD", "2")
     command.upgrade(cfg, "head")

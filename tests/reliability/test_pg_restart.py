@@ -117,8 +117,9 @@ def _api_apply(url: str, name: str) -> Any:
 @pytest.mark.timeout(150)
 def test_restart_postgres_under_load(private_server, procs, tmp_path, monkeypatch):
     url = db.with_database(private_server.uri, "podledger")
+    db.ensure_database(url, create=True)  # as `podledger db create` does on a new server
     monkeypatch.setenv("PODLEDGER_DATABASE_URL", url)
-    database = db.get_database(url)  # creates and migrates the database
+    database = db.get_database(url)  # migrates the database
     objs, _ = load_documents(parse_documents(nodes_yaml(2, "64")))
     assert apply(database, objs).ok
 

@@ -198,6 +198,8 @@ class Cluster:
         with open(p.pgdata / "postgresql.conf", "a") as f:
             f.write(PRIMARY_CONF)
         p.start()
+        with p.connect() as c:  # the ledger's database, as an operator creates it (podledger db create)
+            c.execute("CREATE DATABASE podledger")
         self._attach_standby(self.standby)
 
     def _attach_standby(self, node: Node) -> None:
