@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test check bench paper lint clean-db
+.PHONY: demo test test-long check bench paper lint clean-db
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,8 +15,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/podledger demo
 
+# The suite CI runs (under 15 minutes); `make test-long` runs the few tests marked `long`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not long"
+
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m long
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

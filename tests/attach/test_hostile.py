@@ -134,7 +134,7 @@ def test_a_later_pod_after_resuming_past_a_huge_resource_version_is_recorded(
     again.wait_for(_has("synced"), 120, "the restarted attach to sync")
     hostile.watch_scripts.put(script(line("ADDED", pod("e", 14))))
     try:
-        _until(again, lambda: _created(ledger, "e") == 1, "a later pod", limit=30)
+        _until(again, lambda: _created(ledger, "e") == 1, "a later pod", limit=15)
     finally:
         _stops_quickly(again)
 

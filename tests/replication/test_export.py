@@ -106,6 +106,7 @@ def test_export_resumes_exactly_once_and_matches_the_checkpoints(ledger_url, tmp
     _export(ledger_url, out, "--drop-slot")
 
 
+@pytest.mark.long  # the slot's synchronisation to the standby takes 10-60 s (make test-long)
 @pytest.mark.timeout(120)
 def test_export_slot_survives_failover(cluster, ledger_url, tmp_path):
     """PostgreSQL 17+ failover slots: the exporter's slot is synchronised to the standby
