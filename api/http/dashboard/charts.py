@@ -76,6 +76,16 @@ def _y_axis(parts: list[str], left: int, top: int, plot_h: int, plot_w: int, vma
         )
 
 
+def _legend(parts: list[str], names: Sequence[str], left: int, bottom: float, plot_w: int, cols: int) -> None:
+    """One colour swatch and name per series, ``cols`` to a row, under the plot ending at ``bottom``."""
+    for k, n in enumerate(names):
+        col, row = k % cols, k // cols
+        lx = left + col * (plot_w / cols)
+        ly = bottom + 30 + row * 16
+        parts.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{_color(n, k)}"/>')
+        parts.append(f'<text x="{lx + 14:.1f}" y="{ly}" fill="#333" {FONT}>{escape(n)}</text>')
+
+
 def _nice_max(v: float) -> float:
     """A round axis maximum divisible by 4, so the five ticks are whole numbers."""
     if v <= 0:
@@ -176,12 +186,7 @@ def stacked_bars(
                 f'<text x="{left + i * slot + slot / 2:.1f}" y="{top + plot_h + 14}" text-anchor="{anchor}" '
                 f'fill="#444" {FONT}>{escape(bucket)}</text>'
             )
-    for k, n in enumerate(names):
-        col, row = k % cols, k // cols
-        lx = left + col * (plot_w / cols)
-        ly = top + plot_h + 30 + row * 16
-        parts.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{_color(n, k)}"/>')
-        parts.append(f'<text x="{lx + 14:.1f}" y="{ly}" fill="#333" {FONT}>{escape(n)}</text>')
+    _legend(parts, names, left, top + plot_h, plot_w, cols)
     parts.append("</svg>")
     return Markup("".join(parts))
 

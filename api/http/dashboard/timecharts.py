@@ -7,7 +7,7 @@ from datetime import datetime
 
 from markupsafe import Markup, escape
 
-from api.http.dashboard.charts import FONT, TITLE_H, _color, _empty, _fmt, _nice_max, _open, _y_axis
+from api.http.dashboard.charts import FONT, TITLE_H, _color, _empty, _fmt, _legend, _nice_max, _open, _y_axis
 
 
 def _label(t: datetime, span_s: float) -> str:
@@ -73,11 +73,6 @@ def step_lines(
             f'<text class="tick" x="{x(t):.1f}" y="{top + plot_h + 14}" text-anchor="{anchor}" fill="#444" '
             f"{FONT}>{escape(_label(t, span))}</text>"
         )
-    for k, n in enumerate(names):
-        col, row = k % cols, k // cols
-        lx = left + col * (plot_w / cols)
-        ly = top + plot_h + 30 + row * 16
-        parts.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{_color(n, k)}"/>')
-        parts.append(f'<text x="{lx + 14:.1f}" y="{ly}" fill="#333" {FONT}>{escape(n)}</text>')
+    _legend(parts, names, left, top + plot_h, plot_w, cols)
     parts.append("</svg>")
     return Markup("".join(parts))
