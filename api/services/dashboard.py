@@ -190,6 +190,12 @@ def log_page(
         return log_q.log_page(conn, after=after, before=before, limit=limit, type_=type_, stream=stream)
 
 
+def head(db: Database) -> int:
+    """The log's last position."""
+    with db.connect() as conn:
+        return log_q.head(conn)
+
+
 def at_time(db: Database, at: str | None) -> tuple[int | None, datetime | None]:
     """``?at=POSITION|TIME`` as (position, the time of its event); (None, None) without one.
     Raises ValueError for anything else."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 import orjson
@@ -26,6 +26,9 @@ from api.http.context import context
 from api.http.dashboard import charts, timecharts
 from api.http.routes.events import event_stream
 from api.services import dashboard
+
+if TYPE_CHECKING:
+    from ledger.database import Database
 
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboard"
 router = APIRouter(include_in_schema=False)
@@ -167,6 +170,18 @@ async def live(request: Request) -> Response:
 # ------------------------------------------------------------------------------- pages
 
 
+async def _reader_at(request: Request, at: str) -> tuple[Database, int | None, datetime | None]:
+    """The database this request reads (a standby when one serves: routing may wait, so off the
+    event loop) and ``?at=`` resolved on it as (position, its time); ValueError for a bad ``at``."""
+    ctx = context(request)
+
+    def resolve() -> tuple[Database, int | None, datetime | None]:
+        db = ctx.read_db
+        return (db, *dashboard.at_time(db, at))
+
+    return await run_in_threadpool(resolve)
+
+
 def _bad_at(request: Request, principal: Principal, at: str, exc: Exception) -> Response:
     return _render(
         request, "error.html", principal, status_code=400, title="Bad ?at=", message=f"at={at!r}: {exc}"
@@ -180,10 +195,8 @@ async def groups_page(
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    ctx = context(request)
-    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
     try:
-        pos, when = await run_in_threadpool(dashboard.at_time, db, at)
+        db, pos, when = await _reader_at(request, at)
     except ValueError as exc:
         return _bad_at(request, principal, at, exc)
 
@@ -226,11 +239,8 @@ async def group_page(request: Request, namespace: str, name: str, kind: str = ""
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    ctx = context(request)
-    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
     try:
-        pos, when = await run_in_threadpool(dashboard.at_time, db, at)
-        head = await run_in_threadpool(lambda: dashboard.at_time(db, "9223372036854775807")[0])
+        db, pos, when = await _reader_at(request, at)
     except ValueError as exc:
         return _bad_at(request, principal, at, exc)
     kind_name = (
@@ -272,6 +282,7 @@ async def group_page(request: Request, namespace: str, name: str, kind: str = ""
             + (f" at position {pos}." if pos is not None else "."),
         )
     first = min((int(t["position"] or 0) for t in data["timeline"]), default=1)
+    head = await run_in_threadpool(dashboard.head, db)
     return _render(
         request,
         "group.html",
@@ -305,10 +316,8 @@ async def charts_page(
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    ctx = context(request)
-    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
     try:
-        pos, when = await run_in_threadpool(dashboard.at_time, db, at)
+        db, pos, when = await _reader_at(request, at)
         t_from, t_to = _time_arg(since), _time_arg(until)
         prio = int(priority) if priority.strip() else None
     except ValueError as exc:
@@ -406,13 +415,12 @@ async def log_page(
     principal = _principal(request)
     if principal is None:
         return _login_redirect(request)
-    ctx = context(request)
-    db = await run_in_threadpool(lambda: ctx.read_db)  # a standby when one serves (may wait)
-    if at and before is None and after is None:  # the page of the log ending at that position
-        try:
-            pos, _when = await run_in_threadpool(dashboard.at_time, db, at)
-        except ValueError as exc:
-            return _bad_at(request, principal, at, exc)
+    page_at = at if before is None and after is None else ""  # the page of the log ending there
+    try:
+        db, pos, _when = await _reader_at(request, page_at)
+    except ValueError as exc:
+        return _bad_at(request, principal, at, exc)
+    if page_at:
         before = (pos or 0) + 1
     limit = max(1, min(limit, 500))
     after = max(0, after) if after is not None else None
