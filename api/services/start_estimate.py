@@ -240,10 +240,13 @@ def _one_draw(
     heap = [(e, k, n, r) for k, (e, n, r) in enumerate(releases)]
     heapq.heapify(heap)
     serial = len(heap)
-    while True:
-        # the queue ahead first, in order; then the entity
+
+    def admit(queue: list[Demand]) -> list[Demand]:
+        """Place what of ``queue`` fits now, in order (each holds its nodes for a drawn
+        lifetime); the rest, still waiting."""
+        nonlocal serial
         still: list[Demand] = []
-        for a in pending:
+        for a in queue:
             placed = _place(free, a, inp.domain_of)
             if placed is None:
                 still.append(a)
@@ -253,21 +256,14 @@ def _one_draw(
                 _take(free[n], a.requests, 1)
                 heapq.heappush(heap, (t + life, serial, n, a.requests))
                 serial += 1
-        pending = still
+        return still
+
+    while True:
+        # the queue ahead first, in order; then the entity; then the demands behind it
+        pending = admit(pending)
         if _place(free, inp.demand, inp.domain_of) is not None:
             return t
-        later: list[Demand] = []
-        for b in waiting:
-            placed = _place(free, b, inp.domain_of)
-            if placed is None:
-                later.append(b)
-                continue
-            life = float(residuals(inp.curve, np.zeros(1), rng.random(1))[0])
-            for n in placed:
-                _take(free[n], b.requests, 1)
-                heapq.heappush(heap, (t + life, serial, n, b.requests))
-                serial += 1
-        waiting = later
+        waiting = admit(waiting)
         if not heap:
             return math.inf
         t, _k, node, req = heapq.heappop(heap)
