@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import json
 import os
 import random
 import statistics
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Metric, print_table, write
-from bench.trace import (
+from bench.openb import (
     EPOCH,
     NODE_FILE,
     POD_FILE,
@@ -47,7 +48,7 @@ from bench.trace import (
     read_tasks,
     trace_dir,
 )
-from bench.trace import load as load_manifests
+from bench.openb import load as load_manifests
 
 ALPHA = 0.2
 DEBUG = os.environ.get("PODLEDGER_PREDICT_DEBUG") == "1"
@@ -337,8 +338,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     if args.resummarize:
-        import json
-
         path = Path(__file__).resolve().parent / "results" / "predict.json"
         doc = json.loads(path.read_text())
         old = doc["summary"]
@@ -354,23 +353,17 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(doc["summary"], indent=2))
         return
     folder = trace_dir()
-    shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "openb"  # /work/shared from a worktree
-    if folder is None and (shared / NODE_FILE).is_file():
-        folder = shared
     if folder is None:
         print("bench.predict: no openb trace (PODLEDGER_TRACE_DIR); skipped")
         return
     res = run(folder, args.node_share, args.seed, args.limit, args.horizon_days)
-    import json as _json
-
-    Path("/tmp/bench_predict_cases.json").write_text(
-        _json.dumps(res, default=str)
-    )  # a summary error loses no run
+    # the cases first: an error in the summary loses no run
+    cases = Path(__file__).resolve().parent / "results" / "predict-cases.json"
+    cases.parent.mkdir(exist_ok=True)
+    cases.write_text(json.dumps(res, default=str))
     metrics, summary = summarize(res, args.node_share, args.seed)
     print_table("predicted start backtest (bench/results/predict.json)", metrics)
     path = write("predict", metrics)
-    import json
-
     doc = json.loads(path.read_text())
     doc["summary"] = summary
     doc["cases"] = res["cases"]
