@@ -106,3 +106,10 @@ def test_the_image_runs_as_a_numeric_non_root_user_and_compose_has_attach() -> N
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     attach = compose["services"]["attach"]
     assert attach["command"][:2] == ["podledger", "attach"]
+
+
+def test_the_components_roles_script_is_compose_s() -> None:
+    """Kustomize loads no file outside the component's folder, so it holds a copy of the roles
+    script the compose file's PostgreSQL runs: the two stay the same."""
+    copy = DEPLOY / "components" / "postgres" / "roles.sh"
+    assert copy.read_bytes() == (ROOT / "deploy" / "postgres" / "10-roles.sh").read_bytes()
