@@ -100,13 +100,19 @@ def test_a_pod_over_the_event_limit_is_recorded_invalid_and_skipped(ledger: Ledg
     _stops_quickly(proc)
 
 
-def test_a_resource_version_past_int64_is_recorded_but_never_resumed_from(
-    ledger: Ledger, hostile: Hostile
-) -> None:
+def _huge_then_twelve(ledger: Ledger, hostile: Hostile) -> LineReader:
+    """A running attach that has recorded a pod at resourceVersion 2^64 + 7, then one at 12."""
     proc = _attach(ledger, hostile)
     proc.wait_for(_has("synced"), 120, "attach to sync")
     hostile.watch_scripts.put(script(line("ADDED", pod("huge", str(2**64 + 7))), line("ADDED", pod("d", 12))))
     _until(proc, lambda: _created(ledger, "huge") == 1 and _created(ledger, "d") == 1, "both pods")
+    return proc
+
+
+def test_a_resource_version_past_int64_is_recorded_but_never_resumed_from(
+    ledger: Ledger, hostile: Hostile
+) -> None:
+    proc = _huge_then_twelve(ledger, hostile)
     _alive_and_small(proc)
     _stops_quickly(proc)
     # a restart resumes the pods' watch from 12, the last usable resourceVersion
@@ -125,10 +131,7 @@ def test_a_resource_version_past_int64_is_recorded_but_never_resumed_from(
 def test_a_later_pod_after_resuming_past_a_huge_resource_version_is_recorded(
     ledger: Ledger, hostile: Hostile
 ) -> None:
-    proc = _attach(ledger, hostile)
-    proc.wait_for(_has("synced"), 120, "attach to sync")
-    hostile.watch_scripts.put(script(line("ADDED", pod("huge", str(2**64 + 7))), line("ADDED", pod("d", 12))))
-    _until(proc, lambda: _created(ledger, "huge") == 1 and _created(ledger, "d") == 1, "both pods")
+    proc = _huge_then_twelve(ledger, hostile)
     _stops_quickly(proc)
     again = _attach(ledger, hostile)
     again.wait_for(_has("synced"), 120, "the restarted attach to sync")
