@@ -25,7 +25,6 @@ from api.http.auth import PROXIES_ENV, AuthThrottle, TokenTable, parse_tokens, t
 from api.http.context import AppContext
 from api.http.errors import install_handlers
 from api.http.headers import SecurityHeaders
-from api.http.kube_guard import KubeBodyGuard
 from api.http.limits import BodyLimit, max_body_from_env
 from api.http.routes import admin, audit, checkpoint, dashboard, events, health, jobs, objects
 from api.http.routes.dashboard import DASHBOARD_DIR
@@ -180,7 +179,6 @@ def create_app(
     app.include_router(k8s_routes.router)  # the Kubernetes-compatible API (api/k8s)
     # Pure ASGI middlewares (not BaseHTTPMiddleware): an error raised while a route reads the body
     # (BodyLimit's 413) reaches the exception handlers in the route's own task.
-    app.add_middleware(KubeBodyGuard)  # Kubernetes API writes: alias bombs, strict duplicates
     app.add_middleware(SecurityHeaders)  # CSP, X-Frame-Options, nosniff, HSTS over https
     app.add_middleware(RequestContext)
     app.add_middleware(BodyLimit, limit=limit)  # outermost: limits hold before anything reads the request

@@ -234,14 +234,16 @@ async def _resource(request: Request, group: str, version: str, rest: str) -> Re
     ctype = request.headers.get("content-type", "application/json")
     value, found = None, []
     if body.strip():
-        value, dupes = decode.decode(body, "yaml" if "yaml" in ctype else "json")
+        value, dupes = decode.decode(body, ctype)
         if method == "DELETE" and isinstance(value, dict) and value.get("dryRun") is not None:
             dry_values = value["dryRun"]  # DeleteOptions in the body (kubectl sends them there)
             if not isinstance(dry_values, list) or not all(isinstance(v, str) for v in dry_values):
                 raise K8sError(400, "DeleteOptions.dryRun must be a list of strings")
             if options.dry_run_values(dry_values, "DeleteOptions"):
                 q["dryRun"] = "All"
-        if validation != "Ignore" and t.sub not in ("binding", "eviction") and method != "DELETE":
+        if validation == "Strict" and dupes and method != "DELETE":
+            found = dupes  # refused on its duplicates alone, before the schema is consulted
+        elif validation != "Ignore" and t.sub not in ("binding", "eviction") and method != "DELETE":
             found = decode.problems(value, dupes, t.res.kind, t.res.api_version)
         if found and validation == "Strict":
             raise decode.strict_error(t.res.kind, t.res.api_version, found)

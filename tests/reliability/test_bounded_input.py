@@ -284,7 +284,7 @@ def test_json_api_apply_refuses_bombs_and_duplicates(client: TestClient, databas
 
 
 def test_kubernetes_api_refuses_bombs_and_strict_duplicates(client: TestClient, database: Database) -> None:
-    """The shared guard in front of the Kubernetes-compatible API's writes (api/http/kube_guard.py)."""
+    """The Kubernetes-compatible API's writes: each body read once by the shared bounded parser (api/k8s/decode.py)."""
     before = count_events(database)
     path = "/api/v1/namespaces/team-a/pods"
     yaml_h = {**auth("writer"), "Content-Type": "application/yaml"}
