@@ -135,26 +135,70 @@ class GpuView:
 
 
 def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
-    ri = snap.res_index
-    r = ri.get(NVIDIA_GPU)
-    cnt = snap.alloc[r][idx] if r is not None else np.zeros(len(idx), dtype=np.int64)
-    g = int(cnt.max()) if len(cnt) else 0
-    w = max(g, 1)
-    free = np.full((len(idx), w), MILLI, dtype=np.int64)
-    held = [(i, row) for i in range(g) if (row := ri.get(device_resource(i))) is not None]
-    if held:  # device i's free milli: 1000 + its (negative) synthetic-resource free
-        rows = np.array([row for _, row in held], dtype=np.intp)
-        free[:, np.array([i for i, _ in held], dtype=np.intp)] += snap.free[np.ix_(rows, idx)].T
-    free[np.arange(w)[None, :] >= cnt[:, None]] = -1
+    """The GPU view of the nodes ``idx``: rows of the snapshot's device table (``device_table``),
+    as wide as the most devices one of them has."""
+    t = device_table(snap)
+    sub = t.cnt[idx]
+    w = max(int(sub.max()) if len(sub) else 0, 1)
+    free = t.free[idx, :w]  # fancy indexing: a copy the caller may change
     mids = snap.caches.gpu_model_ids
     if mids is None:
         mids = snap.caches.gpu_model_ids = model_ids(nd.labels.get(GPU_MODEL, "") for nd in snap.nodes)
     tags: dict[str, I64] = {}
     if with_tags:
-        for name, row in ri.items():
-            if name.startswith(AFFINITY_PREFIX):
-                tags[name[len(AFFINITY_PREFIX) :]] = -snap.free[row][idx]
-    return GpuView(idx, free, snap.free[R_CPU][idx].copy(), mids[idx], tags)
+        for tag, row in t.tags:
+            tags[tag] = -snap.free[row][idx]
+    return GpuView(idx, free, snap.free[R_CPU][idx], mids[idx], tags)
+
+
+@dataclass(slots=True)
+class DeviceTable:
+    """Free milli per device of every node (``-1`` where a node has no such device) and each
+    node's device count, exact as of ``pos`` in the snapshot's change log of ``epoch``; with the
+    rows of the device resources and of the affinity tags (both only change with the epoch)."""
+
+    epoch: int
+    pos: int
+    free: I64  # (n, max devices or 1)
+    cnt: I64  # (n,)
+    cols: IDX  # devices that have a synthetic resource ...
+    rows: IDX  # ... and its row in the snapshot
+    tags: tuple[tuple[str, int], ...]  # (affinity tag, row)
+
+
+def device_table(snap: Snapshot) -> DeviceTable:
+    """Every node's free milli per device, kept in the snapshot's caches and brought up to date
+    from its change log (the nodes whose pods changed since the last use are read again; all of
+    them after a new epoch or when many changed). Device i's free milli is 1000 plus its
+    (negative) synthetic resource's free."""
+    log = snap.log
+    n = snap.n
+    t = snap.caches.gpu_devices
+    if t is None or t.epoch != snap.epoch or len(log) - t.pos > max(64, n // 8):
+        ri = snap.res_index
+        r = ri.get(NVIDIA_GPU)
+        cnt = snap.alloc[r].copy() if r is not None else np.zeros(n, dtype=np.int64)
+        w = max(int(cnt.max()) if n else 0, 1)
+        held = [(i, row) for i in range(w) if (row := ri.get(device_resource(i))) is not None]
+        tags = tuple(
+            (nm[len(AFFINITY_PREFIX) :], row) for nm, row in ri.items() if nm.startswith(AFFINITY_PREFIX)
+        )
+        cols = np.array([i for i, _ in held], dtype=np.intp)
+        rows = np.array([row for _, row in held], dtype=np.intp)
+        free = np.full((n, w), MILLI, dtype=np.int64)
+        if len(rows):
+            free[:, cols] += snap.free[rows].T
+        free[np.arange(w)[None, :] >= cnt[:, None]] = -1
+        t = snap.caches.gpu_devices = DeviceTable(snap.epoch, len(log), free, cnt, cols, rows, tags)
+    elif t.pos < len(log):
+        for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
+            c = int(t.cnt[i])
+            row = t.free[i]
+            if len(t.rows):
+                row[t.cols] = MILLI + snap.free[t.rows, i]
+            row[c:] = -1
+        t.pos = len(log)
+    return t
 
 
 # GPU models as small integer ids (process-wide, grows only; ids are never part of a decision)

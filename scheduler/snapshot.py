@@ -38,6 +38,7 @@ from scheduler.model import CPU, MEMORY, PODS, Node, Pod, Requirement, Taint, pa
 
 if TYPE_CHECKING:
     from scheduler.framework import FilterSignature
+    from scheduler.gpushare import DeviceTable
     from scheduler.plugins.pod_index import PodIndex
 
 I64 = npt.NDArray[np.int64]
@@ -173,6 +174,8 @@ class NodeSetCaches:
     requirement_masks: dict[Requirement, BOOL] = field(default_factory=dict)
     # gpushare (``view_of``): per node, the id of its GPU model label (``gpushare.model_id``)
     gpu_model_ids: IDX | None = None
+    # gpushare (``device_table``): free milli per device of every node, following ``log``
+    gpu_devices: DeviceTable | None = None
     # the structured why (``cycle/why.py``): per filter signature, per node the first node filter
     # that rejects a pod of that signature whatever the node's load (None: none does)
     why_rejections: dict[FilterSignature, list[str | None]] = field(default_factory=dict)

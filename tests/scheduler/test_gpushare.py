@@ -267,3 +267,30 @@ def test_view_of_reads_every_device_of_every_node() -> None:
         assert row[: len(want[name])] == want[name] and all(x == -1 for x in row[len(want[name]) :])
     assert v.models == ["", "T4", "", ""] and v.free.shape == (4, 8)
     assert gs.view_of(snap, np.array([2], dtype=np.intp)).free.tolist() == [want["c"]]
+
+
+def test_the_device_table_follows_pods_added_removed_and_rolled_back() -> None:
+    """``view_of`` reads a per-snapshot table kept up to date from the change log: after binds,
+    a deletion and a rolled-back assume it equals the table read afresh from the snapshot."""
+    sim = Sim()
+    sim.apply(gnode("a", 2), gnode("b", 4, model="T4"), gnode("c", 1))
+    sim.apply(gpod("p", 300), gpod("q", 700), gpod("r", 1000, count=2))
+    snap = sim.s.state.podsched.snap
+    everyone = np.arange(snap.n, dtype=np.intp)
+
+    def afresh() -> list[list[int]]:
+        snap.caches.gpu_devices = None
+        return gs.view_of(snap, everyone).free.tolist()
+
+    first = gs.view_of(snap, everyone).free.tolist()
+    assert first == afresh()
+    sim.delete("Pod", "default/q")
+    kept = gs.view_of(snap, everyone).free.tolist()  # follows the deletion from the log
+    assert kept == afresh() and kept != first
+    mark = snap.backup()
+    share = replace(gpod("t", 500), gpu=GpuShare(500, 1, (), (0,)))
+    snap.assume(share.key, snap.index["c"], gs.demand_with(share, (0,)), None)
+    assert gs.view_of(snap, everyone).free.tolist() == afresh()
+    assert gs.view_of(snap, np.array([snap.index["c"]], dtype=np.intp)).free.tolist() == [[500]]
+    snap.restore(mark)
+    assert gs.view_of(snap, everyone).free.tolist() == kept == afresh()
