@@ -13,7 +13,7 @@
 -- predicted_as_of_position: not within a year), prediction_cases (the completed lifetimes it
 -- rests on), predicted_as_of_position and predicted_as_of (the position it was computed as of,
 -- and that position's time). A member pod carries its group's. NULL where none was computed
--- (beyond the refresh's first entities, pending since its position, or the table emptied).
+-- (beyond the refresh's limit or time budget, pending since its position, or the table emptied).
 -- The rows are what is pending now; a prediction of an entity no longer pending never shows.
 CREATE OR REPLACE VIEW v_pending_now AS
 WITH pods AS (
