@@ -166,12 +166,14 @@ def refresh(
     limit: int | None = None,
     budget: float | None = None,
     if_moved: bool = False,
+    shared_reads: bool = True,
     on_entity: Callable[[int, int, tuple[str, str, str], Estimate | None], None] | None = None,
 ) -> Refreshed:
     """Replace the table with the predictions of the first ``limit`` pending entities (default
     ``configured_limit()``; 0: all) as of the head, in one transaction. With ``budget``, no
     prediction is started once that many seconds have passed (the first always is; the ones cut
-    get no row). With ``if_moved``, nothing is done when the stored rows are already as of the head. ``on_entity(i, n, (kind, namespace,
+    get no row). With ``if_moved``, nothing is done when the stored rows are already as of the head.
+    ``shared_reads=False``: each prediction makes its own reads, as explain does (to measure). ``on_entity(i, n, (kind, namespace,
     name), estimate)`` is called after each prediction (progress)."""
     n_max = configured_limit() if limit is None else max(limit, 0)
     t0 = time.perf_counter()
@@ -182,7 +184,7 @@ def refresh(
         found = conn.execute(_PENDING).fetchall()
         pending = int(found[0][3]) if found else 0
         chosen = [(str(k), str(ns), str(n)) for k, ns, n, _ in (found[:n_max] if n_max else found)]
-        reads = cast(Conn, _SnapshotReads(conn))
+        reads = cast(Conn, _SnapshotReads(conn)) if shared_reads else conn
         out = Refreshed(position, pending, entities=chosen)
         params = []
         for i, (kind, namespace, name) in enumerate(chosen, 1):

@@ -91,6 +91,19 @@ def test_a_refresh_gives_v_pending_now_explains_prediction_at_that_position(clus
     ]
 
 
+def test_the_shared_reads_give_what_one_prediction_at_a_time_gives(cluster):
+    stored = "SELECT * FROM pending_predictions ORDER BY kind, name"
+
+    def rows() -> list[dict]:
+        with cluster.connect() as c:
+            return [{k: v for k, v in r.items() if k != "computed_at"} for r in dicts(c, stored)]
+
+    refresh(cluster)
+    shared = rows()
+    refresh(cluster, shared_reads=False)
+    assert rows() == shared and len(shared) == 2
+
+
 def test_an_entity_bound_since_is_not_shown_and_the_next_refresh_drops_its_row(cluster):
     first = refresh(cluster)
     Simulation(cluster, {}, "holder-ends").run([{"delete": [{"kind": "Pod", "name": "holder"}]}])
