@@ -13,7 +13,8 @@
 - Derived data refreshed while leading: the predicted starts ``v_pending_now`` shows (issue 34),
   by the ``predictions`` job ``podledger worker`` gives (``api/services/pending_predictions.py``;
   ``scheduler`` never imports ``api``): after a tick that scheduled, at most every
-  ``predict_interval`` seconds, in a thread of its own (a tick never waits for it).
+  ``predict_interval`` seconds, in a thread of its own (a tick never waits for it, though both
+  share the process's interpreter: the refresh's time budget bounds what it takes from ticks).
 - One structured JSON log line per cycle (cycle, entity, result, placement counts).
 """
 
