@@ -217,7 +217,17 @@ def worker(
     ] = 1.0,
     name: Annotated[str | None, typer.Option(help="Worker name for logs and event meta.")] = None,
 ) -> None:
-    """Run the leader-elected scheduler worker until SIGTERM."""
+    """Run the leader-elected scheduler worker until SIGTERM.
+
+    While leading it also refreshes the predicted starts v_pending_now shows (the first
+    PODLEDGER_PREDICT_LIMIT pending entities, default 20, within PODLEDGER_PREDICT_BUDGET seconds,
+    default 10, at most every PODLEDGER_PREDICT_INTERVAL seconds, default 60; 0: never;
+    docs/prediction.md)."""
+    from api.services.pending_predictions import configured_interval, worker_refresh
     from scheduler.edge.worker import main as worker_main
 
-    raise typer.Exit(worker_main(interval=interval, name=name))
+    raise typer.Exit(
+        worker_main(
+            interval=interval, name=name, predictions=worker_refresh, predict_interval=configured_interval()
+        )
+    )

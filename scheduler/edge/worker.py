@@ -10,6 +10,11 @@
   ``coalesce=True``); a LISTEN/NOTIFY thread wakes it early when events are appended.
 - Each tick's decisions are appended in one transaction (see ``Bridge.run_until_idle``).
 - SIGTERM/SIGINT: finish the running tick, release the lock, exit 0.
+- Derived data refreshed while leading: the predicted starts ``v_pending_now`` shows (issue 34),
+  by the ``predictions`` job ``podledger worker`` gives (``api/services/pending_predictions.py``;
+  ``scheduler`` never imports ``api``): after a tick that scheduled, at most every
+  ``predict_interval`` seconds, in a thread of its own (a tick never waits for it, though both
+  share the process's interpreter: the refresh's time budget bounds what it takes from ticks).
 - One structured JSON log line per cycle (cycle, entity, result, placement counts).
 """
 
@@ -21,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +62,10 @@ class Worker:
     cycles: int = 0
     _sched: Any = None
     _bridge: Bridge | None = None
+    # refreshes derived data from the ledger (the predicted starts); returns what to log
+    predictions: Callable[[Database], dict[str, Any] | None] | None = None
+    predict_interval: float = 0.0  # seconds between refreshes at most (0: never)
+    _predicted_at: float | None = None  # time.monotonic() of the last refresh's start
 
     def __post_init__(self) -> None:
         self._loop = LeaderLoop(
@@ -122,6 +132,7 @@ class Worker:
                 position=self._bridge.position,
                 ms=round((time.perf_counter() - t0) * 1000, 2),
             )
+            self.wake_predictions()
 
     def _listen(self, done: threading.Event) -> None:
         listener = Listener(self.url)
@@ -207,6 +218,51 @@ class Worker:
             next_run_time=datetime.now(UTC),
         )
 
+    def refresh_predictions(self) -> None:
+        """Run the ``predictions`` refresh once; a failure is logged and the next run tries
+        again (scheduling is unaffected)."""
+        if self.predictions is None:
+            return
+        self._predicted_at = time.monotonic()
+        t0 = time.perf_counter()
+        try:
+            done = self.predictions(self.db)
+        except Exception as exc:
+            _json_line(event="predictions-error", worker=self.name, error=f"{type(exc).__name__}: {exc}")
+            return
+        if done is not None:
+            _json_line(
+                event="predictions", worker=self.name, ms=round((time.perf_counter() - t0) * 1000, 1), **done
+            )
+
+    def wake_predictions(self) -> None:
+        """After a tick that scheduled: run the refresh now if the last one started at least
+        ``predict_interval`` seconds ago (else its interval job comes soon enough)."""
+        if self._sched is None or self.predictions is None or self.predict_interval <= 0:
+            return
+        last = self._predicted_at
+        if last is not None and time.monotonic() - last < self.predict_interval:
+            return
+        try:
+            self._sched.get_job("predictions").modify(next_run_time=datetime.now(UTC))
+        except Exception:  # scheduler shutting down, or the job not added
+            pass
+
+    def _schedule_predictions(self) -> None:
+        """The refresh as an interval job every ``predict_interval`` seconds, the first time at
+        once (one at a time; a run that is due while one runs is skipped)."""
+        if self.predictions is None or self.predict_interval <= 0 or self._sched is None:
+            return
+        self._sched.add_job(
+            self.refresh_predictions,
+            "interval",
+            seconds=self.predict_interval,
+            id="predictions",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(UTC),
+        )
+
     def lead(self) -> None:
         from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -237,6 +293,7 @@ class Worker:
         )
         self._schedule_checkpoints()
         self._schedule_partitions()
+        self._schedule_predictions()
         done = threading.Event()  # ends this term's listener (one LISTEN connection per term)
         threading.Thread(target=self._listen, args=(done,), name="listen", daemon=True).start()
         try:
@@ -278,11 +335,24 @@ class Worker:
         return 0
 
 
-def main(interval: float = 1.0, name: str | None = None) -> int:
+def main(
+    interval: float = 1.0,
+    name: str | None = None,
+    *,
+    predictions: Callable[[Database], dict[str, Any] | None] | None = None,
+    predict_interval: float = 0.0,
+) -> int:
     import os
     import socket
 
     ledger = db.get_database()  # migrates as the owner; logs in as the application role
     url = db.app_url()  # the leader lock and LISTEN sessions log in as the application role too
-    worker = Worker(ledger, url, interval=interval, name=name or f"{socket.gethostname()}:{os.getpid()}")
+    worker = Worker(
+        ledger,
+        url,
+        interval=interval,
+        name=name or f"{socket.gethostname()}:{os.getpid()}",
+        predictions=predictions,
+        predict_interval=predict_interval,
+    )
     return worker.run()

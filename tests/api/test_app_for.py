@@ -29,13 +29,16 @@ def _run(target, argv):
     return res.exit_code, res.output
 
 
+GROUPS = ("db", "projections", "predictions")  # command groups: with no subcommand they print help
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_one_command_prints_as_in_the_whole_app(name):
     for extra in ARGS:
         argv = [name, *extra]
-        if extra and extra[0] not in ("--help", "--no-such-option") and name not in ("db", "projections"):
+        if extra and extra[0] not in ("--help", "--no-such-option") and name not in GROUPS:
             continue  # would run the command (needs a database): covered by the CLI tests
-        if not extra and name not in ("db", "projections", "get", "delete", "explain", "history", "apply"):
+        if not extra and name not in (*GROUPS, "get", "delete", "explain", "history", "apply"):
             continue  # these run with no arguments
         pruned = app_for(argv)
         assert pruned is not app
