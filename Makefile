@@ -27,12 +27,13 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.report --write
 
 # The FGD paper's experiment (docs/paper.md): TRACES (all 17 pod lists, or a comma-separated
-# subset) x 6 policies x SEEDS seeds; prints an ETA first, then one line per run.
+# subset) x 6 policies x SEEDS seeds, in JOBS processes; prints an ETA first, then one line per run.
 SEEDS ?= 10
 TRACES ?= all
+JOBS ?= 2
 paper: $(STAMP)
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[paper]'
-	$(BIN)/python -m bench.paper --seeds $(SEEDS) --traces $(TRACES)
+	$(BIN)/python -m bench.paper --seeds $(SEEDS) --traces $(TRACES) --jobs $(JOBS)
 
 # Lint, formatting and types (mypy strict on every package).
 lint: $(STAMP)

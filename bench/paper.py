@@ -49,8 +49,10 @@ import numpy as np
 from bench.common import Metric
 from bench.openb import DEFAULT_TRACE_DIR
 from bench.paper_cells import cells, count_within, write_results
+from bench.paper_core import core_cpu
 from bench.paper_figures import family_tables, frag_table, plot, plot_families, plot_frag, ranking_lines
-from bench.paper_protocol import DEFAULT_NODE_ORDER, NODE_ORDERS, TRACE_NODE, ordered_nodes
+from bench.paper_jobs import run_shards, write_runs
+from bench.paper_protocol import DEFAULT_NODE_ORDER, NAMESPACE, NODE_ORDERS, TRACE_NODE, ordered_nodes
 from bench.paper_published import ALL_TRACES, ALLOC, FRAG_RATIO
 from bench.paper_report import load_runs, tables
 from scheduler import gpufrag
@@ -62,7 +64,6 @@ TRACES = ("default", "gpuspec33", "multigpu50")
 POLICIES = ("Random", "DotProduct", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 SEED0 = 42
 TUNE = 1.3
-NAMESPACE = "openb"
 X_REPORTED = (90, 100, 130)
 RANK_X = 100
 FRAG_X = (50, 80)
@@ -70,6 +71,9 @@ FRAG_CURVE_TRACES = ("default",)
 FRAG_CURVE_STEP = 5
 EST_RUN_S = 12.0  # wall per run of ~10.8k pods, idle machine (ETA only)
 EST_VERIFY_S = 3.0
+# wall-clock speed-up of --jobs N over one process (whole runs side by side, the database's work
+# included), measured on the 2-core machine: docs/paper.md "Cost of a run"
+JOBS_SPEEDUP = {2: 1.6}
 # published means / sd (n-1) of the simulator's expected results (bench/paper_published.py)
 PUBLISHED: dict[tuple[str, str, int], tuple[float, float]] = {
     (trace, policy, x): v for (trace, policy), xs in ALLOC.items() for x, v in xs.items()
@@ -313,62 +317,6 @@ def run_one(
     return out
 
 
-def core_scheduler(
-    rows: list[dict[str, Any]],
-    tasks: list[Task],
-    policy: str,
-    seed: int,
-    node_order: str = DEFAULT_NODE_ORDER,
-) -> Any:
-    """The pure core (``scheduler.Scheduler``, no database) holding the run's nodes (named and
-    ordered as in the ledger) and pods, nothing scheduled yet."""
-    from dataclasses import replace as _replace
-
-    from scheduler.model import GpuShare, Node, Pod, SchedulerConfig
-    from scheduler.scheduler import Scheduler
-
-    cfg = SchedulerConfig(preemption_algorithm="None", plugin_weights={policy: 1})
-    sch = Scheduler(_replace(cfg, backoff_initial_seconds=0.0, backoff_max_seconds=0.0))
-    seq = 0
-    for name, r in ordered_nodes(rows, seed, node_order):
-        seq += 1
-        alloc = {"cpu": int(r["cpu_milli"]), "memory": int(r["memory_mib"]) << 20, "pods": 110}
-        model = (r.get("model") or "").strip()
-        sch.upsert_node(
-            Node(
-                name,
-                {**alloc, gs.NVIDIA_GPU: int(r["gpu"])},
-                {gs.GPU_MODEL: model} if model else {},
-                seq=seq,
-            )
-        )
-    for t in tasks:
-        seq += 1
-        gpu = GpuShare(t.milli, t.count, t.spec) if t.count > 0 else None
-        req = {"cpu": t.cpu, "memory": t.mem << 20}
-        sch.upsert_pod(Pod(NAMESPACE, t.name.lower(), req, priority=100, gpu=gpu, seq=seq), 0.0)
-    return sch
-
-
-def core_cpu(
-    folder: Path,
-    trace: str,
-    policy: str,
-    seed: int,
-    limit: int | None = None,
-    node_order: str = DEFAULT_NODE_ORDER,
-) -> tuple[int, float]:
-    """(pods bound, CPU seconds) of the scheduling alone: the run's nodes and pods through the
-    pure core (``Scheduler.run_until_idle``, no database), the policy's share of a run's cost."""
-    nodes = read_nodes(folder)
-    tasks = tune(read_tasks(folder, trace), sum(int(r["gpu"]) for r in nodes) * gs.MILLI, seed, limit)
-    sch = core_scheduler(nodes, tasks, policy, seed, node_order)
-    c0 = time.process_time()
-    sch.run_until_idle(0.0, max_cycles=10 * len(tasks) + 100)
-    cpu = time.process_time() - c0
-    return sum(1 for t in tasks if (p := sch.pod(f"{NAMESPACE}/{t.name.lower()}")) and p.node_name), cpu
-
-
 def _close(name: str, mean: float, n: int, pub: tuple[float, float] | None, unit: str, pp: float) -> Metric:
     if pub is None:
         return Metric(name, round(mean, 2), unit, goal=f"{n} seed(s); no published value")
@@ -463,12 +411,14 @@ def verified_run(trace: str, policy: str, seed: int, verify_seed: int, every: in
     return int(hashlib.sha256(f"{trace}/{policy}/{seed}".encode()).hexdigest(), 16) % every == 0
 
 
-def _eta_line(combos: list[tuple[str, str, int]], verify: list[bool]) -> str:
+def _eta_line(combos: list[tuple[str, str, int]], verify: list[bool], jobs: int = 1) -> str:
     runs_s = len(combos) * EST_RUN_S + sum(verify) * EST_VERIFY_S
+    per = JOBS_SPEEDUP.get(jobs, JOBS_SPEEDUP[max(JOBS_SPEEDUP)]) if jobs > 1 else 1.0
     return (
-        f"paper: {len(combos)} run(s) ({sum(verify)} verified), {len({c[0] for c in combos})} pod list(s); "
-        f"ETA ~{runs_s / 60:.0f} min on an idle 2-core machine ({EST_RUN_S:.0f} s per run, "
-        f"+{EST_VERIFY_S:.0f} s per verification; more under load)"
+        f"paper: {len(combos)} run(s) ({sum(verify)} verified), {len({c[0] for c in combos})} pod list(s), "
+        f"{jobs} process(es); ETA ~{runs_s / per / 60:.0f} min on an idle 2-core machine "
+        f"({EST_RUN_S:.0f} s per run, +{EST_VERIFY_S:.0f} s per verification"
+        f"{f', {per:.1f}x with {jobs} processes' if jobs > 1 else ''}; more under load)"
     )
 
 
@@ -512,6 +462,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--resume", action="store_true", help="keep the runs already in --out, run the rest")
     ap.add_argument("--merge", default="", help="comma-separated run files: only summarize and plot them")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="processes running (pod list, seed) groups side by side (2 cores: 2)",
+    )
+    ap.add_argument("--plan", default="", help=argparse.SUPPRESS)  # a --jobs shard's runs
+    ap.add_argument("--shard", default="", help=argparse.SUPPRESS)  # "k/N", for its progress lines
     args = ap.parse_args(argv)
     results = Path(args.results) if args.results else ROOT / "bench" / "results" / "paper.json"
     if args.merge:
@@ -549,9 +507,38 @@ def main(argv: list[str] | None = None) -> None:
         have = {(r.trace, r.policy, r.seed) for r in runs if r.node_order == args.node_order}
         combos = [c for c in combos if c not in have]
     verify = [verified_run(tr, po, seed, args.verify_seed, args.verify_every) for tr, po, seed in combos]
-    print(_eta_line(combos, verify), flush=True)
+    if args.plan:  # a shard of a --jobs run: exactly the runs its parent planned
+        plan = json.loads(Path(args.plan).read_text())
+        combos = [(tr, po, int(seed)) for tr, po, seed, _ in plan]
+        verify = [bool(v) for *_, v in plan]
+        runs = []
+    jobs = max(1, min(args.jobs, len({(tr, seed) for tr, _, seed in combos}) or 1))
+    if not args.plan:
+        print(_eta_line(combos, verify, jobs), flush=True)
+    if jobs > 1:
+        runs += run_shards(args, combos, verify, jobs, Run)
+    else:
+        runs = _run_all(args, folder, combos, verify, runs)
+    if args.plan:
+        return
+    if args.limit is None or args.results:
+        report(runs, results, policies, tuple(int(x) for x in args.x.split(",")))
+    if args.limit is None:
+        plot(runs, ROOT / "docs" / "paper-alloc.png")
+
+
+def _run_all(
+    args: argparse.Namespace,
+    folder: Path,
+    combos: list[tuple[str, str, int]],
+    verify: list[bool],
+    runs: list[Run],
+) -> list[Run]:
+    """Run ``combos`` in order in this process, one progress line each, ``--out`` rewritten after
+    every run (so ``--resume`` loses at most the run in progress)."""
     t0 = time.perf_counter()
     r_cpu: list[float] = []
+    tag = f"shard {args.shard} " if args.shard else ""
     for i, ((tr, po, seed), ver) in enumerate(zip(combos, verify, strict=True)):
         r = run_one(folder, tr, po, seed, args.limit, verify=ver, node_order=args.node_order)
         runs.append(r)
@@ -561,23 +548,20 @@ def main(argv: list[str] | None = None) -> None:
         bar = "#" * (30 * done // len(combos))
         a = {x: round(r.alloc[x], 2) for x in X_REPORTED if x < len(r.alloc)}
         print(
-            f"[{bar:<30}] {done}/{len(combos)} {tr} {po} seed {seed}: {r.bound}/{r.pods} bound, "
+            f"{tag}[{bar:<30}] {done}/{len(combos)} {tr} {po} seed {seed}: {r.bound}/{r.pods} bound, "
             f"alloc {a}, {r.wall_s:.0f} s (cpu {r.cpu_s:.1f} s)"
             f"{f', verify {r.verified} (cpu {r.verify_cpu_s:.1f} s)' if r.verified else ''}"
             f" (eta {eta / 60:.0f} min)",
             flush=True,
         )
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        rows = [{k: v for k, v in r.__dict__.items() if k not in ("placements", "inspected")} for r in runs]
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+        write_runs(args.out, runs)
     if r_cpu:
         print(
-            f"paper: {len(r_cpu)} run(s), CPU per run {statistics.mean(r_cpu):.2f} s (this process, verification included)"
+            f"paper: {tag}{len(r_cpu)} run(s), CPU per run {statistics.mean(r_cpu):.2f} s "
+            "(this process, verification included)",
+            flush=True,
         )
-    if args.limit is None or args.results:
-        report(runs, results, policies, tuple(int(x) for x in args.x.split(",")))
-    if args.limit is None:
-        plot(runs, ROOT / "docs" / "paper-alloc.png")
+    return runs
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from typing import Any
 NODE_ORDERS = ("artifact", "index")
 DEFAULT_NODE_ORDER = "artifact"
 TRACE_NODE = "bench.podledger.io/trace-node"  # node annotation: the node's name in the trace
+NAMESPACE = "openb"  # the namespace of every pod of a run
 
 
 def node_permutation(n: int, seed: int) -> list[int]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import paper
+from bench import paper, paper_core
 from bench import paper_protocol as pp
 from scheduler import gpushare as gs
 
@@ -87,7 +87,7 @@ def test_equal_scores_go_to_the_smallest_artifact_name(policy: str) -> None:
     task = paper.Task("p-0", 1000, 1024, 1, 500, ("T4",))
     picked = {}
     for seed in (42, 43, 44):
-        sch = paper.core_scheduler(rows, [task], policy, seed, "artifact")
+        sch = paper_core.core_scheduler(rows, [task], policy, seed, "artifact")
         sch.run_until_idle(0.0, max_cycles=10)
         node = sch.pod(f"{paper.NAMESPACE}/p-0").node_name
         assert node == min(n for n, _ in pp.ordered_nodes(rows, seed, "artifact")) and node.startswith(
@@ -95,7 +95,7 @@ def test_equal_scores_go_to_the_smallest_artifact_name(policy: str) -> None:
         )
         picked[seed] = node[5:]
     assert len(set(picked.values())) > 1  # another seed, another node
-    sch = paper.core_scheduler(rows, [task], policy, 42, "index")
+    sch = paper_core.core_scheduler(rows, [task], policy, 42, "index")
     sch.run_until_idle(0.0, max_cycles=10)
     assert sch.pod(f"{paper.NAMESPACE}/p-0").node_name == "openb-node-0000"
 
@@ -193,28 +193,30 @@ def test_traces_all_is_the_artifacts_17_lists() -> None:
 def test_smoke_variant_list_cells_with_digests(
     server_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """``bench.paper`` end to end on a variant list (first 300 pods, two policies, one seed): every
-    run verified by replay, every (list, policy, X) cell written with each run's digest, the
-    reported placements read from the ledger's views; ``--merge`` of the run file gives the same
-    cells."""
+    """``bench.paper`` end to end on two variant lists (first 150 pods, two policies, one seed) in
+    two processes (``--jobs 2``, one list each): every run verified by replay, every (list,
+    policy, X) cell written with each run's digest, the reported placements read from the
+    ledger's views; ``--merge`` of the run file gives the same cells."""
     folder = paper.trace_dir()
     if not (folder / paper.NODE_FILE).is_file():
         pytest.skip(f"no openb trace at {folder}")
     monkeypatch.setenv("PODLEDGER_DATABASE_URL", server_url)
     runs, results = tmp_path / "runs.json", tmp_path / "paper.json"
-    args = ["--traces", "multigpu20", "--policies", "BestFit,FGD", "--seeds", "1", "--limit", "300"]
-    paper.main([*args, "--x", "1,2", "--out", str(runs), "--results", str(results)])
+    lists = ("multigpu20", "cpu050")
+    args = ["--traces", ",".join(lists), "--policies", "BestFit,FGD", "--seeds", "1", "--limit", "150"]
+    paper.main([*args, "--jobs", "2", "--x", "1,2", "--out", str(runs), "--results", str(results)])
     rows = json.loads(runs.read_text())
-    assert [(r["trace"], r["policy"], r["seed"], r["verified"]) for r in rows] == [
-        ("multigpu20", "BestFit", 42, "ok"),
-        ("multigpu20", "FGD", 42, "ok"),
-    ]
-    assert all(r["pods"] == 300 and 0 < r["bound"] <= 300 and len(r["digest"]) == 16 for r in rows)
+    assert sorted((r["trace"], r["policy"], r["seed"], r["verified"]) for r in rows) == sorted(
+        (t, p, 42, "ok") for t in lists for p in ("BestFit", "FGD")
+    )
+    assert all(r["pods"] == 150 and 0 < r["bound"] <= 150 and len(r["digest"]) == 16 for r in rows)
+    shards = [json.loads((tmp_path / f"runs.shard{k}.json").read_text()) for k in (0, 1)]
+    assert [{r["trace"] for r in part} for part in shards] == [{"multigpu20"}, {"cpu050"}]
     doc = json.loads(results.read_text())
     cells = {(c["list"], c["policy"], c["x"]): c for c in doc["cells"]}
-    assert set(cells) == {("multigpu20", p, x) for p in ("BestFit", "FGD") for x in (1, 2)}
-    for (_, policy, x), c in cells.items():
-        run = next(r for r in rows if r["policy"] == policy)
+    assert set(cells) == {(t, p, x) for t in lists for p in ("BestFit", "FGD") for x in (1, 2)}
+    for (trace, policy, x), c in cells.items():
+        run = next(r for r in rows if r["policy"] == policy and r["trace"] == trace)
         assert c["runs"] == [
             {"seed": 42, "value": round(run["alloc"][x], 3), "digest": run["digest"], "verified": "ok"}
         ]
@@ -257,3 +259,21 @@ def test_frag_table_compares_the_published_points_within_one_point() -> None:
     fgd = 1 + pf.POLICIES.index("FGD")
     assert "| 50" in rows and "**NO**" not in rows["| 50"][fgd] and "**NO**" in rows["| 80"][fgd]
     assert rows["| 10"][fgd] == "5.0" and rows["| 10"][1] == "-" and "| 15" not in rows
+
+
+def test_jobs_deal_whole_list_and_seed_groups_in_turn() -> None:
+    """``--jobs``: a (pod list, seed) group's runs stay in one process (they share its inputs
+    ledger), the groups dealt in turn; the verification flags go with their runs."""
+    from bench.paper_jobs import shard_plan
+
+    combos = [
+        (t, p, s) for s in (42, 43) for t in ("default", "cpu050", "multigpu20") for p in ("BestFit", "FGD")
+    ]
+    verify = [s == 42 for _, _, s in combos]
+    plans = shard_plan(combos, verify, 2)
+    assert sorted(tuple(r[:3]) for plan in plans for r in plan) == sorted(combos)
+    assert [[(t, s) for t, _, s, _ in plan][::2] for plan in plans] == [
+        [("default", 42), ("multigpu20", 42), ("cpu050", 43)],
+        [("cpu050", 42), ("default", 43), ("multigpu20", 43)],
+    ]
+    assert all(v == (s == 42) for plan in plans for _, _, s, v in plan)
