@@ -1,8 +1,8 @@
 """Predicted start of a pending pod or PodGroup at any position (issue 34), from the ledger
 alone: the inputs of the pure estimator (``api/services/start_estimate.py``) as of position
 ``P`` — the nodes and what they had free, the pods bound on them with their ages, the lifetimes
-(bind to delete or preemption) of similar pods ended before ``P`` and those still running
-(censored), and the pending entities ahead in the queue. Method: docs/prediction.md.
+(bind to delete) of pods ended before ``P`` and those still running or preempted (censored),
+pooled by namespace and shape (``pools``), and the pending entities ahead in the queue. Method: docs/prediction.md.
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ WHERE stream = %(s)s AND position <= %(p)s AND type IN ('PodRequeued', 'PodGroup
 ORDER BY position DESC LIMIT 1
 """
 _AT = "SELECT effective_at FROM events WHERE position <= %s ORDER BY position DESC LIMIT 1"
+# in name order: the holders' order decides which draw each one gets, so the same ledger gives
+# the same estimate whatever plan the database picks
 _ALIVE = """
 SELECT kind, namespace, name, object, status, created_position
 FROM object_versions
 WHERE kind = ANY(%(kinds)s) AND valid_from <= %(p)s AND valid_to > %(p)s
+ORDER BY kind, namespace, name
 """
 # every bind up to P with the end of that bind (the pod's next delete or preemption) if it came
 # before P: one pass ordered by pod (a window), not a lookup per bind. The last column: censored

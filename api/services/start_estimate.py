@@ -3,13 +3,14 @@ clock; ``api/services/predict.py`` reads its inputs from the ledger at any posit
 
 The method (docs/prediction.md):
 
-1. Lifetimes: a Kaplan-Meier survival curve over the lifetimes (bind to delete or preemption)
-   of similar past pods, with the pods still running counted as censored at their age.
+1. Lifetimes: a Kaplan-Meier survival curve per pool of similar past pods (``Inputs.curves``,
+   by the pool names of the holders and demands; ``curve`` is the entity's own), with the pods
+   still running (or preempted) counted as censored at their age.
 2. Holders: every pod bound on a node the entity could use, with its age; each one's remaining
-   life is drawn from the curve conditioned on the age it already has (S(age + r) / S(age));
+   life is drawn from its pool's curve conditioned on the age it already has (S(age + r) / S(age));
    beyond the longest observed lifetime the tail is exponential with the mean observed lifetime.
 3. The queue ahead: the pending demands ahead of the entity (priority, then arrival) take
-   capacity first when it frees, each for a lifetime drawn from the same curve.
+   capacity first when it frees, each for a lifetime drawn from its own pool's curve.
 4. Monte Carlo (seeded by the entity's name, so the same ledger gives the same answer): in each
    draw, releases are replayed in time order on the eligible nodes, the queue ahead placed
    first-fit in order, and the entity's start is the first time all its pods fit (a gang's
