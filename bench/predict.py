@@ -52,6 +52,8 @@ from bench.openb import load as load_manifests
 
 ALPHA = 0.2
 DEBUG = os.environ.get("PODLEDGER_PREDICT_DEBUG") == "1"
+# a folder: each case's estimator inputs and the ledger rows they come from, pickled (for study)
+DUMP = os.environ.get("PODLEDGER_PREDICT_DUMP")
 
 
 def _namespace(qos: str) -> str:
@@ -196,6 +198,8 @@ def run(folder: Path, share: float, seed: int, limit: int, horizon_days: float) 
                                 file=sys.stderr,
                             )
                         predict_s += time.perf_counter() - t0
+                        if DUMP:
+                            _dump(c, Path(DUMP), len(cases), key, head, now)
                         seen = waits_seen.get(ns) or []
                         cases.append(
                             {
@@ -215,6 +219,24 @@ def run(folder: Path, share: float, seed: int, limit: int, horizon_days: float) 
     for case in cases:
         case["actual"] = started[case["pod"]] - case["pending_at"] if case["pod"] in started else None
     return {"cases": cases, "nodes": len(chosen), "tasks": len(tasks), "wall_s": wall, "predict_s": predict_s}
+
+
+def _dump(c: Any, folder: Path, index: int, key: str, head: int, now: float) -> None:
+    import pickle
+
+    from api.services.predict import _LIFETIMES, inputs_at
+    from scheduler.edge.bridge import from_ts
+
+    ns, name = key.split("/", 1)
+    bound = c.execute(
+        "SELECT namespace, name, status FROM object_versions WHERE kind = 'Pod' AND valid_from <= %s"
+        " AND valid_to > %s AND status->>'phase' = 'Bound'",
+        (head, head),
+    ).fetchall()
+    lifetimes = c.execute(_LIFETIMES, {"p": head, "t": from_ts(now)}).fetchall()
+    doc = {"key": key, "inputs": inputs_at(c, "Pod", ns, name, head), "bound": bound, "lifetimes": lifetimes}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{index:05d}.pkl").write_bytes(pickle.dumps(doc))
 
 
 def summarize(res: dict[str, Any], share: float, seed: int) -> tuple[list[Metric], dict[str, Any]]:
@@ -334,11 +356,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=3000, help="the first N tasks of the trace")
     ap.add_argument("--horizon-days", type=float, default=30.0, help="replay this long past the last arrival")
     ap.add_argument(
+        "--name", default="predict", help="results as bench/results/NAME.json and NAME-cases.json"
+    )
+    ap.add_argument(
         "--resummarize", action="store_true", help="recompute the summary of bench/results/predict.json"
     )
     args = ap.parse_args(argv)
     if args.resummarize:
-        path = Path(__file__).resolve().parent / "results" / "predict.json"
+        path = Path(__file__).resolve().parent / "results" / f"{args.name}.json"
         doc = json.loads(path.read_text())
         old = doc["summary"]
         res = {
@@ -358,12 +383,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     res = run(folder, args.node_share, args.seed, args.limit, args.horizon_days)
     # the cases first: an error in the summary loses no run
-    cases = Path(__file__).resolve().parent / "results" / "predict-cases.json"
+    cases = Path(__file__).resolve().parent / "results" / f"{args.name}-cases.json"
     cases.parent.mkdir(exist_ok=True)
     cases.write_text(json.dumps(res, default=str))
     metrics, summary = summarize(res, args.node_share, args.seed)
     print_table("predicted start backtest (bench/results/predict.json)", metrics)
-    path = write("predict", metrics)
+    path = write(args.name, metrics)
     doc = json.loads(path.read_text())
     doc["summary"] = summary
     doc["cases"] = res["cases"]

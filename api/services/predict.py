@@ -1,17 +1,26 @@
 """Predicted start of a pending pod or PodGroup at any position (issue 34), from the ledger
 alone: the inputs of the pure estimator (``api/services/start_estimate.py``) as of position
 ``P`` — the nodes and what they had free, the pods bound on them with their ages, the lifetimes
-(bind to delete or preemption) of similar pods ended before ``P`` and those still running
-(censored), and the pending entities ahead in the queue. Method: docs/prediction.md.
+(bind to delete) of pods ended before ``P`` and those still running or preempted (censored),
+pooled by namespace and shape (``pools``), and the pending entities ahead in the queue. Method: docs/prediction.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from api.services.start_estimate import Demand, Estimate, Holder, Inputs, estimate, kaplan_meier
+from api.services.start_estimate import (
+    Demand,
+    Estimate,
+    Holder,
+    Inputs,
+    Survival,
+    estimate,
+    kaplan_meier,
+)
 from ledger import streams
 from ledger.resources.models import pod_effective_requests
 from ledger.sql import Conn
@@ -27,13 +36,17 @@ WHERE stream = %(s)s AND position <= %(p)s AND type IN ('PodRequeued', 'PodGroup
 ORDER BY position DESC LIMIT 1
 """
 _AT = "SELECT effective_at FROM events WHERE position <= %s ORDER BY position DESC LIMIT 1"
+# in name order: the holders' order decides which draw each one gets, so the same ledger gives
+# the same estimate whatever plan the database picks
 _ALIVE = """
 SELECT kind, namespace, name, object, status, created_position
 FROM object_versions
 WHERE kind = ANY(%(kinds)s) AND valid_from <= %(p)s AND valid_to > %(p)s
+ORDER BY kind, namespace, name
 """
 # every bind up to P with the end of that bind (the pod's next delete or preemption) if it came
-# before P: one pass ordered by pod (a window), not a lookup per bind
+# before P: one pass ordered by pod (a window), not a lookup per bind. The last column: censored
+# (still running at P, or preempted: its own end was not seen, only that it lived this long)
 _LIFETIMES = """
 WITH ev AS (
     SELECT position, effective_at, type, data->'requests' AS req,
@@ -42,9 +55,11 @@ WITH ev AS (
                 ELSE (data->>'namespace') || '/' || (data->>'name') END AS pod
     FROM events WHERE type IN ('PodBound', 'PodPreempted', 'PodDeleted') AND position <= %(p)s
 ), seq AS (
-    SELECT ev.*, lead(effective_at) OVER (PARTITION BY pod ORDER BY position) AS end_at FROM ev
+    SELECT ev.*, lead(effective_at) OVER w AS end_at, lead(type) OVER w AS end_type
+    FROM ev WINDOW w AS (PARTITION BY pod ORDER BY position)
 )
-SELECT pod, req::text, extract(epoch FROM (coalesce(end_at, %(t)s) - effective_at))::float8, end_at IS NULL
+SELECT pod, req::text, extract(epoch FROM (coalesce(end_at, %(t)s) - effective_at))::float8,
+       end_at IS NULL OR end_type = 'PodPreempted'
 FROM seq WHERE type = 'PodBound'
 """
 
@@ -134,6 +149,7 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
     groups = {(r[1], r[2]): r for r in rows if r[0] == "PodGroup"}
     free = {n: _allocatable(o) for n, o in nodes.items()}
     holders: list[Holder] = []
+    holder_ns: list[str] = []
     pending: dict[tuple[str, str], list[Any]] = {}  # entity -> member rows (a plain pod: itself)
     for r in pods:
         obj, status = r[3], r[4] or {}
@@ -147,6 +163,7 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
                 bound_at = status.get("boundAt")
                 age = (now - datetime.fromisoformat(bound_at)).total_seconds() if bound_at else 0.0
                 holders.append(Holder(node, {k: int(v) for k, v in req.items()}, max(age, 0.0)))
+                holder_ns.append(r[1])
         elif phase == "Pending":
             nominated = status.get("nominatedNodeName")
             if nominated in free and (r[1], r[2]) != (namespace, name):
@@ -194,7 +211,17 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
             domain_of = {
                 n: str(((o.get("metadata") or {}).get("labels") or {}).get(tk, "")) for n, o in nodes.items()
             }
-    curve = _curve(conn, position, now, namespace, mine.requests)
+    # each holder's and each demand's lifetimes: the pool of pods like it
+    queued = [mine, *ahead, *behind]
+    labels, curves = pools(
+        _lifetimes(conn, position, now),
+        [*zip(holder_ns, (h.requests for h in holders), strict=True)]
+        + [(q.key.partition("/")[0], q.requests) for q in queued],
+    )
+    holders = [replace(h, pool=lab) for h, lab in zip(holders, labels, strict=False)]
+    mine, *rest = (replace(q, pool=lab) for q, lab in zip(queued, labels[len(holders) :], strict=True))
+    ahead, behind = rest[: len(ahead)], rest[len(ahead) :]
+    curve = curves[mine.pool]
     return Inputs(
         mine,
         free,
@@ -204,6 +231,7 @@ def inputs_at(conn: Conn, kind: str, namespace: str, name: str, position: int) -
         domain_of,
         _next_attempt(conn, kind, namespace, name, position, now),
         behind,
+        curves,
     )
 
 
@@ -224,34 +252,55 @@ def _next_attempt(conn: Conn, kind: str, namespace: str, name: str, position: in
     return max(since + float(data.get("backoff") or 0.0), 0.0)
 
 
-def _curve(conn: Conn, position: int, now: datetime, namespace: str, req: Mapping[str, int]) -> Any:
-    """Kaplan-Meier over similar pods: same namespace and GPU count; else the namespace; else all."""
+def _shape(req: Mapping[str, Any] | None) -> str:
+    """A pod's shape: its non-zero requests, in name order (``cpu=3152,memory=...``)."""
+    return ",".join(f"{k}={int(v)}" for k, v in sorted((req or {}).items()) if int(v))
+
+
+Lifetime = tuple[str, str, int, float, bool]  # namespace, shape, GPUs, seconds, censored
+
+
+def pools(
+    lifetimes: Sequence[Lifetime], wanted: Iterable[tuple[str, Mapping[str, Any] | None]]
+) -> tuple[list[str], dict[str, Survival]]:
+    """The pool each wanted (namespace, requests) draws its lifetimes from, and each pool's
+    Kaplan-Meier curve: the finest of same namespace and shape, same namespace and GPU count,
+    the namespace, all, that has at least ``MIN_CASES`` completed lifetimes."""
+    levels: dict[str, tuple[list[float], list[float]]] = {}
+
+    def add(label: str, life: float, censored: bool) -> None:
+        done, cens = levels.setdefault(label, ([], []))
+        (cens if censored else done).append(life)
+
+    for ns, shape, gpus, life, censored in lifetimes:
+        for label in (f"{ns}|{shape}", f"{ns}|{gpus} GPU", ns, "*"):
+            add(label, life, censored)
+    labels: list[str] = []
+    curves: dict[str, Survival] = {}
+    for ns, req in wanted:
+        label = next(
+            (
+                lab
+                for lab in (f"{ns}|{_shape(req)}", f"{ns}|{_gpus(req)} GPU", ns)
+                if len(levels.get(lab, ((), ()))[0]) >= MIN_CASES
+            ),
+            "*",
+        )
+        if label not in curves:
+            done, cens = levels.get(label, ([], []))
+            curves[label] = kaplan_meier(done, cens)
+        labels.append(label)
+    return labels, curves
+
+
+def _lifetimes(conn: Conn, position: int, now: datetime) -> list[Lifetime]:
     import orjson
 
-    rows = conn.execute(_LIFETIMES, {"p": position, "t": now}).fetchall()
-    gpus = _gpus(req)
-    parsed = [
-        (r[0].partition("/")[0], _gpus(orjson.loads(r[1]) if r[1] else {}), float(r[2]), bool(r[3]))
-        for r in rows
-    ]
-
-    def pick(rows: Iterable[tuple[str, int, float, bool]]) -> tuple[list[float], list[float]]:
-        done: list[float] = []
-        cens: list[float] = []
-        for _ns, _g, life, running in rows:
-            (cens if running else done).append(life)
-        return done, cens
-
-    for subset in (
-        [p for p in parsed if p[0] == namespace and p[1] == gpus],
-        [p for p in parsed if p[0] == namespace],
-        parsed,
-    ):
-        done, cens = pick(subset)
-        if len(done) >= MIN_CASES:
-            return kaplan_meier(done, cens)
-    done, cens = pick(parsed)
-    return kaplan_meier(done, cens)
+    out: list[Lifetime] = []
+    for pod, req_text, life, censored in conn.execute(_LIFETIMES, {"p": position, "t": now}).fetchall():
+        req = orjson.loads(req_text) if req_text else {}
+        out.append((pod.partition("/")[0], _shape(req), _gpus(req), float(life), bool(censored)))
+    return out
 
 
 def predict(conn: Conn, kind: str, namespace: str, name: str, position: int) -> Estimate | None:

@@ -3,13 +3,14 @@ clock; ``api/services/predict.py`` reads its inputs from the ledger at any posit
 
 The method (docs/prediction.md):
 
-1. Lifetimes: a Kaplan-Meier survival curve over the lifetimes (bind to delete or preemption)
-   of similar past pods, with the pods still running counted as censored at their age.
+1. Lifetimes: a Kaplan-Meier survival curve per pool of similar past pods (``Inputs.curves``,
+   by the pool names of the holders and demands; ``curve`` is the entity's own), with the pods
+   still running (or preempted) counted as censored at their age.
 2. Holders: every pod bound on a node the entity could use, with its age; each one's remaining
-   life is drawn from the curve conditioned on the age it already has (S(age + r) / S(age));
+   life is drawn from its pool's curve conditioned on the age it already has (S(age + r) / S(age));
    beyond the longest observed lifetime the tail is exponential with the mean observed lifetime.
 3. The queue ahead: the pending demands ahead of the entity (priority, then arrival) take
-   capacity first when it frees, each for a lifetime drawn from the same curve.
+   capacity first when it frees, each for a lifetime drawn from its own pool's curve.
 4. Monte Carlo (seeded by the entity's name, so the same ledger gives the same answer): in each
    draw, releases are replayed in time order on the eligible nodes, the queue ahead placed
    first-fit in order, and the entity's start is the first time all its pods fit (a gang's
@@ -23,7 +24,7 @@ import hashlib
 import heapq
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -97,6 +98,7 @@ class Holder:
     node: str
     requests: Mapping[str, int]
     age: float  # seconds since it was bound
+    pool: str = ""  # whose lifetimes it is drawn from (``Inputs.curves``; "" or unknown: ``curve``)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class Demand:
     requests: Mapping[str, int]
     pods: int = 1
     eligible: frozenset[str] | None = None  # None: every node
+    pool: str = ""  # the lifetimes its pods live once placed (``Inputs.curves``)
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,12 @@ class Inputs:
     # pending demands behind it: when it does not fit, the scheduler places them if they fit
     # (no head-of-line blocking), and they hold what they take
     behind: Sequence[Demand] = ()
+    # the lifetimes of each pool of similar pods (a holder's or a demand's ``pool``); a pool not
+    # in it uses ``curve`` (the entity's own)
+    curves: Mapping[str, Survival] = field(default_factory=dict)
+
+    def curve_of(self, pool: str) -> Survival:
+        return self.curves.get(pool, self.curve) if pool else self.curve
 
 
 @dataclass
@@ -201,9 +210,16 @@ def estimate(inp: Inputs, samples: int = SAMPLES, horizon: float = 365 * 86400.0
         out.closest_domain = _closest_domain(inp)
     rng = np.random.default_rng(_seed(d.key))
     ages = np.asarray([h.age for h in holders], dtype=float)
+    # the holders by the curve their remaining lives are drawn from
+    by_pool: dict[str, list[int]] = {}
+    for i, h in enumerate(holders):
+        by_pool.setdefault(h.pool if h.pool in inp.curves else "", []).append(i)
     starts: list[float] = []
     for _ in range(samples):
-        ends = residuals(inp.curve, ages, rng.random(len(holders))) if holders else np.zeros(0)
+        u = rng.random(len(holders))
+        ends = np.zeros(len(holders))
+        for pool, idx in by_pool.items():
+            ends[idx] = residuals(inp.curve_of(pool), ages[idx], u[idx])
         starts.append(max(_one_draw(inp, holders, ends, rng, horizon), inp.not_before))
     arr = np.asarray(starts)
     out.never = float(np.mean(~np.isfinite(arr)))
@@ -251,7 +267,7 @@ def _one_draw(
             if placed is None:
                 still.append(a)
                 continue
-            life = float(residuals(inp.curve, np.zeros(1), rng.random(1))[0])
+            life = float(residuals(inp.curve_of(a.pool), np.zeros(1), rng.random(1))[0])
             for n in placed:
                 _take(free[n], a.requests, 1)
                 heapq.heappush(heap, (t + life, serial, n, a.requests))

@@ -59,3 +59,24 @@ def test_the_json_api_carries_the_prediction(cluster):
     doc = explain(cluster, "Pod", "default", "waiter")
     model = Explanation.model_validate({**doc, "text": render_explain(doc)})
     assert model.predictedStart is not None and model.predictedStart.cases == 5
+
+
+def test_lifetimes_pool_by_shape_with_a_fallback():
+    from api.services.predict import MIN_CASES, pools
+
+    small = {"cpu": 1000, "nvidia.com/gpu": 1}
+    big = {"cpu": 8000, "nvidia.com/gpu": 1}
+    rare = {"cpu": 2000, "nvidia.com/gpu": 1}
+    rows = [("ns", "cpu=1000,nvidia.com/gpu=1", 1, 100.0, False)] * MIN_CASES
+    rows += [("ns", "cpu=8000,nvidia.com/gpu=1", 1, 5000.0, False)] * MIN_CASES
+    rows += [("ns", "cpu=2000,nvidia.com/gpu=1", 1, 300.0, False)] * 3
+    rows += [("ns", "cpu=1000,nvidia.com/gpu=1", 1, 50.0, True)]  # running: censored
+    rows += [("other", "cpu=1000", 0, 7.0, False)] * 2
+    labels, curves = pools(rows, [("ns", small), ("ns", big), ("ns", rare), ("other", {"cpu": 1000})])
+    # enough of its own shape: its own; too few: the namespace's pods with as many GPUs; a
+    # namespace with too few: everything
+    assert labels == ["ns|cpu=1000,nvidia.com/gpu=1", "ns|cpu=8000,nvidia.com/gpu=1", "ns|1 GPU", "*"]
+    assert curves[labels[0]].cases == MIN_CASES and curves[labels[0]].censored == 1
+    assert curves[labels[1]].mean == pytest.approx(5000.0)
+    assert curves["ns|1 GPU"].cases == 2 * MIN_CASES + 3
+    assert curves["*"].cases == 2 * MIN_CASES + 5

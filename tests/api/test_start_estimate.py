@@ -4,10 +4,19 @@ a gang's domain."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from api.services.start_estimate import Demand, Holder, Inputs, estimate, kaplan_meier, residuals
+from api.services.start_estimate import (
+    Demand,
+    Holder,
+    Inputs,
+    estimate,
+    kaplan_meier,
+    residuals,
+)
 
 
 def test_kaplan_meier_with_censoring():
@@ -111,3 +120,22 @@ def test_a_smaller_pod_behind_takes_what_frees_first():
     assert estimate(base).p50_seconds == pytest.approx(60)
     crowded = Inputs(base.demand, base.free, base.holders, curve, behind=(Demand("d/small", {"cpu": 2000}),))
     assert estimate(crowded).p50_seconds == pytest.approx(110)
+
+
+def test_each_holder_lives_the_lifetimes_of_its_own_pool():
+    # the entity's kind lives 1000 s, the holder's kind 100 s: the holder (age 40) ends at 60 s
+    long, short = kaplan_meier([1000.0] * 30), kaplan_meier([100.0] * 30)
+    inp = Inputs(
+        Demand("d/me", {"cpu": 4000}, pool="long"),
+        {"n1": {"cpu": 0}},
+        [Holder("n1", {"cpu": 4000}, 40, pool="short")],
+        long,
+        curves={"long": long, "short": short},
+    )
+    assert estimate(inp).p50_seconds == pytest.approx(60)
+    # a pool without a curve: the entity's own (1000 s lifetimes)
+    other = replace(inp, holders=[Holder("n1", {"cpu": 4000}, 40, pool="other")])
+    assert estimate(other).p50_seconds == pytest.approx(960)
+    # the demand ahead takes the node at 60 s and holds it for its own pool's lifetime
+    ahead = replace(inp, ahead=(Demand("d/first", {"cpu": 4000}, pool="short"),))
+    assert estimate(ahead).p50_seconds == pytest.approx(160)
