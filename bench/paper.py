@@ -73,7 +73,7 @@ EST_RUN_S = 12.0  # wall per run of ~10.8k pods, idle machine (ETA only)
 EST_VERIFY_S = 3.0
 # wall-clock speed-up of --jobs N over one process (whole runs side by side, the database's work
 # included), measured on the 2-core machine: docs/paper.md "Cost of a run"
-JOBS_SPEEDUP = {2: 1.6}
+JOBS_SPEEDUP = {2: 1.4}
 # published means / sd (n-1) of the simulator's expected results (bench/paper_published.py)
 PUBLISHED: dict[tuple[str, str, int], tuple[float, float]] = {
     (trace, policy, x): v for (trace, policy), xs in ALLOC.items() for x, v in xs.items()
