@@ -253,3 +253,25 @@ checkpoints = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()")),
     sa.Index("checkpoints_size_idx", "tree_size", "id"),
 )
+
+# Derived data, not the log (migration 0031, api/services/pending_predictions.py): the latest
+# predicted start of each pending PodGroup or plain pod, replaced as a whole by each refresh.
+pending_predictions = sa.Table(
+    "pending_predictions",
+    metadata,
+    sa.Column("kind", sa.Text, primary_key=True),
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("as_of_position", sa.BigInteger, nullable=False),
+    sa.Column("as_of", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("p50_seconds", sa.Float(53)),
+    sa.Column("p90_seconds", sa.Float(53)),
+    sa.Column("point_seconds", sa.Float(53)),
+    sa.Column("cases", sa.Integer, nullable=False),
+    sa.Column("censored", sa.Integer, nullable=False),
+    sa.Column("holders", sa.Integer, nullable=False),
+    sa.Column("queue_ahead", sa.Integer, nullable=False),
+    sa.Column("closest_domain", sa.Text),
+    sa.Column("computed_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()")),
+    sa.CheckConstraint("kind IN ('PodGroup', 'Pod')", name="pending_predictions_kind_check"),
+)

