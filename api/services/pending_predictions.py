@@ -45,24 +45,11 @@ DEFAULT_INTERVAL = 0.0
 # one grows with the queue ahead of it, ~0.4 s + 0.1 s per entity ahead on the 2-core machine)
 DEFAULT_BUDGET = 10.0
 
-# The pending entities at the snapshot, in v_pending_now's queue order, with how many there are.
+# The pending entities at the snapshot in queue order, with how many there are: v_pending_now's
+# PodGroups and plain pods (its member-pod rows carry their group).
 _PENDING = """
-WITH pods AS (
-    SELECT p.namespace, p.name, p.created_position,
-           coalesce((p.object->'spec'->>'priority')::int, 0) AS priority,
-           p.object->'spec'->'schedulingGroup'->>'podGroupName' AS pg
-    FROM objects p
-    WHERE p.kind = 'Pod' AND coalesce(p.status->>'phase', 'Pending') = 'Pending'
-), entities AS (
-    SELECT DISTINCT 'PodGroup'::text AS kind, g.namespace, g.name, g.created_position,
-           coalesce((g.object->'spec'->>'priority')::int, 0) AS priority
-    FROM objects g JOIN pods p ON p.namespace = g.namespace AND p.pg = g.name
-    WHERE g.kind = 'PodGroup'
-    UNION ALL
-    SELECT 'Pod', p.namespace, p.name, p.created_position, p.priority FROM pods p WHERE p.pg IS NULL
-)
-SELECT kind, namespace, name, count(*) OVER () FROM entities
-ORDER BY priority DESC, created_position
+SELECT kind, namespace, name, count(*) OVER () FROM v_pending_now
+WHERE "group" IS NULL ORDER BY queue_position
 """
 _INSERT = """
 INSERT INTO pending_predictions (kind, namespace, name, as_of_position, as_of, p50_seconds,
