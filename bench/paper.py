@@ -516,7 +516,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.plan:
         print(_eta_line(combos, verify, jobs), flush=True)
     if jobs > 1:
-        runs += run_shards(args, combos, verify, jobs, Run)
+        runs += run_shards(args, combos, verify, jobs, Run, runs)
     else:
         runs = _run_all(args, folder, combos, verify, runs)
     if args.plan:

@@ -34,10 +34,16 @@ def shard_plan(combos: list[tuple[str, str, int]], verify: list[bool], jobs: int
 
 
 def run_shards(
-    args: argparse.Namespace, combos: list[tuple[str, str, int]], verify: list[bool], jobs: int, run_type: Any
+    args: argparse.Namespace,
+    combos: list[tuple[str, str, int]],
+    verify: list[bool],
+    jobs: int,
+    run_type: Any,
+    prior: list[Any],
 ) -> list[Any]:
     """The runs in ``jobs`` processes (``python -m bench.paper --plan``), each with its own run
-    file beside ``--out``; their runs once all have ended (a failed shard fails the whole)."""
+    file beside ``--out``; once all have ended (a failed shard fails the whole), ``--out`` holds
+    ``prior`` (the runs kept by ``--resume``) and theirs, which are returned."""
     out = Path(args.out)
     procs: list[tuple[subprocess.Popen[bytes], Path]] = []
     for k, plan in enumerate(shard_plan(combos, verify, jobs)):
@@ -54,6 +60,5 @@ def run_shards(
     if failed:
         raise SystemExit(f"paper: shard(s) {failed} of {jobs} failed; --resume reruns what is missing")
     runs: list[Any] = load_runs([str(part) for _, part in procs], run_type)
-    prior = load_runs([args.out], run_type) if Path(args.out).is_file() and args.resume else []
     write_runs(args.out, prior + runs)
     return runs
