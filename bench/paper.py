@@ -500,6 +500,12 @@ def main(argv: list[str] | None = None) -> None:
                     f"core {tr} {po} seed {args.seed0}: {bound} bound, scheduling CPU {cpu:.1f} s", flush=True
                 )
         return
+    if args.plan:  # a shard of a --jobs run: exactly the runs its parent planned, into its --out
+        plan = json.loads(Path(args.plan).read_text())
+        _run_all(
+            args, folder, [(tr, po, int(seed)) for tr, po, seed, _ in plan], [bool(v) for *_, v in plan], []
+        )
+        return
     combos = [(tr, po, args.seed0 + s) for s in range(args.seeds) for tr in traces for po in policies]
     runs: list[Run] = []
     if args.resume and Path(args.out).is_file():  # keep the runs already in --out, run the others
@@ -507,20 +513,12 @@ def main(argv: list[str] | None = None) -> None:
         have = {(r.trace, r.policy, r.seed) for r in runs if r.node_order == args.node_order}
         combos = [c for c in combos if c not in have]
     verify = [verified_run(tr, po, seed, args.verify_seed, args.verify_every) for tr, po, seed in combos]
-    if args.plan:  # a shard of a --jobs run: exactly the runs its parent planned
-        plan = json.loads(Path(args.plan).read_text())
-        combos = [(tr, po, int(seed)) for tr, po, seed, _ in plan]
-        verify = [bool(v) for *_, v in plan]
-        runs = []
     jobs = max(1, min(args.jobs, len({(tr, seed) for tr, _, seed in combos}) or 1))
-    if not args.plan:
-        print(_eta_line(combos, verify, jobs), flush=True)
+    print(_eta_line(combos, verify, jobs), flush=True)
     if jobs > 1:
         runs += run_shards(args, combos, verify, jobs, Run, runs)
     else:
         runs = _run_all(args, folder, combos, verify, runs)
-    if args.plan:
-        return
     if args.limit is None or args.results:
         report(runs, results, policies, tuple(int(x) for x in args.x.split(",")))
     if args.limit is None:
