@@ -137,6 +137,12 @@ class GpuView:
 def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
     """The GPU view of the nodes ``idx``: rows of the snapshot's device table (``device_table``),
     as wide as the most devices one of them has."""
+    return fitting_view(snap, idx, NO_GPU, with_tags)
+
+
+def fitting_view(snap: Snapshot, idx: IDX, g: GpuShare, with_tags: bool = False) -> GpuView:
+    """``view_of(snap, idx)`` narrowed to the nodes whose devices (``fits``) and GPU model
+    (``model_ok``) hold the request ``g``; as wide as the view of all of ``idx``."""
     t = device_table(snap)
     sub = t.cnt[idx]
     w = max(int(sub.max()) if len(sub) else 0, 1)
@@ -144,11 +150,19 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
     mids = snap.caches.gpu_model_ids
     if mids is None:
         mids = snap.caches.gpu_model_ids = model_ids(nd.labels.get(GPU_MODEL, "") for nd in snap.nodes)
+    mid = mids[idx]
+    if g.count > 0 and g.milli > 0 and len(idx):
+        # one device: its most free one holds the share (one reduction instead of two)
+        f = free.max(axis=1) >= g.milli if g.count == 1 else (free >= g.milli).sum(axis=1) >= g.count
+        if g.models:
+            f &= model_table(g.models)[mid]
+        if not f.all():
+            idx, free, mid = idx[f], free[f], mid[f]
     tags: dict[str, I64] = {}
     if with_tags:
         for tag, row in t.tags:
             tags[tag] = -snap.free[row][idx]
-    return GpuView(idx, free, snap.free[R_CPU][idx], mids[idx], tags)
+    return GpuView(idx, free, snap.free[R_CPU][idx], mid, tags)
 
 
 @dataclass(slots=True)

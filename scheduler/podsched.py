@@ -469,7 +469,7 @@ class PodScheduler:
         ok = self.feasible(pi, subset)
         if not ok.any():
             return -1
-        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok)
+        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, gpu.wants_tags(policy))
         if len(v.idx) == 0:
             return -1
         if policy is None:
