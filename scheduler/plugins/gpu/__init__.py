@@ -64,12 +64,7 @@ def active(weights: Mapping[str, int]) -> ModuleType | None:
 def gpu_fit(snap: Snapshot, pod: Pod, ok: BOOL, with_tags: bool = True) -> tuple[BOOL, gs.GpuView]:
     """``ok`` narrowed to the nodes whose devices (and GPU model) hold the pod's request, and the
     GPU view of those nodes (``with_tags``: GpuClustering's tag counts too)."""
-    idx = np.flatnonzero(ok)
-    v = gs.fitting_view(snap, idx, gs.request_of(pod), with_tags)
-    if len(v.idx) != len(idx):
-        ok = np.zeros_like(ok)
-        ok[v.idx] = True
-    return ok, v
+    return gs.fitting_view(snap, ok, gs.request_of(pod), with_tags)
 
 
 def place(policy: ModuleType, v: gs.GpuView, pod: Pod, workload: gs.Workload) -> tuple[int, tuple[int, ...]]:
