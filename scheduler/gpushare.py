@@ -118,6 +118,10 @@ class GpuView:
     cpu: I64  # (m,) free milli-CPU
     mid: IDX  # (m,) node GPU model as an id of ``model_id`` (0: unlabelled)
     tags: dict[str, I64] = field(default_factory=dict)  # affinity tag -> pods per node
+    # ``total`` and ``fully_free`` when the view was cut from the device table, which keeps them
+    # per node (None: computed from ``free``)
+    free_sum: I64 | None = None
+    whole: I64 | None = None
 
     @property
     def models(self) -> list[str]:
@@ -125,11 +129,17 @@ class GpuView:
 
     @property
     def total(self) -> I64:
+        """(m,) free milli of the node's devices."""
+        if self.free_sum is not None:
+            return self.free_sum
         out: I64 = np.maximum(self.free, 0).sum(axis=1)
         return out
 
     @property
     def fully_free(self) -> I64:
+        """(m,) the node's fully free devices."""
+        if self.whole is not None:
+            return self.whole
         out: I64 = (self.free == MILLI).sum(axis=1)
         return out
 
@@ -149,16 +159,20 @@ def fitting_view(snap: Snapshot, ok: BOOL, g: GpuShare, with_tags: bool = False)
     w = max(int(t.cnt.max(initial=0, where=ok)), 1)
     if g.count > 0 and g.milli > 0:
         ok = ok & device_fit(snap, t, g)
-    return ok, _view(snap, t, np.flatnonzero(ok), w, with_tags)
+    return ok, _view(snap, t, ok.nonzero()[0], w, with_tags)
 
 
 def _view(snap: Snapshot, t: DeviceTable, idx: IDX, w: int, with_tags: bool) -> GpuView:
-    free = t.free[idx, :w]  # fancy indexing: a copy the caller may change
+    # ``take``: a copy the caller may change (cheaper than fancy indexing of the rows)
+    free = t.free.take(idx, axis=0)
+    if w < free.shape[1]:
+        free = free[:, :w]
     tags: dict[str, I64] = {}
     if with_tags:
         for tag, row in t.tags:
-            tags[tag] = -snap.free[row][idx]
-    return GpuView(idx, free, snap.free[R_CPU][idx], model_id_column(snap)[idx], tags)
+            tags[tag] = -snap.free[row].take(idx)
+    cpu, mid = snap.free[R_CPU].take(idx), model_id_column(snap).take(idx)
+    return GpuView(idx, free, cpu, mid, tags, t.total.take(idx), t.whole.take(idx))
 
 
 def model_id_column(snap: Snapshot) -> IDX:
@@ -200,6 +214,7 @@ class DeviceTable:
     tags: tuple[tuple[str, int], ...]  # (affinity tag, row)
     top: I64  # (n,) the most free milli of one device of the node (-1: no device)
     whole: I64  # (n,) the node's fully free devices
+    total: I64  # (n,) the free milli of the node's devices
 
 
 def device_table(snap: Snapshot) -> DeviceTable:
@@ -227,7 +242,8 @@ def device_table(snap: Snapshot) -> DeviceTable:
         free[np.arange(w)[None, :] >= cnt[:, None]] = -1
         top = free.max(axis=1)
         whole = (free == MILLI).sum(axis=1)
-        t = DeviceTable(snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole)
+        total = np.maximum(free, 0).sum(axis=1)
+        t = DeviceTable(snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole, total)
         snap.caches.gpu_devices = t
     elif t.pos < len(log):
         for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
@@ -239,6 +255,7 @@ def device_table(snap: Snapshot) -> DeviceTable:
             vals = row.tolist()
             t.top[i] = max(vals)
             t.whole[i] = vals.count(MILLI)
+            t.total[i] = sum(v for v in vals if v > 0)
         t.pos = len(log)
     return t
 
