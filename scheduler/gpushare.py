@@ -246,13 +246,19 @@ def device_table(snap: Snapshot) -> DeviceTable:
         t = DeviceTable(snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole, total)
         snap.caches.gpu_devices = t
     elif t.pos < len(log):
+        # the few values of a node as Python ints: cheaper than NumPy calls on so short a row
+        w = t.free.shape[1]
+        held = list(zip(t.cols.tolist(), t.rows.tolist(), strict=True))
         for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
             c = int(t.cnt[i])
-            row = t.free[i]
-            if len(t.rows):
-                row[t.cols] = MILLI + snap.free[t.rows, i]
-            row[c:] = -1
-            vals = row.tolist()
+            vals = [MILLI] * w  # a device without a synthetic resource: nothing held on it
+            if held:
+                col = snap.free[:, i].tolist()
+                for j, r in held:
+                    vals[j] = MILLI + col[r]
+            for j in range(c, w):
+                vals[j] = -1
+            t.free[i] = vals
             t.top[i] = max(vals)
             t.whole[i] = vals.count(MILLI)
             t.total[i] = sum(v for v in vals if v > 0)
