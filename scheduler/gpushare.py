@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -308,7 +308,8 @@ def with_devices(pod: Pod, devices: tuple[int, ...] | None) -> tuple[Pod, tuple[
     if not devices:
         return pod, None
     if pod.gpu is not None:
-        pod = copy_pod(pod, gpu=replace(pod.gpu, index=devices))
+        g = pod.gpu  # GpuShare built directly: cheaper than dataclasses.replace, the same value
+        pod = copy_pod(pod, gpu=GpuShare(g.milli, g.count, g.models, devices))
     return pod, devices
 
 
