@@ -215,6 +215,8 @@ class DeviceTable:
     top: I64  # (n,) the most free milli of one device of the node (-1: no device)
     whole: I64  # (n,) the node's fully free devices
     total: I64  # (n,) the free milli of the node's devices
+    held: tuple[tuple[int, int], ...]  # (device, row) of ``cols`` and ``rows`` as Python ints
+    counts: list[int]  # ``cnt`` as Python ints
 
 
 def device_table(snap: Snapshot) -> DeviceTable:
@@ -243,25 +245,27 @@ def device_table(snap: Snapshot) -> DeviceTable:
         top = free.max(axis=1)
         whole = (free == MILLI).sum(axis=1)
         total = np.maximum(free, 0).sum(axis=1)
-        t = DeviceTable(snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole, total)
+        t = DeviceTable(
+            snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole, total, tuple(held), cnt.tolist()
+        )
         snap.caches.gpu_devices = t
     elif t.pos < len(log):
         # the few values of a node as Python ints: cheaper than NumPy calls on so short a row
         w = t.free.shape[1]
-        held = list(zip(t.cols.tolist(), t.rows.tolist(), strict=True))
+        pairs, counts = t.held, t.counts
         for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
-            c = int(t.cnt[i])
             vals = [MILLI] * w  # a device without a synthetic resource: nothing held on it
-            if held:
+            if pairs:
                 col = snap.free[:, i].tolist()
-                for j, r in held:
+                for j, r in pairs:
                     vals[j] = MILLI + col[r]
-            for j in range(c, w):
-                vals[j] = -1
+            c = counts[i]
+            if c < w:
+                vals[c:] = [-1] * (w - c)
             t.free[i] = vals
             t.top[i] = max(vals)
             t.whole[i] = vals.count(MILLI)
-            t.total[i] = sum(v for v in vals if v > 0)
+            t.total[i] = sum([v for v in vals if v > 0])
         t.pos = len(log)
     return t
 
