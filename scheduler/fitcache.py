@@ -52,9 +52,13 @@ class DynamicInfo:
         "w_bal",
         "bal",
         "bal_alloc",
+        "scored",
     )
 
-    def __init__(self, snap: Snapshot, d: Demand, rows: tuple[int, ...], cfg: SchedulerConfig) -> None:
+    def __init__(
+        self, snap: Snapshot, d: Demand, rows: tuple[int, ...], cfg: SchedulerConfig, scored: bool = True
+    ) -> None:
+        self.scored = scored
         self.rows = rows
         self.amounts = d.amounts
         self.demand = d
@@ -96,6 +100,11 @@ class DynamicInfo:
 
     def full(self, snap: Snapshot) -> None:
         fit = node_resources_fit.fit_mask(snap, self.rows, self.amounts)
+        self.epoch = snap.epoch
+        self.pos = len(snap.log)
+        if not self.scored:
+            self.mscore = np.where(fit, 0, -1)
+            return
         score = node_resources_fit.score_nodes(snap, self.demand, None, self.strategy, self.weights)
         score = score * self.w_fit
         if self.bal is not None:
@@ -106,8 +115,6 @@ class DynamicInfo:
         # the plan with each resource's allocatable per node as Python ints (it changes only with
         # the epoch): the few-node path reads them without a NumPy conversion per node
         self.plan_alloc = [(r, w, is_nz, add, snap.alloc[r].tolist()) for r, w, is_nz, add in self.plan]
-        self.epoch = snap.epoch
-        self.pos = len(snap.log)
 
     def refresh(self, snap: Snapshot) -> None:
         """Make every cached value exact: the nodes named by the log entries since the last use
@@ -121,10 +128,18 @@ class DynamicInfo:
             self.pos = n
             self._recompute(snap, changed)
 
+    def score_too(self, snap: Snapshot) -> None:
+        """Make a fit-only cache (``scored=False``) score as well, every value exact."""
+        if not self.scored:
+            self.scored = True
+            self.full(snap)
+        else:
+            self.refresh(snap)
+
     def best(self, snap: Snapshot, mask: BOOL | None) -> int:
         """argmax of the exact masked score over the nodes of ``mask`` (all when None); -1 if no
         node fits. Ties -> lowest node index."""
-        self.refresh(snap)
+        self.score_too(snap)
         ms = self.mscore if mask is None else np.where(mask, self.mscore, -1)
         c = int(ms.argmax())
         return c if ms[c] >= 0 else -1
@@ -133,6 +148,9 @@ class DynamicInfo:
         if not changed:
             return
         free, nz, alloc = snap.free, snap.nz, snap.alloc
+        if not self.scored:
+            self._refit(free, changed)
+            return
         if len(changed) <= 3 and self.simple:
             ms, need, most, wsum = self.mscore, self.need, self.most, self.wsum
             w_fit, w_bal, bal = self.w_fit, self.w_bal, self.bal
@@ -179,3 +197,15 @@ class DynamicInfo:
         if self.bal is not None:
             score = score + self.w_bal * balanced_allocation.score_demand(snap, *self.bal, idx)
         self.mscore[idx] = np.where(fit, score, -1)
+
+    def _refit(self, free: I64, changed: set[int] | tuple[int, ...]) -> None:
+        """``_recompute`` of a fit-only cache: 0 where the pod fits, -1 elsewhere."""
+        ms, need = self.mscore, self.need
+        if len(changed) <= 3:
+            for i in changed:
+                f_i = free[:, i].tolist()
+                ms[i] = -1 if any(f_i[r] < a for r, a in need) else 0
+            return
+        idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
+        fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)
+        ms[idx] = np.where(fit, 0, -1)

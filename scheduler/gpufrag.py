@@ -92,9 +92,9 @@ def _rows(free: I64, bucket: I64, mid: IDX, ta: TypicalArrays) -> F64:
     small = np.where(~ok_dev & (f3 > 0), f3, 0).sum(axis=2)
     q3 = (ok_dev.sum(axis=2) >= ta.count) & (bucket[:, None] > ta.rank) & ta.acc(mid) & ta.gpu
     terms = ta.p * np.where(q3, small, total[:, None])  # (S, T)
-    out: F64 = terms[:, 0].copy()
-    for j in range(1, terms.shape[1]):  # in the typical pods' order (see the module doc)
-        out += terms[:, j]
+    # in the typical pods' order, one addition at a time (see the module doc): an accumulation
+    # adds left to right like a loop over the columns (a reduction may sum pairwise)
+    out: F64 = np.add.accumulate(terms, axis=1)[:, -1]
     return out
 
 
@@ -148,8 +148,15 @@ class Memo:
         self.after: dict[tuple[int, int, int], _Entry] = {}
 
     def _stale(self, e: _Entry, idx: IDX, free: I64, cpu: I64, mid: IDX) -> IDX:
-        bad = (e.free[idx] != free).any(axis=1) | (e.cpu[idx] != cpu) | (e.mid[idx] != mid)
-        out: IDX = np.flatnonzero(bad)
+        neq = e.free[idx] != free
+        if neq.shape[1] == 8 and neq.flags.c_contiguous:
+            # a row's 8 flags read as one 8-byte word (non-zero iff one is set): cheaper than
+            # a reduction over so short an axis
+            moved = neq.view(np.uint64)[:, 0] != 0
+        else:
+            moved = neq.any(axis=1)
+        bad = moved | (e.cpu[idx] != cpu) | (e.mid[idx] != mid)
+        out: IDX = bad.nonzero()[0]
         return out
 
     def _store(self, e: _Entry, idx: IDX, rows: IDX, free: I64, cpu: I64, mid: IDX, val: F64) -> None:

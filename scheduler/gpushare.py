@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -118,6 +118,10 @@ class GpuView:
     cpu: I64  # (m,) free milli-CPU
     mid: IDX  # (m,) node GPU model as an id of ``model_id`` (0: unlabelled)
     tags: dict[str, I64] = field(default_factory=dict)  # affinity tag -> pods per node
+    # ``total`` and ``fully_free`` when the view was cut from the device table, which keeps them
+    # per node (None: computed from ``free``)
+    free_sum: I64 | None = None
+    whole: I64 | None = None
 
     @property
     def models(self) -> list[str]:
@@ -125,11 +129,17 @@ class GpuView:
 
     @property
     def total(self) -> I64:
+        """(m,) free milli of the node's devices."""
+        if self.free_sum is not None:
+            return self.free_sum
         out: I64 = np.maximum(self.free, 0).sum(axis=1)
         return out
 
     @property
     def fully_free(self) -> I64:
+        """(m,) the node's fully free devices."""
+        if self.whole is not None:
+            return self.whole
         out: I64 = (self.free == MILLI).sum(axis=1)
         return out
 
@@ -139,16 +149,54 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
     as wide as the most devices one of them has."""
     t = device_table(snap)
     sub = t.cnt[idx]
-    w = max(int(sub.max()) if len(sub) else 0, 1)
-    free = t.free[idx, :w]  # fancy indexing: a copy the caller may change
-    mids = snap.caches.gpu_model_ids
-    if mids is None:
-        mids = snap.caches.gpu_model_ids = model_ids(nd.labels.get(GPU_MODEL, "") for nd in snap.nodes)
+    return _view(snap, t, idx, max(int(sub.max()) if len(sub) else 0, 1), with_tags)
+
+
+def fitting_view(snap: Snapshot, ok: BOOL, g: GpuShare, with_tags: bool = False) -> tuple[BOOL, GpuView]:
+    """``ok`` narrowed to the nodes whose devices (``fits``) and GPU model (``model_ok``) hold the
+    request ``g``, and the view of those nodes, as wide as ``view_of`` all the nodes of ``ok``."""
+    t = device_table(snap)
+    w = max(int(t.cnt.max(initial=0, where=ok)), 1)
+    if g.count > 0 and g.milli > 0:
+        ok = ok & device_fit(snap, t, g)
+    return ok, _view(snap, t, ok.nonzero()[0], w, with_tags)
+
+
+def _view(snap: Snapshot, t: DeviceTable, idx: IDX, w: int, with_tags: bool) -> GpuView:
+    # ``take``: a copy the caller may change (cheaper than fancy indexing of the rows)
+    free = t.free.take(idx, axis=0)
+    if w < free.shape[1]:
+        free = free[:, :w]
     tags: dict[str, I64] = {}
     if with_tags:
         for tag, row in t.tags:
-            tags[tag] = -snap.free[row][idx]
-    return GpuView(idx, free, snap.free[R_CPU][idx], mids[idx], tags)
+            tags[tag] = -snap.free[row].take(idx)
+    cpu, mid = snap.free[R_CPU].take(idx), model_id_column(snap).take(idx)
+    return GpuView(idx, free, cpu, mid, tags, t.total.take(idx), t.whole.take(idx))
+
+
+def model_id_column(snap: Snapshot) -> IDX:
+    """Per node, the id of its GPU model (``model_id``; 0: unlabelled)."""
+    mids = snap.caches.gpu_model_ids
+    if mids is None:
+        mids = snap.caches.gpu_model_ids = model_ids(nd.labels.get(GPU_MODEL, "") for nd in snap.nodes)
+    return mids
+
+
+def device_fit(snap: Snapshot, t: DeviceTable, g: GpuShare) -> BOOL:
+    """Per node of the snapshot: do its devices (``fits``) and its GPU model (``model_ok``) hold
+    the share request ``g`` (count and milli > 0)? One device: its most free one holds the
+    milli; whole devices: enough fully free ones (no device has more than 1000 free)."""
+    if g.count == 1:
+        f: BOOL = t.top >= g.milli
+    elif g.milli >= MILLI:
+        f = t.whole >= g.count
+    else:
+        f = (t.free >= g.milli).sum(axis=1) >= g.count
+    if g.models:
+        mids = model_id_column(snap)  # first: it may name new models, which the table then knows
+        f &= model_table(g.models)[mids]
+    return f
 
 
 @dataclass(slots=True)
@@ -164,6 +212,11 @@ class DeviceTable:
     cols: IDX  # devices that have a synthetic resource ...
     rows: IDX  # ... and its row in the snapshot
     tags: tuple[tuple[str, int], ...]  # (affinity tag, row)
+    top: I64  # (n,) the most free milli of one device of the node (-1: no device)
+    whole: I64  # (n,) the node's fully free devices
+    total: I64  # (n,) the free milli of the node's devices
+    held: tuple[tuple[int, int], ...]  # (device, row) of ``cols`` and ``rows`` as Python ints
+    counts: list[int]  # ``cnt`` as Python ints
 
 
 def device_table(snap: Snapshot) -> DeviceTable:
@@ -189,14 +242,30 @@ def device_table(snap: Snapshot) -> DeviceTable:
         if len(rows):
             free[:, cols] += snap.free[rows].T
         free[np.arange(w)[None, :] >= cnt[:, None]] = -1
-        t = snap.caches.gpu_devices = DeviceTable(snap.epoch, len(log), free, cnt, cols, rows, tags)
+        top = free.max(axis=1)
+        whole = (free == MILLI).sum(axis=1)
+        total = np.maximum(free, 0).sum(axis=1)
+        t = DeviceTable(
+            snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole, total, tuple(held), cnt.tolist()
+        )
+        snap.caches.gpu_devices = t
     elif t.pos < len(log):
+        # the few values of a node as Python ints: cheaper than NumPy calls on so short a row
+        w = t.free.shape[1]
+        pairs, counts = t.held, t.counts
         for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
-            c = int(t.cnt[i])
-            row = t.free[i]
-            if len(t.rows):
-                row[t.cols] = MILLI + snap.free[t.rows, i]
-            row[c:] = -1
+            vals = [MILLI] * w  # a device without a synthetic resource: nothing held on it
+            if pairs:
+                col = snap.free[:, i].tolist()
+                for j, r in pairs:
+                    vals[j] = MILLI + col[r]
+            c = counts[i]
+            if c < w:
+                vals[c:] = [-1] * (w - c)
+            t.free[i] = vals
+            t.top[i] = max(vals)
+            t.whole[i] = vals.count(MILLI)
+            t.total[i] = sum([v for v in vals if v > 0])
         t.pos = len(log)
     return t
 
@@ -243,7 +312,8 @@ def with_devices(pod: Pod, devices: tuple[int, ...] | None) -> tuple[Pod, tuple[
     if not devices:
         return pod, None
     if pod.gpu is not None:
-        pod = copy_pod(pod, gpu=replace(pod.gpu, index=devices))
+        g = pod.gpu  # GpuShare built directly: cheaper than dataclasses.replace, the same value
+        pod = copy_pod(pod, gpu=GpuShare(g.milli, g.count, g.models, devices))
     return pod, devices
 
 
@@ -257,8 +327,7 @@ def device_filter(snap: Snapshot, g: GpuShare | None) -> FilterResult | None:
     a node passes if its devices hold the request and its GPU model is allowed."""
     if g is None or not shares(g):
         return None
-    v = view_of(snap, np.arange(snap.n, dtype=np.intp))
-    ok = fits(v, g) & model_ok(g.models, v.mid)
+    ok = device_fit(snap, device_table(snap), g)
     return FilterResult(NAME, ok, [] if ok.all() else [(INSUFFICIENT_DEVICES, ~ok)])
 
 
@@ -273,23 +342,24 @@ def fits(v: GpuView, g: GpuShare) -> BOOL:
 # ----------------------------------------------------------------------------- device choice
 def exclusive_devices(free_row: I64, count: int) -> tuple[int, ...]:
     """The first ``count`` fully free devices by index (the simulator's AllocateExclusiveGpuId)."""
-    return tuple(int(i) for i in np.flatnonzero(free_row == MILLI)[:count])
+    # a node's few devices as Python ints: cheaper than NumPy calls on so short a row
+    return tuple([i for i, f in enumerate(free_row.tolist()) if f == MILLI][:count])
 
 
 def best_fit_device(free_row: I64, milli: int) -> int:
     """The device with the least free milli that still holds ``milli`` (lowest index on ties)."""
-    ok = free_row >= milli
-    if not ok.any():
-        return -1
-    masked = np.where(ok, free_row, np.iinfo(np.int64).max)
-    return int(np.argmin(masked))
+    best, least = -1, 0
+    for i, f in enumerate(free_row.tolist()):
+        if f >= milli and (best < 0 or f < least):
+            best, least = i, f
+    return best
 
 
 def random_device(free_row: I64, milli: int, key: str) -> int:
-    cand = np.flatnonzero(free_row >= milli)
-    if len(cand) == 0:
+    cand = [i for i, f in enumerate(free_row.tolist()) if f >= milli]
+    if not cand:
         return -1
-    return int(cand[stable_hash("gpu-device", key) % len(cand)])
+    return cand[stable_hash("gpu-device", key) % len(cand)]
 
 
 def devices_for(free_row: I64, g: GpuShare, share_device: int) -> tuple[int, ...]:

@@ -225,9 +225,16 @@ class PodScheduler:
         return st
 
     def dynamic(self, pi: PodInfo) -> DynamicInfo:
-        """The pod's DynamicInfo with every value exact."""
+        """The pod's DynamicInfo with every value exact (its fit; its scores too unless a GPU
+        policy ranks the nodes: ``scored``)."""
         c = self._dyn(pi)
         c.refresh(self.snap)
+        return c
+
+    def scored(self, pi: PodInfo) -> DynamicInfo:
+        """The pod's DynamicInfo with every value exact, its scores included."""
+        c = self._dyn(pi)
+        c.score_too(self.snap)
         return c
 
     def _dyn(self, pi: PodInfo) -> DynamicInfo:
@@ -239,7 +246,9 @@ class PodScheduler:
             key = (pi.rows, pi.demand)
             c = self._dynamic.get(key)
             if c is None:
-                c = DynamicInfo(snap, pi.demand, pi.rows, self.config)
+                # while a GPU policy ranks the nodes, NodeResourcesFit's and
+                # BalancedAllocation's scores are not read: the cache keeps the fit alone
+                c = DynamicInfo(snap, pi.demand, pi.rows, self.config, self._gpu_policy is None)
                 if len(self._dynamic) >= 256:
                     self._dynamic.clear()
                     self._dyn_gen += 1
@@ -391,7 +400,7 @@ class PodScheduler:
         cfg = self.config
         w: Mapping[str, int] = cfg.plugin_weights
         st = self.static(pi)
-        total: I64 = self.dynamic(pi).mscore[idx]  # NodeResourcesFit + BalancedAllocation, weighted
+        total: I64 = self.scored(pi).mscore[idx]  # NodeResourcesFit + BalancedAllocation, weighted
         for sc, raw in zip(self.scores, st.raws, strict=True):
             wt = int(w.get(sc.name, sc.default_weight))
             if raw is not None and wt:
@@ -416,7 +425,7 @@ class PodScheduler:
             ok = ok & (cnt <= k)
         if not st.ranks and not self._active_scores(pi.pod):
             # only the per-demand scores rank: argmax over the cached per-node scores
-            masked = np.where(ok, self.dynamic(pi).mscore, -1)
+            masked = np.where(ok, self.scored(pi).mscore, -1)
             best = int(np.argmax(masked))
             return best if ok[best] else -1
         idx = np.flatnonzero(ok)
@@ -460,7 +469,7 @@ class PodScheduler:
         ok = self.feasible(pi, subset)
         if not ok.any():
             return -1
-        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok)
+        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, gpu.wants_tags(policy))
         if len(v.idx) == 0:
             return -1
         if policy is None:

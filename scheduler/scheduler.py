@@ -289,7 +289,13 @@ class Scheduler(Reading):
         if cur is not None and cur != ekey:
             self._remove_from_entity(key, now)
         q.join(key, ekey)
-        self._touch(ekey, now)
+        if ekey != key:
+            self._touch(ekey, now)
+            return
+        # a plain pod is its own entity: ``_touch`` without reparsing the key
+        p = st.pods.get(key)
+        q.touch(key, "pod", p.priority if p is not None else 0, p.seq if p is not None else 0, now)
+        q.mark_dirty(key)
 
     def _remove_from_entity(self, pod_key: str, now: float) -> None:
         ekey, emptied = self.queue.leave(pod_key)

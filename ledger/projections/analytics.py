@@ -117,6 +117,8 @@ def node_capacity(row: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 def _resources(requests: Mapping[str, int]) -> dict[str, int]:
+    if not requests:  # a pending pod's (most events of a batch)
+        return {}
     out = {r: int(requests[r]) for r in ("cpu", "memory") if requests.get(r)}
     gpus = sum(int(requests[k]) for k in GPU_KEYS if requests.get(k))
     if gpus:

@@ -224,8 +224,8 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
 
 _VERSION_CLOSE = """
 UPDATE object_versions v SET valid_to = q.p
-FROM unnest(%b::text[], %b::text[], %b::text[], %b::bigint[]) AS q(kind, namespace, name, p)
-WHERE v.kind = q.kind AND v.namespace = q.namespace AND v.name = q.name AND v.valid_to = 9223372036854775807
+FROM jsonb_to_recordset(%s::jsonb) AS q(k text, n text, m text, p bigint)
+WHERE v.kind = q.k AND v.namespace = q.n AND v.name = q.m AND v.valid_to = 9223372036854775807
 """
 _VERSION_WRITE = """
 INSERT INTO object_versions (kind, namespace, name, valid_from, valid_to, uid, object, status, created_position,
@@ -234,15 +234,15 @@ SELECT k, n, m, vf, vt, u, o, s, cp, ca, ua
 FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, vf bigint, vt bigint, u text, o jsonb, s jsonb,
                                         cp bigint, ca timestamptz, ua timestamptz)
 """
-# _WRITE and _VERSION_WRITE take their rows as one JSON document (one orjson call), not as
-# arrays: psycopg builds array parameters element by element in Python, which was the largest
-# client cost of a projection write.
+# _WRITE, _VERSION_WRITE, _VERSION_CLOSE and _USAGE_WRITE take their rows as one JSON document
+# (one orjson call), not as arrays: psycopg builds array parameters element by element in
+# Python, which was the largest client cost of a projection write.
 # The latest quota usage of each namespace is read by ledger_projection_read (migration 0022):
 # one backward step of the primary key per namespace (a DISTINCT ON over the namespace's whole
 # history sorts every row it ever had).
 _USAGE_WRITE = """
 INSERT INTO quota_usage (namespace, valid_from, used)
-SELECT n, p, u::jsonb FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS x(n, p, u)
+SELECT n, p, u FROM jsonb_to_recordset(%s::jsonb) AS x(n text, p bigint, u jsonb)
 """
 OPEN = 9223372036854775807  # valid_to of the current version of an object
 
@@ -276,7 +276,7 @@ class _Temporal:
     def __init__(self, usage: dict[str, Usage], analytics: bool = True) -> None:
         self.usage = usage
         self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
-        self.usage_rows: list[tuple[str, int, str]] = []
+        self.usage_rows: list[dict[str, Any]] = []  # _USAGE_WRITE's rows
         # a pod object's effective requests, by object identity (a status change keeps the
         # object dict, so a pod's requests are computed once per batch, not per event)
         self._reqs: dict[int, tuple[dict[str, Any], dict[str, int]]] = {}
@@ -330,7 +330,7 @@ class _Temporal:
         _add_usage(usage, prev_req, -1)
         _add_usage(usage, new_req, 1)
         self.usage_rows.append(
-            (key[1], ev.position, orjson.dumps([[r, t, n] for r, (t, n) in usage.items()]).decode())
+            {"n": key[1], "p": ev.position, "u": [[r, t, n] for r, (t, n) in usage.items()]}
         )
 
     def write(self, cur: Any, existed: set[Key]) -> None:
@@ -341,18 +341,10 @@ class _Temporal:
             close = sorted(k for k in first if k in existed)
             if close:
                 # Never a server-side prepared statement: PostgreSQL's generic plan for this
-                # join on unnest() scans object_versions (100-250 ms at 10^4 versions, against
+                # join on its rows scans object_versions (100-250 ms at 10^4 versions, against
                 # ~1 ms for the per-call plan that walks the primary key per closed version).
-                cur.execute(
-                    _VERSION_CLOSE,
-                    (
-                        [k[0] for k in close],
-                        [k[1] for k in close],
-                        [k[2] for k in close],
-                        [first[k] for k in close],
-                    ),
-                    prepare=False,
-                )
+                doc = [{"k": k[0], "n": k[1], "m": k[2], "p": first[k]} for k in close]
+                cur.execute(_VERSION_CLOSE, (orjson.dumps(doc).decode(),), prepare=False)
             ends: dict[Key, int] = {}
             out: list[tuple[Key, int, int, dict[str, Any]]] = []
             for key, pos, row in reversed(self.versions):
@@ -379,14 +371,7 @@ class _Temporal:
                 cur.execute(_VERSION_WRITE, (orjson.dumps(doc).decode(),))
         self.analytics.write(cur)
         if self.usage_rows:
-            cur.execute(
-                _USAGE_WRITE,
-                (
-                    [u[0] for u in self.usage_rows],
-                    [u[1] for u in self.usage_rows],
-                    [u[2] for u in self.usage_rows],
-                ),
-            )
+            cur.execute(_USAGE_WRITE, (orjson.dumps(self.usage_rows).decode(),))
 
 
 _PROJECTION_READ = b"SELECT r_rows, r_usage FROM ledger_projection_read(%b, %b)"

@@ -99,6 +99,40 @@ def test_incremental_fit_scores_equal_a_full_computation(seed: int) -> None:
             assert c.best(snap, m) == want
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_fit_only_cache_keeps_the_fit_and_scores_on_demand(seed: int) -> None:
+    """A fit-only cache (``scored=False``, while a GPU policy ranks) follows the log like a
+    scored one: its fit equals a full computation's; asked for scores it scores, exactly."""
+    rng = random.Random(100 + seed)
+    cfg = CONFIGS[seed % len(CONFIGS)]
+    snap = Snapshot()
+    for nd in _nodes(rng, 40, zero_alloc=seed >= 2):
+        snap.upsert_node(nd)
+    snap.refresh()
+    demands = [make_demand(_demand(rng)) for _ in range(4)]
+    infos = [DynamicInfo(snap, d, snap.resource_rows(d), cfg, scored=False) for d in demands]
+    placed: list[str] = []
+    for step in range(200):
+        for _ in range(rng.choice([0, 1, 1, 2, 3, 5, 70])):
+            if placed and rng.random() < 0.4:
+                snap.remove_pod(placed.pop(rng.randrange(len(placed))))
+            else:
+                key = f"p{step}-{len(placed)}-{rng.random()}"
+                snap.add_pod(key, snap.names[rng.randrange(snap.n)], rng.choice(demands), None)
+                placed.append(key)
+        for c in rng.sample(infos, rng.randrange(1, len(infos) + 1)):
+            c.refresh(snap)
+            fresh = DynamicInfo(snap, c.demand, c.rows, cfg)
+            assert np.array_equal(c.fit, fresh.fit), (seed, step)
+            if not c.scored:
+                assert set(c.mscore.tolist()) <= {0, -1}
+                if rng.random() < 0.05:
+                    c.score_too(snap)
+            if c.scored:
+                c.score_too(snap)
+                assert np.array_equal(c.mscore, fresh.mscore), (seed, step)
+
+
 def _pod(rng: random.Random, i: int) -> Pod:
     req = _demand(rng)
     if rng.random() < 0.5:

@@ -5,7 +5,9 @@ most one is meant to be on (the first enabled in ``POLICIES`` order wins). While
 alone ranks the nodes every pod passes (profile filters, NodeResourcesFit, GPU devices), as in
 the paper's runs where every other score plugin is disabled. Each module has ``NAME``,
 ``DEVICE`` (how a share pod's device is chosen on the winning node: ``best``, ``random`` or
-``own`` = the policy's per-node choice) and ``score(ctx) -> (scores, devices | None)``.
+``own`` = the policy's per-node choice) and ``score(ctx) -> (scores, devices | None)``; one that
+reads the view's affinity tag counts says so with ``TAGS = True`` (the others get a view
+without them).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ def policies() -> dict[str, ModuleType]:
 POLICY_NAMES = ("Random", "DotProduct", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 
 
+def wants_tags(policy: object) -> bool:
+    """Does ``policy`` (a module of ``policies()``, or None) read ``GpuView.tags``?"""
+    return bool(getattr(policy, "TAGS", False))
+
+
 def active(weights: Mapping[str, int]) -> ModuleType | None:
     for name in POLICY_NAMES:
         if int(weights.get(name, 0)) > 0:
@@ -54,29 +61,10 @@ def active(weights: Mapping[str, int]) -> ModuleType | None:
     return None
 
 
-def take(v: gs.GpuView, rows: npt.NDArray[np.intp]) -> gs.GpuView:
-    return gs.GpuView(
-        v.idx[rows],
-        v.free[rows],
-        v.cpu[rows],
-        v.mid[rows],
-        {t: c[rows] for t, c in v.tags.items()},
-    )
-
-
-def gpu_fit(snap: Snapshot, pod: Pod, ok: BOOL) -> tuple[BOOL, gs.GpuView]:
+def gpu_fit(snap: Snapshot, pod: Pod, ok: BOOL, with_tags: bool = True) -> tuple[BOOL, gs.GpuView]:
     """``ok`` narrowed to the nodes whose devices (and GPU model) hold the pod's request, and the
-    GPU view of those nodes."""
-    idx = np.flatnonzero(ok)
-    v = gs.view_of(snap, idx, with_tags=True)
-    g = gs.request_of(pod)
-    if g.count > 0 and g.milli > 0:
-        f = gs.fits(v, g) & gs.model_ok(g.models, v.mid)
-        if not f.all():
-            v = take(v, np.flatnonzero(f))
-            ok = np.zeros_like(ok)
-            ok[v.idx] = True
-    return ok, v
+    GPU view of those nodes (``with_tags``: GpuClustering's tag counts too)."""
+    return gs.fitting_view(snap, ok, gs.request_of(pod), with_tags)
 
 
 def place(policy: ModuleType, v: gs.GpuView, pod: Pod, workload: gs.Workload) -> tuple[int, tuple[int, ...]]:

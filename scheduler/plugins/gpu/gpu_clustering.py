@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 NAME = "GpuClustering"
 DEVICE = "best"
+TAGS = True  # reads the view's affinity tag counts (``GpuView.tags``)
 
 
 def score(ctx: Ctx) -> tuple[I64, I64 | None]:
