@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serial
 from pydantic_core import PydanticSerializationError
 
 from ledger.errors import EventValidationError, UnknownEventType
-from ledger.payload_fast import FAST
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -104,9 +103,6 @@ def validate_payload(type_name: str, data: Any) -> dict[str, Any]:
         obj = data.get("object")
         if type(obj) is dict:
             return data
-    fast = FAST.get(type_name)
-    if fast is not None and type(data) is dict and (hit := fast(data)) is not None:
-        return hit  # the model's dump of an exact-typed payload (ledger/payload_fast.py)
     try:
         model = reg.model.model_validate(data)
     except ValidationError as exc:

@@ -93,19 +93,6 @@ EARLIER_VERSIONS = frozenset({"podledger-scheduler/0.1"})
 CYCLES_STREAM = streams.CYCLES
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
-_EVENT_NS_BYTES = EVENT_NS.bytes
-_UUID_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
-_UUID_V5_BITS = (5 << 76) | (0x8000 << 48)
-
-
-def event_uuid(name: str) -> uuid.UUID:
-    """``uuid.uuid5(EVENT_NS, name)``, the same value, built without ``UUID.__init__``'s
-    per-call checks (one per recorded event)."""
-    h = hashlib.sha1(_EVENT_NS_BYTES + name.encode(), usedforsecurity=False).digest()
-    u = object.__new__(uuid.UUID)
-    object.__setattr__(u, "int", (int.from_bytes(h[:16], "big") & _UUID_VERSION_MASK) | _UUID_V5_BITS)
-    object.__setattr__(u, "is_safe", uuid.SafeUUID.unknown)
-    return u
 
 
 # Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
@@ -396,7 +383,9 @@ class Bridge:
         self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]
     ) -> uuid.UUID:
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        return event_uuid(f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}")
+        return uuid.uuid5(
+            EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
+        )
 
     def _write(self, batch: Sequence[NewEvent]) -> list[StoredEvent]:
         """``batch`` appended (and projected) in the joined unit of work, or in one of its own."""
