@@ -62,6 +62,20 @@ END $$;
 CREATE TRIGGER test_slow_decisions AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION test_slow_decisions();
 """
+# The same place, but the append waits there until the test lets it go: on an advisory lock the
+# test holds (so the test kills an append that is certainly still open, whatever the load).
+HELD_LOCK = 724315077  # below 2**31: pg_locks shows it as objid
+HELD_DECISIONS = f"""
+CREATE FUNCTION test_held_decisions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM new_rows WHERE type = 'SchedulingCycleCompleted') THEN
+    PERFORM pg_advisory_xact_lock_shared({HELD_LOCK});
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER test_held_decisions AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION test_held_decisions();
+"""
 IN_TX = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL"
 
 
@@ -220,23 +234,33 @@ def test_worker_survives_its_session_killed_mid_append(database, db_url, procs, 
     apply_text(database, nodes_yaml(2, "8"))
     log = tmp_path / "w.log"
     with psycopg.connect(db_url, autocommit=True) as su:
-        su.execute(SLOW_DECISIONS)
+        su.execute(HELD_DECISIONS)
+        su.execute("SELECT pg_advisory_lock(%s)", (HELD_LOCK,))
         w = start_worker(procs, "w", log, db_url, env={"PGAPPNAME": "w"})
         wait_until(lambda: log_count(log, "leader") >= 1, 30, "the worker to lead")
-        killed = 0
-        for round_ in range(3):
-            apply_text(database, "---\n".join(pod_yaml(f"r{round_}-{i}") for i in range(5)))
-            # its append transaction sleeps 100 ms in the trigger: terminate that session
+        # the pods come first (an apply would queue behind a held append's ledger lock); each
+        # append that would bind them then waits in the trigger for the lock we hold, and is
+        # terminated there, three times (the next life appends them again)
+        apply_text(database, "---\n".join(pod_yaml(f"r{r}-{i}") for r in range(3) for i in range(5)))
+        killed: list[int] = []
+        for _ in range(3):
+            # not a session killed before: a terminated backend is listed until it has exited
             pid = wait_until(
                 lambda: su.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE application_name = 'w' AND backend_xid IS NOT NULL"
+                    "SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
+                    "WHERE a.application_name = 'w' AND l.locktype = 'advisory' AND l.objid::bigint = %s "
+                    "AND NOT l.granted AND a.pid <> ALL(%s)",
+                    (HELD_LOCK, killed),
                 ).fetchone(),
                 10,
                 "the worker's append transaction",
                 interval=0.005,
             )[0]
-            killed += bool(su.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0])
-        su.execute("DROP TRIGGER test_slow_decisions ON events")
+            # and wait (up to 10 s) until it has exited
+            if su.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,)).fetchone()[0]:
+                killed.append(pid)
+        su.execute("SELECT pg_advisory_unlock(%s)", (HELD_LOCK,))
+        su.execute("DROP TRIGGER test_held_decisions ON events")
         want = {f"default/r{r}-{i}" for r in range(3) for i in range(5)}
         bound = "SELECT data->>'pod' FROM events WHERE type = 'PodBound'"
         wait_until(lambda: want <= {r[0] for r in rows(database, bound)}, 30, "every pod bound")
@@ -244,7 +268,7 @@ def test_worker_survives_its_session_killed_mid_append(database, db_url, procs, 
         w.send_signal(signal.SIGTERM)
         assert w.wait(30) == 0
     text = log.read_text()
-    assert killed == 3 and log_count(log, "db-error") >= 3, text[-2000:]
+    assert len(killed) == 3 and log_count(log, "db-error") >= 3, text[-2000:]
     assert "raised an exception" not in text, text[-2000:]
     assert double_binds(database) == {}
     assert decisions_without_cycle(database) == []
