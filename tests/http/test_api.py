@@ -353,9 +353,9 @@ def test_readyz_fails_on_an_unmigrated_database(server_url):
     import psycopg
 
     from ledger import db
-    from tests.conftest import _admin
+    from tests.conftest import PREFIX, _admin
 
-    name = "podledger_t_unmigrated"
+    name = f"{PREFIX}unmigrated"
     with psycopg.connect(_admin(server_url), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
