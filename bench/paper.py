@@ -69,11 +69,11 @@ RANK_X = 100
 FRAG_X = (50, 80)
 FRAG_CURVE_TRACES = ("default",)
 FRAG_CURVE_STEP = 5
-EST_RUN_S = 12.0  # wall per run of ~10.8k pods, idle machine (ETA only)
+EST_RUN_S = 8.5  # wall per run of ~10.8k pods, idle machine (ETA only; docs/paper.md "Cost of a run")
 EST_VERIFY_S = 3.0
 # wall-clock speed-up of --jobs N over one process (whole runs side by side, the database's work
 # included), measured on the 2-core machine: docs/paper.md "Cost of a run"
-JOBS_SPEEDUP = {2: 1.4}
+JOBS_SPEEDUP = {2: 1.75}
 # published means / sd (n-1) of the simulator's expected results (bench/paper_published.py)
 PUBLISHED: dict[tuple[str, str, int], tuple[float, float]] = {
     (trace, policy, x): v for (trace, policy), xs in ALLOC.items() for x, v in xs.items()
@@ -417,7 +417,7 @@ def _eta_line(combos: list[tuple[str, str, int]], verify: list[bool], jobs: int 
     return (
         f"paper: {len(combos)} run(s) ({sum(verify)} verified), {len({c[0] for c in combos})} pod list(s), "
         f"{jobs} process(es); ETA ~{runs_s / per / 60:.0f} min on an idle 2-core machine "
-        f"({EST_RUN_S:.0f} s per run, +{EST_VERIFY_S:.0f} s per verification"
+        f"({EST_RUN_S:.1f} s per run, +{EST_VERIFY_S:.1f} s per verification"
         f"{f', {per:.1f}x with {jobs} processes' if jobs > 1 else ''}; more under load)"
     )
 
