@@ -153,8 +153,8 @@ def view_of(snap: Snapshot, idx: IDX, with_tags: bool = False) -> GpuView:
 
 
 def fitting_view(snap: Snapshot, ok: BOOL, g: GpuShare, with_tags: bool = False) -> tuple[BOOL, GpuView]:
-    """``ok`` narrowed to the nodes whose devices (``fits``) and GPU model (``model_ok``) hold the
-    request ``g``, and the view of those nodes, as wide as ``view_of`` all the nodes of ``ok``."""
+    """``ok`` narrowed to the nodes whose devices and GPU model hold the request ``g``
+    (``device_fit``), and the view of those nodes, as wide as ``view_of`` all the nodes of ``ok``."""
     t = device_table(snap)
     w = max(int(t.cnt.max(initial=0, where=ok)), 1)
     if g.count > 0 and g.milli > 0:
@@ -184,9 +184,9 @@ def model_id_column(snap: Snapshot) -> IDX:
 
 
 def device_fit(snap: Snapshot, t: DeviceTable, g: GpuShare) -> BOOL:
-    """Per node of the snapshot: do its devices (``fits``) and its GPU model (``model_ok``) hold
-    the share request ``g`` (count and milli > 0)? One device: its most free one holds the
-    milli; whole devices: enough fully free ones (no device has more than 1000 free)."""
+    """Per node of the snapshot: do its devices (``count`` of them, each with ``milli`` free) and
+    its GPU model hold the share request ``g`` (count and milli > 0)? One device: its most free
+    one holds the milli; whole devices: enough fully free ones (no device has more than 1000)."""
     if g.count == 1:
         f: BOOL = t.top >= g.milli
     elif g.milli >= MILLI:
@@ -299,13 +299,6 @@ def model_table(models: tuple[str, ...]) -> BOOL:
     return t
 
 
-def model_ok(models: tuple[str, ...], mid: IDX) -> BOOL:
-    if not models:
-        return np.ones(len(mid), dtype=np.bool_)
-    out: BOOL = model_table(models)[mid]
-    return out
-
-
 def with_devices(pod: Pod, devices: tuple[int, ...] | None) -> tuple[Pod, tuple[int, ...] | None]:
     """``pod`` with the devices chosen for it recorded in its share (the pod as it is bound), and
     the devices for ``PodBound.gpus`` (None when no device was chosen)."""
@@ -329,14 +322,6 @@ def device_filter(snap: Snapshot, g: GpuShare | None) -> FilterResult | None:
         return None
     ok = device_fit(snap, device_table(snap), g)
     return FilterResult(NAME, ok, [] if ok.all() else [(INSUFFICIENT_DEVICES, ~ok)])
-
-
-def fits(v: GpuView, g: GpuShare) -> BOOL:
-    """Can the devices of each node of the view hold the request?"""
-    if g.count <= 0 or g.milli <= 0:
-        return np.ones(len(v.idx), dtype=np.bool_)
-    out: BOOL = (v.free >= g.milli).sum(axis=1) >= g.count
-    return out
 
 
 # ----------------------------------------------------------------------------- device choice

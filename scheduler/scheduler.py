@@ -266,7 +266,10 @@ class Scheduler(Reading):
             seq = min(
                 (st.pods[pk].seq for pk in self.queue.members.get(ekey, ()) if pk in st.pods), default=0
             )
-        self.queue.touch(ekey, "pod" if kind == "pod" else kind, prio, seq, now)
+        self._requeue(ekey, kind, prio, seq, now)
+
+    def _requeue(self, ekey: str, kind: str, prio: int, seq: int, now: float) -> None:
+        self.queue.touch(ekey, kind, prio, seq, now)
         self.queue.mark_dirty(ekey)
 
     def _touch_group(self, gk: str, now: float) -> None:
@@ -289,13 +292,10 @@ class Scheduler(Reading):
         if cur is not None and cur != ekey:
             self._remove_from_entity(key, now)
         q.join(key, ekey)
-        if ekey != key:
+        if ekey == key:  # a plain pod is its own entity: ``_touch`` without reparsing the key
+            self._requeue(key, "pod", pod.priority, pod.seq, now)
+        else:
             self._touch(ekey, now)
-            return
-        # a plain pod is its own entity: ``_touch`` without reparsing the key
-        p = st.pods.get(key)
-        q.touch(key, "pod", p.priority if p is not None else 0, p.seq if p is not None else 0, now)
-        q.mark_dirty(key)
 
     def _remove_from_entity(self, pod_key: str, now: float) -> None:
         ekey, emptied = self.queue.leave(pod_key)
