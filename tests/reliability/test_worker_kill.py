@@ -51,31 +51,28 @@ LIVES = 8  # workers killed with SIGKILL (more, up to MAX_LIVES, until every cas
 MAX_LIVES = 14
 CAPACITY = 80  # 4 nodes x 4 cpu hold 80 pods of 200m: the low-priority fill
 HIGH_PER_LIFE = 2  # high-priority pods applied in each life; each preempts one low-priority pod
-SLOW_DECISIONS = """
-CREATE FUNCTION test_slow_decisions() RETURNS trigger LANGUAGE plpgsql AS $$
+
+
+def _decisions_trigger(name: str, perform: str) -> str:
+    """A trigger that runs ``perform`` inside every append holding a scheduling decision."""
+    return f"""
+CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF EXISTS (SELECT 1 FROM new_rows WHERE type = 'SchedulingCycleCompleted') THEN
-    PERFORM pg_sleep(0.1);
+    PERFORM {perform};
   END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER test_slow_decisions AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION test_slow_decisions();
+CREATE TRIGGER {name} AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {name}();
 """
+
+
+SLOW_DECISIONS = _decisions_trigger("test_slow_decisions", "pg_sleep(0.1)")
 # The same place, but the append waits there until the test lets it go: on an advisory lock the
 # test holds (so the test kills an append that is certainly still open, whatever the load).
 HELD_LOCK = 724315077  # below 2**31: pg_locks shows it as objid
-HELD_DECISIONS = f"""
-CREATE FUNCTION test_held_decisions() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF EXISTS (SELECT 1 FROM new_rows WHERE type = 'SchedulingCycleCompleted') THEN
-    PERFORM pg_advisory_xact_lock_shared({HELD_LOCK});
-  END IF;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER test_held_decisions AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION test_held_decisions();
-"""
+HELD_DECISIONS = _decisions_trigger("test_held_decisions", f"pg_advisory_xact_lock_shared({HELD_LOCK})")
 IN_TX = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL"
 
 

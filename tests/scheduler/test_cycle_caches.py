@@ -33,7 +33,7 @@ from scheduler.plugins import node_affinity
 from scheduler.plugins.elastic_quota import ElasticQuota
 from scheduler.plugins.pod_index import index_of
 from scheduler.scheduler import Scheduler
-from scheduler.snapshot import R_PODS, NodeSetCaches, Snapshot, make_demand
+from scheduler.snapshot import R_PODS, Demand, NodeSetCaches, Snapshot, make_demand
 from tests.scheduler.sched_helpers import GI, Sim, node, pod
 
 CONFIGS = (
@@ -66,26 +66,37 @@ def _demand(rng: random.Random) -> dict[str, int]:
     return req
 
 
+def _caches(
+    rng: random.Random, zero_alloc: bool, cfg: SchedulerConfig, scored: bool = True
+) -> tuple[Snapshot, list[Demand], list[DynamicInfo]]:
+    """A snapshot of 40 nodes, 4 demands and a per-demand cache of each."""
+    snap = Snapshot()
+    for nd in _nodes(rng, 40, zero_alloc=zero_alloc):
+        snap.upsert_node(nd)
+    snap.refresh()
+    demands = [make_demand(_demand(rng)) for _ in range(4)]
+    return snap, demands, [DynamicInfo(snap, d, snap.resource_rows(d), cfg, scored) for d in demands]
+
+
+def _burst(rng: random.Random, snap: Snapshot, demands: list[Demand], placed: list[str], step: int) -> None:
+    """A burst of binds and deletions (bursts longer than the log threshold recompute all)."""
+    for _ in range(rng.choice([0, 1, 1, 2, 3, 5, 70])):
+        if placed and rng.random() < 0.4:
+            snap.remove_pod(placed.pop(rng.randrange(len(placed))))
+        else:
+            key = f"p{step}-{len(placed)}-{rng.random()}"
+            snap.add_pod(key, snap.names[rng.randrange(snap.n)], rng.choice(demands), None)
+            placed.append(key)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_incremental_fit_scores_equal_a_full_computation(seed: int) -> None:
     rng = random.Random(seed)
     cfg = CONFIGS[seed % len(CONFIGS)]
-    snap = Snapshot()
-    for nd in _nodes(rng, 40, zero_alloc=seed >= 3):
-        snap.upsert_node(nd)
-    snap.refresh()
-    demands = [make_demand(_demand(rng)) for _ in range(4)]
-    infos = [DynamicInfo(snap, d, snap.resource_rows(d), cfg) for d in demands]
+    snap, demands, infos = _caches(rng, seed >= 3, cfg)
     placed: list[str] = []
     for step in range(300):
-        # a burst of binds and deletions (bursts longer than the log threshold recompute all)
-        for _ in range(rng.choice([0, 1, 1, 2, 3, 5, 70])):
-            if placed and rng.random() < 0.4:
-                snap.remove_pod(placed.pop(rng.randrange(len(placed))))
-            else:
-                key = f"p{step}-{len(placed)}-{rng.random()}"
-                snap.add_pod(key, snap.names[rng.randrange(snap.n)], rng.choice(demands), None)
-                placed.append(key)
+        _burst(rng, snap, demands, placed, step)
         if rng.random() < 0.02:  # a node change starts a new epoch
             snap.upsert_node(replace(snap.nodes[0], labels={"step": str(step)}))
         for c in rng.sample(infos, rng.randrange(1, len(infos) + 1)):  # not all caches every step
@@ -105,21 +116,10 @@ def test_fit_only_cache_keeps_the_fit_and_scores_on_demand(seed: int) -> None:
     scored one: its fit equals a full computation's; asked for scores it scores, exactly."""
     rng = random.Random(100 + seed)
     cfg = CONFIGS[seed % len(CONFIGS)]
-    snap = Snapshot()
-    for nd in _nodes(rng, 40, zero_alloc=seed >= 2):
-        snap.upsert_node(nd)
-    snap.refresh()
-    demands = [make_demand(_demand(rng)) for _ in range(4)]
-    infos = [DynamicInfo(snap, d, snap.resource_rows(d), cfg, scored=False) for d in demands]
+    snap, demands, infos = _caches(rng, seed >= 2, cfg, scored=False)
     placed: list[str] = []
     for step in range(200):
-        for _ in range(rng.choice([0, 1, 1, 2, 3, 5, 70])):
-            if placed and rng.random() < 0.4:
-                snap.remove_pod(placed.pop(rng.randrange(len(placed))))
-            else:
-                key = f"p{step}-{len(placed)}-{rng.random()}"
-                snap.add_pod(key, snap.names[rng.randrange(snap.n)], rng.choice(demands), None)
-                placed.append(key)
+        _burst(rng, snap, demands, placed, step)
         for c in rng.sample(infos, rng.randrange(1, len(infos) + 1)):
             c.refresh(snap)
             fresh = DynamicInfo(snap, c.demand, c.rows, cfg)
