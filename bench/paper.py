@@ -44,18 +44,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bench.common import Metric
 from bench.openb import DEFAULT_TRACE_DIR
 from bench.paper_cells import cells, count_within, write_results
 from bench.paper_core import core_cpu
 from bench.paper_figures import family_tables, frag_table, plot, plot_families, plot_frag, ranking_lines
-from bench.paper_jobs import run_shards, write_runs
-from bench.paper_protocol import DEFAULT_NODE_ORDER, NAMESPACE, NODE_ORDERS, TRACE_NODE, ordered_nodes
+from bench.paper_jobs import claimed_groups, group_plan, run_shards, unclaimed, write_runs
+from bench.paper_protocol import (
+    DEFAULT_NODE_ORDER,
+    NAMESPACE,
+    NODE_ORDERS,
+    config_manifest,
+    frag_at,
+    node_manifest,
+    ordered_nodes,
+    pod_manifest,
+)
 from bench.paper_published import ALL_TRACES, ALLOC, FRAG_RATIO
 from bench.paper_report import load_runs, tables
-from scheduler import gpufrag
 from scheduler import gpushare as gs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +77,7 @@ FRAG_CURVE_TRACES = ("default",)
 FRAG_CURVE_STEP = 5
 EST_RUN_S = 8.5  # wall per run of ~10.8k pods, idle machine (ETA only; docs/paper.md "Cost of a run")
 EST_VERIFY_S = 3.0
+EST_PODS = 10_772  # the default list's pods once tuned: a run's cost grows with its pods
 # wall-clock speed-up of --jobs N over one process (whole runs side by side, the database's work
 # included), measured on the 2-core machine: docs/paper.md "Cost of a run"
 JOBS_SPEEDUP = {2: 1.75}
@@ -161,71 +168,6 @@ def tune(tasks: list[Task], capacity_milli: int, seed: int, limit: int | None = 
         total += t.gpu_milli
     rng.shuffle(out)
     return out[:limit] if limit is not None else out
-
-
-def node_manifest(r: dict[str, Any], name: str | None = None) -> dict[str, Any]:
-    """The trace row as a Node named ``name`` (default: its trace name, else the trace name is
-    kept in the annotation ``TRACE_NODE``)."""
-    cap = {"cpu": f"{r['cpu_milli']}m", "memory": f"{r['memory_mib']}Mi", gs.NVIDIA_GPU: str(r["gpu"])}
-    meta: dict[str, Any] = {"name": name or r["sn"]}
-    if name and name != r["sn"]:
-        meta["annotations"] = {TRACE_NODE: r["sn"]}
-    if (r.get("model") or "").strip():
-        meta["labels"] = {gs.GPU_MODEL: r["model"].strip()}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"capacity": cap}}
-
-
-def pod_manifest(t: Task) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": t.name.lower(), "namespace": NAMESPACE}
-    spec: dict[str, Any] = {
-        "containers": [
-            {"name": "task", "resources": {"requests": {"cpu": f"{t.cpu}m", "memory": f"{t.mem}Mi"}}}
-        ]
-    }
-    if t.count > 0:
-        ann = {gs.GPU_MILLI: str(t.milli), gs.GPU_COUNT: str(t.count)}
-        if t.spec:
-            ann[gs.GPU_MODEL] = "|".join(t.spec)
-            term = {"matchExpressions": [{"key": gs.GPU_MODEL, "operator": "In", "values": list(t.spec)}]}
-            spec["affinity"] = {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
-                }
-            }
-        meta["annotations"] = ann
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-
-
-def config_manifest(policy: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "podledger.io/v1alpha1",
-        "kind": "SchedulerConfig",
-        "metadata": {"name": "paper"},
-        "spec": {"pluginWeights": {policy: 1}, "preemptionAlgorithm": "None"},
-    }
-
-
-def frag_at(
-    named: list[tuple[str, dict[str, Any]]], placed: list[tuple[Task, str, tuple[int, ...]]], typical: Any
-) -> tuple[float, float]:
-    """(fragmentation in GPUs, % of the free GPUs) of the cluster (``(name, row)`` per node)
-    holding ``placed``."""
-    idx = {nm: i for i, (nm, _) in enumerate(named)}
-    nodes = [r for _, r in named]
-    g = max(int(r["gpu"]) for r in nodes)
-    free = np.full((len(nodes), g), -1, dtype=np.int64)
-    cpu = np.array([int(r["cpu_milli"]) for r in nodes], dtype=np.int64)
-    for i, r in enumerate(nodes):
-        free[i, : int(r["gpu"])] = gs.MILLI
-    for t, node, devs in placed:
-        i = idx[node]
-        cpu[i] -= t.cpu
-        for dv in devs:
-            free[i, dv] -= t.milli
-    mid = gs.model_ids((r.get("model") or "").strip() for r in nodes)
-    amount = float(gpufrag.fragmentation(free, cpu, mid, typical).sum())
-    idle = float(np.maximum(free, 0).sum())
-    return amount / 1000, 100 * amount / idle if idle else 0.0
 
 
 def run_one(
@@ -411,13 +353,30 @@ def verified_run(trace: str, policy: str, seed: int, verify_seed: int, every: in
     return int(hashlib.sha256(f"{trace}/{policy}/{seed}".encode()).hexdigest(), 16) % every == 0
 
 
-def _eta_line(combos: list[tuple[str, str, int]], verify: list[bool], jobs: int = 1) -> str:
-    runs_s = len(combos) * EST_RUN_S + sum(verify) * EST_VERIFY_S
+def _group_cost(folder: Path, limit: int | None) -> Callable[[str, int, list[bool]], float]:
+    """A (pod list, seed) group's estimated wall seconds on an idle machine: its runs at
+    ``EST_RUN_S`` (plus ``EST_VERIFY_S`` per verified run) scaled by the list's pods once tuned
+    (``EST_PODS`` for the default list)."""
+    capacity = sum(int(r["gpu"]) for r in read_nodes(folder)) * gs.MILLI
+    pods: dict[tuple[str, int], int] = {}
+
+    def cost(trace: str, seed: int, verify: list[bool]) -> float:
+        if (trace, seed) not in pods:
+            pods[(trace, seed)] = len(tune(read_tasks(folder, trace), capacity, seed, limit))
+        return (len(verify) * EST_RUN_S + sum(verify) * EST_VERIFY_S) * pods[(trace, seed)] / EST_PODS
+
+    return cost
+
+
+def _eta_line(
+    combos: list[tuple[str, str, int]], verify: list[bool], jobs: int = 1, seconds: float | None = None
+) -> str:
+    runs_s = len(combos) * EST_RUN_S + sum(verify) * EST_VERIFY_S if seconds is None else seconds
     per = JOBS_SPEEDUP.get(jobs, JOBS_SPEEDUP[max(JOBS_SPEEDUP)]) if jobs > 1 else 1.0
     return (
         f"paper: {len(combos)} run(s) ({sum(verify)} verified), {len({c[0] for c in combos})} pod list(s), "
         f"{jobs} process(es); ETA ~{runs_s / per / 60:.0f} min on an idle 2-core machine "
-        f"({EST_RUN_S:.1f} s per run, +{EST_VERIFY_S:.1f} s per verification"
+        f"({EST_RUN_S:.1f} s per run of {EST_PODS:,} pods, +{EST_VERIFY_S:.1f} s per verification"
         f"{f', {per:.1f}x with {jobs} processes' if jobs > 1 else ''}; more under load)"
     )
 
@@ -470,6 +429,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--plan", default="", help=argparse.SUPPRESS)  # a --jobs shard's runs
     ap.add_argument("--shard", default="", help=argparse.SUPPRESS)  # "k/N", for its progress lines
+    ap.add_argument("--claims", default="", help=argparse.SUPPRESS)  # where --jobs processes claim groups
     args = ap.parse_args(argv)
     results = Path(args.results) if args.results else ROOT / "bench" / "results" / "paper.json"
     if args.merge:
@@ -500,11 +460,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"core {tr} {po} seed {args.seed0}: {bound} bound, scheduling CPU {cpu:.1f} s", flush=True
                 )
         return
-    if args.plan:  # a shard of a --jobs run: exactly the runs its parent planned, into its --out
-        plan = json.loads(Path(args.plan).read_text())
-        _run_all(
-            args, folder, [(tr, po, int(seed)) for tr, po, seed, _ in plan], [bool(v) for *_, v in plan], []
-        )
+    if args.plan:  # one of a --jobs run's processes: the plan's groups nobody else has taken
+        _run_claimed(args, folder, json.loads(Path(args.plan).read_text()), Path(args.claims))
         return
     combos = [(tr, po, args.seed0 + s) for s in range(args.seeds) for tr in traces for po in policies]
     runs: list[Run] = []
@@ -514,9 +471,14 @@ def main(argv: list[str] | None = None) -> None:
         combos = [c for c in combos if c not in have]
     verify = [verified_run(tr, po, seed, args.verify_seed, args.verify_every) for tr, po, seed in combos]
     jobs = max(1, min(args.jobs, len({(tr, seed) for tr, _, seed in combos}) or 1))
-    print(_eta_line(combos, verify, jobs), flush=True)
+    cost = _group_cost(folder, args.limit)
+    plan = group_plan(combos, verify, cost)
+    print(
+        _eta_line(combos, verify, jobs, sum(cost(g[0][0], int(g[0][2]), [r[3] for r in g]) for g in plan)),
+        flush=True,
+    )
     if jobs > 1:
-        runs += run_shards(args, combos, verify, jobs, Run, runs)
+        runs += run_shards(args, plan, jobs, Run, runs)
     else:
         runs = _run_all(args, folder, combos, verify, runs)
     if args.limit is None or args.results:
@@ -536,30 +498,64 @@ def _run_all(
     every run (so ``--resume`` loses at most the run in progress)."""
     t0 = time.perf_counter()
     r_cpu: list[float] = []
-    tag = f"shard {args.shard} " if args.shard else ""
     for i, ((tr, po, seed), ver) in enumerate(zip(combos, verify, strict=True)):
-        r = run_one(folder, tr, po, seed, args.limit, verify=ver, node_order=args.node_order)
-        runs.append(r)
+        r = _run_and_write(args, folder, tr, po, seed, ver, runs)
+        r_cpu.append(r.cpu_s + r.verify_cpu_s)
         done = i + 1
         eta = (time.perf_counter() - t0) / done * (len(combos) - done)
-        r_cpu.append(r.cpu_s + r.verify_cpu_s)
         bar = "#" * (30 * done // len(combos))
-        a = {x: round(r.alloc[x], 2) for x in X_REPORTED if x < len(r.alloc)}
-        print(
-            f"{tag}[{bar:<30}] {done}/{len(combos)} {tr} {po} seed {seed}: {r.bound}/{r.pods} bound, "
-            f"alloc {a}, {r.wall_s:.0f} s (cpu {r.cpu_s:.1f} s)"
-            f"{f', verify {r.verified} (cpu {r.verify_cpu_s:.1f} s)' if r.verified else ''}"
-            f" (eta {eta / 60:.0f} min)",
-            flush=True,
-        )
-        write_runs(args.out, runs)
+        print(f"[{bar:<30}] {done}/{len(combos)} {_run_line(r)} (eta {eta / 60:.0f} min)", flush=True)
+    _cpu_line("", r_cpu)
+    return runs
+
+
+def _run_claimed(args: argparse.Namespace, folder: Path, plan: list[list[list[Any]]], claims: Path) -> None:
+    """One process of a ``--jobs`` run: every group of ``plan`` no other process has taken, in
+    plan order, its runs into ``--out``. The ETA: the groups not taken yet and the rest of this
+    one, at the rate of this process's runs so far, shared by the ``--shard`` N processes."""
+    tag = f"process {args.shard}"
+    jobs = int(args.shard.split("/")[1]) if "/" in args.shard else 1
+    t0 = time.perf_counter()
+    runs: list[Run] = []
+    r_cpu: list[float] = []
+    for g, group in claimed_groups(plan, claims):
+        for k, (tr, po, seed, ver) in enumerate(group):
+            r = _run_and_write(args, folder, tr, po, int(seed), bool(ver), runs)
+            r_cpu.append(r.cpu_s + r.verify_cpu_s)
+            left = sum(len(plan[i]) for i in unclaimed(plan, claims)) / jobs + len(group) - k - 1
+            eta = (time.perf_counter() - t0) / len(runs) * left
+            print(
+                f"{tag} group {g + 1}/{len(plan)} run {k + 1}/{len(group)}: {_run_line(r)} "
+                f"(eta {eta / 60:.0f} min)",
+                flush=True,
+            )
+    _cpu_line(f"{tag} ", r_cpu)
+
+
+def _run_and_write(
+    args: argparse.Namespace, folder: Path, tr: str, po: str, seed: int, ver: bool, runs: list[Run]
+) -> Run:
+    r = run_one(folder, tr, po, seed, args.limit, verify=ver, node_order=args.node_order)
+    runs.append(r)
+    write_runs(args.out, runs)
+    return r
+
+
+def _run_line(r: Run) -> str:
+    a = {x: round(r.alloc[x], 2) for x in X_REPORTED if x < len(r.alloc)}
+    return (
+        f"{r.trace} {r.policy} seed {r.seed}: {r.bound}/{r.pods} bound, alloc {a}, {r.wall_s:.0f} s "
+        f"(cpu {r.cpu_s:.1f} s){f', verify {r.verified} (cpu {r.verify_cpu_s:.1f} s)' if r.verified else ''}"
+    )
+
+
+def _cpu_line(tag: str, r_cpu: list[float]) -> None:
     if r_cpu:
         print(
             f"paper: {tag}{len(r_cpu)} run(s), CPU per run {statistics.mean(r_cpu):.2f} s "
             "(this process, verification included)",
             flush=True,
         )
-    return runs
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Node order of the FGD paper's protocol: how the artifact's equal scores are resolved.
+"""The FGD paper's protocol: the node order (how the artifact's equal scores are resolved), the
+manifests a run writes (nodes, pods, its SchedulerConfig) and the fragmentation it reports.
 
 The artifact (``SIM/pkg/simulator/simulator.go``, ``syncClusterResourceList``) sorts the nodes
 by name, draws ``rand.Perm(n)`` from Go's ``math/rand`` (the global source, seeded with the run's
@@ -29,7 +30,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler import gpufrag
+from scheduler import gpushare as gs
+
+if TYPE_CHECKING:
+    from bench.paper import Task
 
 NODE_ORDERS = ("artifact", "index")
 DEFAULT_NODE_ORDER = "artifact"
@@ -57,3 +66,69 @@ def ordered_nodes(rows: Sequence[dict[str, Any]], seed: int, order: str) -> list
     perm = node_permutation(len(by_name), seed)
     named = [(f"{perm[i]:04d}-{r['sn']}", r) for i, r in enumerate(by_name)]
     return sorted(named, key=lambda nr: nr[0])
+
+
+# ------------------------------------------------------------- the run's manifests
+def node_manifest(r: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The trace row as a Node named ``name`` (default: its trace name, else the trace name is
+    kept in the annotation ``TRACE_NODE``)."""
+    cap = {"cpu": f"{r['cpu_milli']}m", "memory": f"{r['memory_mib']}Mi", gs.NVIDIA_GPU: str(r["gpu"])}
+    meta: dict[str, Any] = {"name": name or r["sn"]}
+    if name and name != r["sn"]:
+        meta["annotations"] = {TRACE_NODE: r["sn"]}
+    if (r.get("model") or "").strip():
+        meta["labels"] = {gs.GPU_MODEL: r["model"].strip()}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"capacity": cap}}
+
+
+def pod_manifest(t: Task) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": t.name.lower(), "namespace": NAMESPACE}
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "task", "resources": {"requests": {"cpu": f"{t.cpu}m", "memory": f"{t.mem}Mi"}}}
+        ]
+    }
+    if t.count > 0:
+        ann = {gs.GPU_MILLI: str(t.milli), gs.GPU_COUNT: str(t.count)}
+        if t.spec:
+            ann[gs.GPU_MODEL] = "|".join(t.spec)
+            term = {"matchExpressions": [{"key": gs.GPU_MODEL, "operator": "In", "values": list(t.spec)}]}
+            spec["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+                }
+            }
+        meta["annotations"] = ann
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def config_manifest(policy: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "podledger.io/v1alpha1",
+        "kind": "SchedulerConfig",
+        "metadata": {"name": "paper"},
+        "spec": {"pluginWeights": {policy: 1}, "preemptionAlgorithm": "None"},
+    }
+
+
+def frag_at(
+    named: list[tuple[str, dict[str, Any]]], placed: list[tuple[Task, str, tuple[int, ...]]], typical: Any
+) -> tuple[float, float]:
+    """(fragmentation in GPUs, % of the free GPUs) of the cluster (``(name, row)`` per node)
+    holding ``placed``."""
+    idx = {nm: i for i, (nm, _) in enumerate(named)}
+    nodes = [r for _, r in named]
+    g = max(int(r["gpu"]) for r in nodes)
+    free = np.full((len(nodes), g), -1, dtype=np.int64)
+    cpu = np.array([int(r["cpu_milli"]) for r in nodes], dtype=np.int64)
+    for i, r in enumerate(nodes):
+        free[i, : int(r["gpu"])] = gs.MILLI
+    for t, node, devs in placed:
+        i = idx[node]
+        cpu[i] -= t.cpu
+        for dv in devs:
+            free[i, dv] -= t.milli
+    mid = gs.model_ids((r.get("model") or "").strip() for r in nodes)
+    amount = float(gpufrag.fragmentation(free, cpu, mid, typical).sum())
+    idle = float(np.maximum(free, 0).sum())
+    return amount / 1000, 100 * amount / idle if idle else 0.0

@@ -194,7 +194,7 @@ def test_smoke_variant_list_cells_with_digests(
     server_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """``bench.paper`` end to end on two variant lists (first 150 pods, two policies, one seed) in
-    two processes (``--jobs 2``, one list each): every run verified by replay, every (list,
+    two processes (``--jobs 2``, a list's runs in one of them): every run verified by replay, every (list,
     policy, X) cell written with each run's digest, the reported placements read from the
     ledger's views; ``--merge`` of the run file gives the same cells."""
     folder = paper.trace_dir()
@@ -210,8 +210,14 @@ def test_smoke_variant_list_cells_with_digests(
         (t, p, 42, "ok") for t in lists for p in ("BestFit", "FGD")
     )
     assert all(r["pods"] == 150 and 0 < r["bound"] <= 150 and len(r["digest"]) == 16 for r in rows)
-    shards = [json.loads((tmp_path / f"runs.shard{k}.json").read_text()) for k in (0, 1)]
-    assert [{r["trace"] for r in part} for part in shards] == [{"multigpu20"}, {"cpu050"}]
+    parts = [tmp_path / f"runs.shard{k}.json" for k in (0, 1)]
+    shards = [{(r["trace"], r["policy"]) for r in json.loads(f.read_text())} for f in parts if f.is_file()]
+    assert sorted(x for part in shards for x in part) == sorted(
+        (t, p) for t in lists for p in ("BestFit", "FGD")
+    )
+    for t in lists:  # a list's runs stay together (they share its inputs ledger)
+        holders = [part for part in shards if any(tr == t for tr, _ in part)]
+        assert len(holders) == 1 and {(t, "BestFit"), (t, "FGD")} <= holders[0]
     doc = json.loads(results.read_text())
     cells = {(c["list"], c["policy"], c["x"]): c for c in doc["cells"]}
     assert set(cells) == {(t, p, x) for t in lists for p in ("BestFit", "FGD") for x in (1, 2)}
@@ -261,19 +267,31 @@ def test_frag_table_compares_the_published_points_within_one_point() -> None:
     assert rows["| 10"][fgd] == "5.0" and rows["| 10"][1] == "-" and "| 15" not in rows
 
 
-def test_jobs_deal_whole_list_and_seed_groups_in_turn() -> None:
+def test_jobs_take_whole_list_and_seed_groups_longest_first(tmp_path: Path) -> None:
     """``--jobs``: a (pod list, seed) group's runs stay in one process (they share its inputs
-    ledger), the groups dealt in turn; the verification flags go with their runs."""
-    from bench.paper_jobs import shard_plan
+    ledger) with their verification flags; the groups come longest first, and each is taken by
+    exactly one process (claims made with O_EXCL), whatever the order processes ask in."""
+    from bench.paper_jobs import claimed_groups, group_plan, unclaimed
 
     combos = [
         (t, p, s) for s in (42, 43) for t in ("default", "cpu050", "multigpu20") for p in ("BestFit", "FGD")
     ]
     verify = [s == 42 for _, _, s in combos]
-    plans = shard_plan(combos, verify, 2)
-    assert sorted(tuple(r[:3]) for plan in plans for r in plan) == sorted(combos)
-    assert [[(t, s) for t, _, s, _ in plan][::2] for plan in plans] == [
-        [("default", 42), ("multigpu20", 42), ("cpu050", 43)],
-        [("cpu050", 42), ("default", 43), ("multigpu20", 43)],
+    pods = {"default": 10772, "cpu050": 9811, "multigpu20": 9450}
+    plan = group_plan(combos, verify, lambda t, s, v: pods[t] * (len(v) + sum(v)))
+    assert [(g[0][0], g[0][2]) for g in plan] == [
+        ("default", 42),
+        ("cpu050", 42),
+        ("multigpu20", 42),
+        ("default", 43),
+        ("cpu050", 43),
+        ("multigpu20", 43),
     ]
-    assert all(v == (s == 42) for plan in plans for _, _, s, v in plan)
+    assert sorted(tuple(r[:3]) for g in plan for r in g) == sorted(combos)
+    assert all(
+        len({(t, s) for t, _, s, _ in g}) == 1 and all(v == (s == 42) for _, _, s, v in g) for g in plan
+    )
+    first, second = claimed_groups(plan, tmp_path), claimed_groups(plan, tmp_path)
+    taken = [next(first)[0], next(second)[0], next(second)[0], next(first)[0]]
+    assert taken == [0, 1, 2, 3] and unclaimed(plan, tmp_path) == [4, 5]
+    assert [i for i, _ in first] == [4, 5] and list(second) == [] and unclaimed(plan, tmp_path) == []
