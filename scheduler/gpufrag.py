@@ -168,6 +168,7 @@ class _Scores:
     mid: IDX
     best: I64  # (n,) the node's score (a share: its best device's)
     dev: I64  # (n,) a share's best device
+    ver: I64  # (n,) the version of the state (``gpushare.DeviceTable.ver``; -1: none)
 
 
 def _entry(n: int, w: int, per_device: bool) -> _Entry:
@@ -245,11 +246,12 @@ class Memo:
         return out
 
     def scores_of(
-        self, idx: IDX, free: I64, cpu: I64, mid: IDX, shape: tuple[int, int, int]
+        self, idx: IDX, free: I64, cpu: I64, mid: IDX, shape: tuple[int, int, int], ver: I64 | None = None
     ) -> tuple[I64, I64 | None]:
         """FGD's score of each node for a pod of ``shape`` (``gradient_score`` of its before and
         after values; for a share the best device's score, -1 on a device too small, and that
-        device, the first best), recomputed only for the nodes whose state changed."""
+        device, the first best), recomputed only for the nodes whose state changed: whose state
+        differs from the stored one or, given the states' versions ``ver``, whose version does."""
         _, milli, count = shape
         share = count == 1 and 0 < milli < gs.MILLI
         e = self.scores.get(shape)
@@ -260,8 +262,12 @@ class Memo:
                 np.full(self.n, -1, dtype=np.intp),
                 np.zeros(self.n, dtype=np.int64),
                 np.zeros(self.n, dtype=np.int64),
+                np.full(self.n, -1, dtype=np.int64),
             )
-        rows = self._stale(e, idx, free, cpu, mid)
+        if ver is None:
+            rows = self._stale(e, idx, free, cpu, mid)
+        else:
+            rows = (e.ver[idx] != ver).nonzero()[0]
         if len(rows):
             at, f, c, m = idx[rows], free[rows], cpu[rows], mid[rows]
             before = self.before_of(at, f, c, m)
@@ -276,6 +282,7 @@ class Memo:
             e.free[at] = f
             e.cpu[at] = c
             e.mid[at] = m
+            e.ver[at] = -1 if ver is None else ver[rows]
         best: I64 = e.best[idx]
         return best, (e.dev[idx] if share else None)
 

@@ -25,4 +25,4 @@ def score(ctx: Ctx) -> tuple[I64, I64 | None]:
     m = len(v.idx)
     memo = gpufrag.memo_for(ctx.workload, int(v.idx.max()) + 1 if m else 0, v.free.shape[1])
     free = gpufrag.padded(v.free, memo.w)
-    return memo.scores_of(v.idx, free, v.cpu, v.mid, (ctx.cpu, g.milli, g.count))
+    return memo.scores_of(v.idx, free, v.cpu, v.mid, (ctx.cpu, g.milli, g.count), v.ver)
