@@ -115,12 +115,14 @@ def unique_rows(rows: I64) -> tuple[I64, IDX]:
 
 def _rows(free: I64, bucket: I64, mid: IDX, ta: TypicalArrays) -> F64:
     """Fragmentation of S states: ``free`` (S, W), CPU bucket and model id (S,)."""
-    total = np.maximum(free, 0).sum(axis=1).astype(np.float64)
     if len(ta.p) == 0:
         return np.zeros(len(free), dtype=np.float64)
+    pos = np.maximum(free, 0)
+    total = np.add.reduce(pos, axis=1)  # integers: exact in any order
     # per type: the small free milli (low 32 bits) and the devices holding its share (high)
-    packed = ta.device_table().take(np.clip(free, 0, ta.limit), axis=0).sum(axis=1)  # (S, T)
+    packed = np.add.reduce(ta.device_table().take(np.minimum(pos, ta.limit), axis=0), axis=1)  # (S, T)
     q3 = ((packed >> 32) >= ta.count) & ta.eligible(bucket, mid)
+    # (integers as floats: the same products as of the float values)
     terms = ta.p * np.where(q3, packed & 0xFFFFFFFF, total[:, None])  # (S, T)
     # in the typical pods' order, one addition at a time (see the module doc): an accumulation
     # adds left to right like a loop over the columns (a reduction may sum pairwise)
