@@ -224,25 +224,15 @@ class Memo:
     def after_of(self, idx: IDX, free: I64, cpu: I64, mid: IDX, shape: tuple[int, int, int]) -> F64:
         """Fragmentation after placing a pod of ``shape`` = (cpu, milli, count): per device for a
         share (every device tried, (m, W)), else on the first ``count`` fully free devices (m,)."""
-        pod_cpu, milli, count = shape
-        share = count == 1 and 0 < milli < gs.MILLI
+        share = shape[2] == 1 and 0 < shape[1] < gs.MILLI
         e = self.after.get(shape)
         if e is None:
             e = self.after[shape] = _entry(self.n, self.w, share)
         rows = self._stale(e, idx, free, cpu, mid)
         if len(rows):
-            f, c, m = free[rows], cpu[rows] - pod_cpu, mid[rows]
+            val = fragmentation(*_after(free[rows], cpu[rows], mid[rows], shape), self.ta)
             if share:
-                w = f.shape[1]
-                tried = np.repeat(f[:, None, :], w, axis=1)  # (r, device tried, device)
-                tried = np.where(np.eye(w, dtype=np.bool_)[None, :, :], tried - milli, tried)
-                flat = fragmentation(tried.reshape(-1, w), np.repeat(c, w), np.repeat(m, w), self.ta)
-                val = flat.reshape(len(rows), w)
-            else:
-                if count > 0 and milli > 0:  # the first ``count`` fully free devices
-                    full = f == gs.MILLI
-                    f = np.where(full & (np.cumsum(full, axis=1) <= count), 0, f)
-                val = fragmentation(f, c, m, self.ta)
+                val = val.reshape(len(rows), -1)
             self._store(e, idx, rows, free, cpu, mid, val)
         out: F64 = e.val[idx]
         return out
@@ -272,13 +262,18 @@ class Memo:
             rows = (e.ver[idx] != ver).nonzero()[0]
         if len(rows):
             at, f, c, m = idx[rows], free[rows], cpu[rows], mid[rows]
-            before = self.before_of(at, f, c, m)
-            after = self.after_of(at, f, c, m, shape)
+            # the states before and after in one computation (no memo between: the score's
+            # staleness is theirs)
+            af, ac, am = _after(f, c, m, shape)
+            r = len(rows)
+            val = fragmentation(
+                np.concatenate([f, af]), np.concatenate([c, ac]), np.concatenate([m, am]), self.ta
+            )
+            before, after = val[:r], val[r:]
             if share:
-                s = np.where(f >= milli, gradient_score(before[:, None], after), -1)
-                dev = np.argmax(s, axis=1)
-                e.best[at] = s[np.arange(len(rows)), dev]
-                e.dev[at] = dev
+                s = np.where(f >= milli, gradient_score(before[:, None], after.reshape(r, -1)), -1)
+                e.dev[at] = np.argmax(s, axis=1)
+                e.best[at] = s.max(axis=1)
             else:
                 e.best[at] = gradient_score(before, after)
             e.free[at] = f
@@ -287,6 +282,23 @@ class Memo:
             e.ver[at] = -1 if ver is None else ver[rows]
         best: I64 = e.best[idx]
         return best, (e.dev[idx] if share else None)
+
+
+def _after(free: I64, cpu: I64, mid: IDX, shape: tuple[int, int, int]) -> tuple[I64, I64, IDX]:
+    """The states (devices, CPU, model) after placing a pod of ``shape`` = (cpu, milli, count)
+    on each state: for a share one per device tried (row-major, W per state), else the first
+    ``count`` fully free devices taken."""
+    pod_cpu, milli, count = shape
+    cpu = cpu - pod_cpu
+    if count == 1 and 0 < milli < gs.MILLI:
+        w = free.shape[1]
+        f3 = free[:, None, :]
+        tried = np.where(np.eye(w, dtype=np.bool_)[None, :, :], f3 - milli, f3)  # (r, tried, device)
+        return tried.reshape(-1, w), np.repeat(cpu, w), np.repeat(mid, w)
+    if count > 0 and milli > 0:  # the first ``count`` fully free devices
+        full = free == gs.MILLI
+        free = np.where(full & (np.cumsum(full, axis=1) <= count), 0, free)
+    return free, cpu, mid
 
 
 def gradient_score(before: F64, after: F64) -> I64:
