@@ -159,7 +159,12 @@ def fitting_view(snap: Snapshot, ok: BOOL, g: GpuShare, with_tags: bool = False)
     """``ok`` narrowed to the nodes whose devices and GPU model hold the request ``g``
     (``device_fit``), and the view of those nodes, as wide as ``view_of`` all the nodes of ``ok``."""
     t = device_table(snap)
-    w = max(int(t.cnt.max(initial=0, where=ok)), 1)
+    # the most devices of a node of ``ok``: the table's width when one has that many (one cheap
+    # count instead of a masked maximum)
+    if np.count_nonzero(ok & t.widest):
+        w = t.free.shape[1]
+    else:
+        w = max(int(t.cnt.max(initial=0, where=ok)), 1)
     if g.count > 0 and g.milli > 0:
         ok = ok & device_fit(snap, t, g)
     return ok, _view(snap, t, ok.nonzero()[0], w, with_tags)
@@ -226,6 +231,7 @@ class DeviceTable:
     ver: I64
     cpu: I64
     mid: IDX
+    widest: BOOL  # (n,) the nodes with the most devices (``cnt`` = the width of ``free``)
 
 
 _NEXT_VERSION = [0]
@@ -286,22 +292,22 @@ def device_table(snap: Snapshot) -> DeviceTable:
             ver,
             cpu,
             mid,
+            cnt == w,
         )
         snap.caches.gpu_devices = t
     elif t.pos < len(log):
         # the few values of a node as Python ints: cheaper than NumPy calls on so short a row
         w = t.free.shape[1]
         pairs, counts = t.held, t.counts
-        changed = {i if i >= 0 else ~i for i in log[t.pos :]}
-        at = np.fromiter(changed, dtype=np.intp, count=len(changed))
-        t.ver[at] = _versions(len(at))
-        t.cpu[at] = snap.free[R_CPU, at]
-        for i in changed:
+        version = _NEXT_VERSION[0]
+        for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
+            col = snap.free[:, i].tolist()
+            t.cpu[i] = col[R_CPU]
+            t.ver[i] = version
+            version += 1
             vals = [MILLI] * w  # a device without a synthetic resource: nothing held on it
-            if pairs:
-                col = snap.free[:, i].tolist()
-                for j, r in pairs:
-                    vals[j] = MILLI + col[r]
+            for j, r in pairs:
+                vals[j] = MILLI + col[r]
             c = counts[i]
             if c < w:
                 vals[c:] = [-1] * (w - c)
@@ -309,6 +315,7 @@ def device_table(snap: Snapshot) -> DeviceTable:
             t.top[i] = max(vals)
             t.whole[i] = vals.count(MILLI)
             t.total[i] = sum([v for v in vals if v > 0])
+        _NEXT_VERSION[0] = version
         t.pos = len(log)
     return t
 
