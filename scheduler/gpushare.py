@@ -122,6 +122,9 @@ class GpuView:
     # per node (None: computed from ``free``)
     free_sum: I64 | None = None
     whole: I64 | None = None
+    # per node a version of its state (``free``, ``cpu``, ``mid``) when cut from the device table
+    # (``DeviceTable.ver``): equal versions, equal states (None: no versions)
+    ver: I64 | None = None
 
     @property
     def models(self) -> list[str]:
@@ -156,7 +159,12 @@ def fitting_view(snap: Snapshot, ok: BOOL, g: GpuShare, with_tags: bool = False)
     """``ok`` narrowed to the nodes whose devices and GPU model hold the request ``g``
     (``device_fit``), and the view of those nodes, as wide as ``view_of`` all the nodes of ``ok``."""
     t = device_table(snap)
-    w = max(int(t.cnt.max(initial=0, where=ok)), 1)
+    # the most devices of a node of ``ok``: the table's width when one has that many (one cheap
+    # count instead of a masked maximum)
+    if np.count_nonzero(ok & t.widest):
+        w = t.free.shape[1]
+    else:
+        w = max(int(t.cnt.max(initial=0, where=ok)), 1)
     if g.count > 0 and g.milli > 0:
         ok = ok & device_fit(snap, t, g)
     return ok, _view(snap, t, ok.nonzero()[0], w, with_tags)
@@ -172,7 +180,7 @@ def _view(snap: Snapshot, t: DeviceTable, idx: IDX, w: int, with_tags: bool) -> 
         for tag, row in t.tags:
             tags[tag] = -snap.free[row].take(idx)
     cpu, mid = snap.free[R_CPU].take(idx), model_id_column(snap).take(idx)
-    return GpuView(idx, free, cpu, mid, tags, t.total.take(idx), t.whole.take(idx))
+    return GpuView(idx, free, cpu, mid, tags, t.total.take(idx), t.whole.take(idx), t.ver.take(idx))
 
 
 def model_id_column(snap: Snapshot) -> IDX:
@@ -217,6 +225,23 @@ class DeviceTable:
     total: I64  # (n,) the free milli of the node's devices
     held: tuple[tuple[int, int], ...]  # (device, row) of ``cols`` and ``rows`` as Python ints
     counts: list[int]  # ``cnt`` as Python ints
+    # per node the version of its state: ``free``, ``cpu`` (free milli-CPU) and ``mid`` (GPU
+    # model id) as of ``pos``. A version (process-wide, ``_versions``) stands for one state: a
+    # node logged since gets a new one, a rebuilt table keeps the old one where the state is equal
+    ver: I64
+    cpu: I64
+    mid: IDX
+    widest: BOOL  # (n,) the nodes with the most devices (``cnt`` = the width of ``free``)
+
+
+_NEXT_VERSION = [0]
+
+
+def _versions(k: int) -> I64:
+    """``k`` versions never handed out before (process-wide; never part of a decision)."""
+    v0 = _NEXT_VERSION[0]
+    _NEXT_VERSION[0] = v0 + k
+    return np.arange(v0, v0 + k, dtype=np.int64)
 
 
 def device_table(snap: Snapshot) -> DeviceTable:
@@ -245,20 +270,44 @@ def device_table(snap: Snapshot) -> DeviceTable:
         top = free.max(axis=1)
         whole = (free == MILLI).sum(axis=1)
         total = np.maximum(free, 0).sum(axis=1)
+        cpu = snap.free[R_CPU].copy()
+        mid = model_id_column(snap).copy()
+        ver = _versions(n)
+        if t is not None and t.free.shape == free.shape:
+            same = (t.free == free).all(axis=1) & (t.cpu == cpu) & (t.mid == mid)
+            ver[same] = t.ver[same]
         t = DeviceTable(
-            snap.epoch, len(log), free, cnt, cols, rows, tags, top, whole, total, tuple(held), cnt.tolist()
+            snap.epoch,
+            len(log),
+            free,
+            cnt,
+            cols,
+            rows,
+            tags,
+            top,
+            whole,
+            total,
+            tuple(held),
+            cnt.tolist(),
+            ver,
+            cpu,
+            mid,
+            cnt == w,
         )
         snap.caches.gpu_devices = t
     elif t.pos < len(log):
         # the few values of a node as Python ints: cheaper than NumPy calls on so short a row
         w = t.free.shape[1]
         pairs, counts = t.held, t.counts
+        version = _NEXT_VERSION[0]
         for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
+            col = snap.free[:, i].tolist()
+            t.cpu[i] = col[R_CPU]
+            t.ver[i] = version
+            version += 1
             vals = [MILLI] * w  # a device without a synthetic resource: nothing held on it
-            if pairs:
-                col = snap.free[:, i].tolist()
-                for j, r in pairs:
-                    vals[j] = MILLI + col[r]
+            for j, r in pairs:
+                vals[j] = MILLI + col[r]
             c = counts[i]
             if c < w:
                 vals[c:] = [-1] * (w - c)
@@ -266,6 +315,7 @@ def device_table(snap: Snapshot) -> DeviceTable:
             t.top[i] = max(vals)
             t.whole[i] = vals.count(MILLI)
             t.total[i] = sum([v for v in vals if v > 0])
+        _NEXT_VERSION[0] = version
         t.pos = len(log)
     return t
 

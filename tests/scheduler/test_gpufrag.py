@@ -94,3 +94,34 @@ def test_memo_returns_the_full_computation_after_any_changes() -> None:
             cpu[i] = rng.choice((1000, 8000, 64000))
             if rng.random() < 0.2:
                 mid[i] = gs.model_id(rng.choice(MODELS))
+
+
+def test_memo_scores_are_the_scores_of_the_full_computation() -> None:
+    rng = random.Random(12)
+    typ = _typical(rng)
+    w = gs.Workload()
+    w._typical = (w.version, typ)
+    n, width = 40, 8
+    free, cpu, mid = _states(rng, n, width)
+    shapes = [(1000, 500, 1), (4000, 1000, 2), (8000, 0, 0), (1000, 300, 1)]
+    for step in range(60):
+        memo = gpufrag.memo_for(w, n, width)
+        idx = np.array(sorted(rng.sample(range(n), rng.randint(1, n))), dtype=np.intp)
+        f, c, m = free[idx], cpu[idx], mid[idx]
+        shape = shapes[step % len(shapes)]
+        best, dev = memo.scores_of(idx, f, c, m, shape)
+        full = gpufrag.Memo(typ, n, width)  # nothing memoised
+        s = gpufrag.gradient_score(full.before_of(idx, f, c, m), full.after_of(idx, f, c, m, shape).T).T
+        if shape[2] == 1 and shape[1] < gs.MILLI:
+            s = np.where(f >= shape[1], s, -1)
+            assert dev is not None
+            assert dev.tolist() == np.argmax(s, axis=1).tolist()
+            s = s.max(axis=1)
+        else:
+            assert dev is None
+        assert best.tolist() == s.tolist()
+        for i in rng.sample(range(n), 3):
+            free[i, rng.randrange(width)] = rng.choice((0, 200, 500, 1000))
+            cpu[i] = rng.choice((1000, 8000, 64000))
+            if rng.random() < 0.2:
+                mid[i] = gs.model_id(rng.choice(MODELS))

@@ -294,3 +294,32 @@ def test_the_device_table_follows_pods_added_removed_and_rolled_back() -> None:
     assert gs.view_of(snap, np.array([snap.index["c"]], dtype=np.intp)).free.tolist() == [[500]]
     snap.restore(mark)
     assert gs.view_of(snap, everyone).free.tolist() == kept == afresh()
+
+
+def test_a_state_version_of_the_device_table_stands_for_one_node_state() -> None:
+    """``GpuView.ver``: a node logged since gets a new version, a rebuilt table (a new epoch)
+    keeps the versions of the nodes whose state is unchanged, and one version is never seen
+    with two states (FGD's memo trusts it)."""
+    sim = Sim()
+    sim.apply(gnode("a", 2), gnode("b", 4, model="T4"), gnode("c", 1))
+    snap = sim.s.state.podsched.snap
+    everyone = np.arange(snap.n, dtype=np.intp)
+    seen: dict[int, tuple[list[int], int, int]] = {}
+
+    def versions() -> list[int]:
+        v = gs.view_of(snap, everyone)
+        assert v.ver is not None
+        for i, ver in enumerate(v.ver.tolist()):
+            state = (v.free[i].tolist(), int(v.cpu[i]), int(v.mid[i]))
+            assert seen.setdefault(ver, state) == state
+        return v.ver.tolist()
+
+    first = versions()
+    sim.apply(gpod("p", 300))
+    after = versions()
+    moved = [i for i in range(snap.n) if after[i] != first[i]]
+    assert [snap.names[i] for i in moved] == [binds(sim)["default/p"][0]]
+    snap.epoch += 1  # as when the change log overflows: the table is read afresh
+    assert versions() == after
+    sim.delete("Pod", "default/p")
+    versions()
