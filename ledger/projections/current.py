@@ -35,14 +35,18 @@ JOIN unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name) USIN
 """
 _WRITE = """
 INSERT INTO objects (kind, namespace, name, uid, object, status, created_position, updated_position, created_at, updated_at)
-SELECT x.k, x.n, x.m, x.u, COALESCE(x.o, (SELECT c.object FROM objects c WHERE c.kind = x.k AND c.namespace = x.n AND c.name = x.m)),
-       x.s, x.cp, x.up, x.ca, x.ua
+SELECT k, n, m, u, o, s, cp, up, ca, ua
 FROM json_to_recordset(%s::json) AS x(k text, n text, m text, u text, o jsonb, s jsonb, cp bigint, up bigint,
                                       ca timestamptz, ua timestamptz)
 ON CONFLICT (kind, namespace, name) DO UPDATE SET
   uid = excluded.uid, object = excluded.object, status = excluded.status,
   created_position = excluded.created_position, updated_position = excluded.updated_position,
   created_at = excluded.created_at, updated_at = excluded.updated_at
+"""
+_STATUS_WRITE = """
+UPDATE objects o SET status = x.s, updated_position = x.up, updated_at = x.ua
+FROM json_to_recordset(%s::json) AS x(k text, n text, m text, s jsonb, up bigint, ua timestamptz)
+WHERE o.kind = x.k AND o.namespace = x.n AND o.name = x.m
 """
 _DELETE = """
 DELETE FROM objects o USING unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name)
@@ -243,10 +247,10 @@ FROM json_to_recordset(%s::json) AS x(k text, n text, m text, vf bigint, vt bigi
 # not ``jsonb``: the server only scans it once to split it into rows (parsing the whole of it
 # into jsonb first cost it more than the rows' own jsonb values).
 # A row whose manifest is the one read at the start of the batch (an event that changes only a
-# pod's status keeps the object dict) leaves out ``o``: _WRITE and _VERSION_WRITE take it from
-# the ``objects`` row, which still holds it (the pipeline writes versions before objects, and
-# _WRITE's subquery sees the table as it was before the statement). Re-sending the unchanged
-# manifests was most of the document the server parsed for a flush of decisions.
+# pod's status keeps the object dict) leaves out ``o``: _VERSION_WRITE takes it from the
+# ``objects`` row, which still holds it (the pipeline writes versions before objects), and the
+# row itself is written by _STATUS_WRITE (an UPDATE of what changed, no upsert). Re-sending the
+# unchanged manifests was most of the document the server parsed for a flush of decisions.
 # The latest quota usage of each namespace is read by ledger_projection_read (migration 0022):
 # one backward step of the primary key per namespace (a DISTINCT ON over the namespace's whole
 # history sorts every row it ever had).
@@ -499,27 +503,39 @@ def project(
             if gone:
                 cur.execute(_DELETE, ([k[0] for k in gone], [k[1] for k in gone], [k[2] for k in gone]))
             if live:
-                doc = []
-                for k in live:
-                    v = rows[k]
-                    assert v is not None
-                    item = {
-                        "k": k[0],
-                        "n": k[1],
-                        "m": k[2],
-                        "u": v["uid"],
-                        "s": v["status"],
-                        "cp": v["created_position"],
-                        "up": v["updated_position"],
-                        "ca": v["created_at"],
-                        "ua": v["updated_at"],
-                    }
-                    if v["object"] is not read.get(k):
-                        item["o"] = v["object"]
-                    doc.append(item)
-                cur.execute(_WRITE, (orjson.dumps(doc).decode(),))
+                _write_rows(cur, rows, live, read)
             if commit:
                 cur.execute("COMMIT")
+
+
+def _write_rows(
+    cur: Any, rows: dict[Key, dict[str, Any] | None], live: list[Key], read: dict[Key, Any]
+) -> None:
+    """Write the ``live`` rows: those that keep the manifest read at the start of the batch (and
+    so their uid and creation) by an UPDATE of their status, the others by _WRITE's upsert."""
+    status: list[dict[str, Any]] = []
+    whole: list[dict[str, Any]] = []
+    for k in live:
+        v = rows[k]
+        assert v is not None
+        item = {
+            "k": k[0],
+            "n": k[1],
+            "m": k[2],
+            "s": v["status"],
+            "up": v["updated_position"],
+            "ua": v["updated_at"],
+        }
+        if v["object"] is read.get(k):
+            status.append(item)
+        else:
+            item.update(u=v["uid"], o=v["object"], cp=v["created_position"], ca=v["created_at"])
+            whole.append(item)
+    if status:
+        # per-call plan, as _VERSION_CLOSE's: a generic plan of this join may scan the table
+        cur.execute(_STATUS_WRITE, (orjson.dumps(status).decode(),), prepare=False)
+    if whole:
+        cur.execute(_WRITE, (orjson.dumps(whole).decode(),))
 
 
 def touched_keys(ev: StoredEvent) -> list[Key]:
