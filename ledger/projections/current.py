@@ -36,12 +36,17 @@ JOIN unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name) USIN
 _WRITE = """
 INSERT INTO objects (kind, namespace, name, uid, object, status, created_position, updated_position, created_at, updated_at)
 SELECT k, n, m, u, o, s, cp, up, ca, ua
-FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, u text, o jsonb, s jsonb, cp bigint, up bigint,
-                                        ca timestamptz, ua timestamptz)
+FROM json_to_recordset(%s::json) AS x(k text, n text, m text, u text, o jsonb, s jsonb, cp bigint, up bigint,
+                                      ca timestamptz, ua timestamptz)
 ON CONFLICT (kind, namespace, name) DO UPDATE SET
   uid = excluded.uid, object = excluded.object, status = excluded.status,
   created_position = excluded.created_position, updated_position = excluded.updated_position,
   created_at = excluded.created_at, updated_at = excluded.updated_at
+"""
+_STATUS_WRITE = """
+UPDATE objects o SET status = x.s, updated_position = x.up, updated_at = x.ua
+FROM json_to_recordset(%s::json) AS x(k text, n text, m text, s jsonb, up bigint, ua timestamptz)
+WHERE o.kind = x.k AND o.namespace = x.n AND o.name = x.m
 """
 _DELETE = """
 DELETE FROM objects o USING unnest(%b::text[], %b::text[], %b::text[]) AS q(kind, namespace, name)
@@ -224,25 +229,34 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
 
 _VERSION_CLOSE = """
 UPDATE object_versions v SET valid_to = q.p
-FROM jsonb_to_recordset(%s::jsonb) AS q(k text, n text, m text, p bigint)
+FROM json_to_recordset(%s::json) AS q(k text, n text, m text, p bigint)
 WHERE v.kind = q.k AND v.namespace = q.n AND v.name = q.m AND v.valid_to = 9223372036854775807
 """
 _VERSION_WRITE = """
 INSERT INTO object_versions (kind, namespace, name, valid_from, valid_to, uid, object, status, created_position,
                              created_at, updated_at)
-SELECT k, n, m, vf, vt, u, o, s, cp, ca, ua
-FROM jsonb_to_recordset(%s::jsonb) AS x(k text, n text, m text, vf bigint, vt bigint, u text, o jsonb, s jsonb,
-                                        cp bigint, ca timestamptz, ua timestamptz)
+SELECT x.k, x.n, x.m, x.vf, x.vt, x.u,
+       COALESCE(x.o, (SELECT c.object FROM objects c WHERE c.kind = x.k AND c.namespace = x.n AND c.name = x.m)),
+       x.s, x.cp, x.ca, x.ua
+FROM json_to_recordset(%s::json) AS x(k text, n text, m text, vf bigint, vt bigint, u text, o jsonb, s jsonb,
+                                      cp bigint, ca timestamptz, ua timestamptz)
 """
 # _WRITE, _VERSION_WRITE, _VERSION_CLOSE and _USAGE_WRITE take their rows as one JSON document
 # (one orjson call), not as arrays: psycopg builds array parameters element by element in
-# Python, which was the largest client cost of a projection write.
+# Python, which was the largest client cost of a projection write. The document is ``json``,
+# not ``jsonb``: the server only scans it once to split it into rows (parsing the whole of it
+# into jsonb first cost it more than the rows' own jsonb values).
+# A row whose manifest is the one read at the start of the batch (an event that changes only a
+# pod's status keeps the object dict) leaves out ``o``: _VERSION_WRITE takes it from the
+# ``objects`` row, which still holds it (the pipeline writes versions before objects), and the
+# row itself is written by _STATUS_WRITE (an UPDATE of what changed, no upsert). Re-sending the
+# unchanged manifests was most of the document the server parsed for a flush of decisions.
 # The latest quota usage of each namespace is read by ledger_projection_read (migration 0022):
 # one backward step of the primary key per namespace (a DISTINCT ON over the namespace's whole
 # history sorts every row it ever had).
 _USAGE_WRITE = """
 INSERT INTO quota_usage (namespace, valid_from, used)
-SELECT n, p, u FROM jsonb_to_recordset(%s::jsonb) AS x(n text, p bigint, u jsonb)
+SELECT n, p, u FROM json_to_recordset(%s::json) AS x(n text, p bigint, u jsonb)
 """
 OPEN = 9223372036854775807  # valid_to of the current version of an object
 
@@ -333,7 +347,9 @@ class _Temporal:
             {"n": key[1], "p": ev.position, "u": [[r, t, n] for r, (t, n) in usage.items()]}
         )
 
-    def write(self, cur: Any, existed: set[Key]) -> None:
+    def write(self, cur: Any, existed: set[Key], read: dict[Key, Any]) -> None:
+        """Write the recorded versions and usage; ``read`` holds the manifests of the rows read
+        at the start of the batch (sent as absent when a version still has the same one)."""
         if self.versions:
             first: dict[Key, int] = {}
             for key, pos, _row in self.versions:
@@ -352,22 +368,23 @@ class _Temporal:
                     out.append((key, pos, ends.get(key, OPEN), row))
                 ends[key] = pos
             if out:
-                doc = [
-                    {
+                doc = []
+                for key, vf, vt, row in out:
+                    item = {
                         "k": key[0],
                         "n": key[1],
                         "m": key[2],
                         "vf": vf,
                         "vt": vt,
                         "u": row["uid"],
-                        "o": row["object"],
                         "s": row["status"],
                         "cp": row["created_position"],
                         "ca": row["created_at"],
                         "ua": row["updated_at"],
                     }
-                    for key, vf, vt, row in out
-                ]
+                    if row["object"] is not read.get(key):
+                        item["o"] = row["object"]
+                    doc.append(item)
                 cur.execute(_VERSION_WRITE, (orjson.dumps(doc).decode(),))
         self.analytics.write(cur)
         if self.usage_rows:
@@ -465,6 +482,7 @@ def project(
         rows, used_rows = _read_scratch(raw, ordered), []
     with raw.cursor() as cur:
         existed = set(rows)
+        read = {k: v["object"] for k, v in rows.items() if v is not None}
         dirty: set[Key] = set()
         tracker: _Temporal | None = None
         if temporal:
@@ -481,31 +499,43 @@ def project(
         live = sorted(k for k in dirty if rows.get(k) is not None)
         with raw.pipeline():
             if tracker is not None:
-                tracker.write(cur, existed)
+                tracker.write(cur, existed, read)
             if gone:
                 cur.execute(_DELETE, ([k[0] for k in gone], [k[1] for k in gone], [k[2] for k in gone]))
             if live:
-                doc = []
-                for k in live:
-                    v = rows[k]
-                    assert v is not None
-                    doc.append(
-                        {
-                            "k": k[0],
-                            "n": k[1],
-                            "m": k[2],
-                            "u": v["uid"],
-                            "o": v["object"],
-                            "s": v["status"],
-                            "cp": v["created_position"],
-                            "up": v["updated_position"],
-                            "ca": v["created_at"],
-                            "ua": v["updated_at"],
-                        }
-                    )
-                cur.execute(_WRITE, (orjson.dumps(doc).decode(),))
+                _write_rows(cur, rows, live, read)
             if commit:
                 cur.execute("COMMIT")
+
+
+def _write_rows(
+    cur: Any, rows: dict[Key, dict[str, Any] | None], live: list[Key], read: dict[Key, Any]
+) -> None:
+    """Write the ``live`` rows: those that keep the manifest read at the start of the batch (and
+    so their uid and creation) by an UPDATE of their status, the others by _WRITE's upsert."""
+    status: list[dict[str, Any]] = []
+    whole: list[dict[str, Any]] = []
+    for k in live:
+        v = rows[k]
+        assert v is not None
+        item = {
+            "k": k[0],
+            "n": k[1],
+            "m": k[2],
+            "s": v["status"],
+            "up": v["updated_position"],
+            "ua": v["updated_at"],
+        }
+        if v["object"] is read.get(k):
+            status.append(item)
+        else:
+            item.update(u=v["uid"], o=v["object"], cp=v["created_position"], ca=v["created_at"])
+            whole.append(item)
+    if status:
+        # per-call plan, as _VERSION_CLOSE's: a generic plan of this join may scan the table
+        cur.execute(_STATUS_WRITE, (orjson.dumps(status).decode(),), prepare=False)
+    if whole:
+        cur.execute(_WRITE, (orjson.dumps(whole).decode(),))
 
 
 def touched_keys(ev: StoredEvent) -> list[Key]:
