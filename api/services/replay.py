@@ -152,6 +152,7 @@ def _verify(db: Database, runs: Iterable[tuple[str, Any]], progress: Any) -> Ver
     rep = VerifyReport()
     bridge: Bridge | None = None
     pending: deque[Any] = deque()
+    whole = True  # `pending` holds every event walked so far (none folded or left out yet)
     for kind, item in runs:
         if kind == "input":
             pending.append(item)
@@ -159,9 +160,15 @@ def _verify(db: Database, runs: Iterable[tuple[str, Any]], progress: Any) -> Ver
         if kind == "start":
             snap = int(item.data["snapshot_position"])
             bridge = Bridge(db, config_from(None))
-            bridge.catch_up(upto=snap)
-            pending = deque(e for e in pending if e.position > snap)
+            if whole:  # the log up to the snapshot is pending already: fold it, no second read
+                while pending and pending[0].position <= snap:
+                    bridge.fold(pending.popleft())
+            else:
+                bridge.catch_up(upto=snap)
+                pending = deque(e for e in pending if e.position > snap)
+            whole = False
             continue
+        whole = False
         # the recorded payloads come from the log's JSON already: no round trip to canonicalize
         recorded = [(e.stream, e.type, e.data) for e in item]
         if bridge is None:

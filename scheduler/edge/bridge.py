@@ -93,6 +93,15 @@ EARLIER_VERSIONS = frozenset({"podledger-scheduler/0.1"})
 CYCLES_STREAM = streams.CYCLES
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
+_EVENT_NS_BYTES = EVENT_NS.bytes
+
+
+def _event_id(key: str, data: Mapping[str, Any]) -> uuid.UUID:
+    """``uuid.uuid5(EVENT_NS, f"{key}:{sha256 of data's sorted-key JSON}")`` (RFC 4122's name-based
+    SHA-1 UUID, built from the namespace's bytes taken once)."""
+    digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    name = f"{key}:{digest}".encode()
+    return uuid.UUID(bytes=hashlib.sha1(_EVENT_NS_BYTES + name).digest()[:16], version=5)
 
 
 # Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
@@ -336,9 +345,10 @@ class Bridge:
         # Content-addressed event ids: a restarted worker that redoes a cycle from the same
         # snapshot produces the same ids, and the store's idempotency turns the redo into a no-op.
         # An event's index in the cycle goes into its id (-1 for the cycle summary).
+        cycle_key = f"{self.position}:{result.cycle}:{result.now}"
         for j, (stream_name, typ, data) in enumerate(events):
-            event_id = self._event_id(result, -1 if typ == CYCLE_COMPLETED else j, typ, stream_name, data)
-            self._pending.append(NewEvent(stream_name, typ, data, meta, event_id, when))
+            key = f"{cycle_key}:{-1 if typ == CYCLE_COMPLETED else j}:{typ}:{stream_name}"
+            self._pending.append(NewEvent(stream_name, typ, data, meta, _event_id(key, data), when))
         if self.on_cycle is not None:
             self.on_cycle(result)
 
@@ -378,14 +388,6 @@ class Bridge:
         }
         events.append((CYCLES_STREAM, CYCLE_COMPLETED, summary))
         return events
-
-    def _event_id(
-        self, result: d.CycleResult, j: int, typ: str, stream: str, data: Mapping[str, Any]
-    ) -> uuid.UUID:
-        digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        return uuid.uuid5(
-            EVENT_NS, f"{self.position}:{result.cycle}:{result.now}:{j}:{typ}:{stream}:{digest}"
-        )
 
     def _write(self, batch: Sequence[NewEvent]) -> list[StoredEvent]:
         """``batch`` appended (and projected) in the joined unit of work, or in one of its own."""
