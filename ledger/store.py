@@ -292,7 +292,14 @@ def _prepare_all(events: Sequence[NewEvent], validate: bool, now: datetime | Non
     if len(events) == 1:
         return [_prepare(events[0], now, validate)]
     metas: _MetaCache = {}
-    return list(map(_prepare, events, repeat(now), repeat(validate), _new_ids(len(events)), repeat(metas)))
+    # fresh ids only for the events without one (the scheduler chooses all of its ids)
+    missing = sum(1 for ev in events if ev.event_id is None)
+    if missing == len(events):
+        fresh: list[uuid.UUID | None] = list(_new_ids(missing))
+    else:
+        new_ids = iter(_new_ids(missing))
+        fresh = [next(new_ids) if ev.event_id is None else None for ev in events]
+    return list(map(_prepare, events, repeat(now), repeat(validate), fresh, repeat(metas)))
 
 
 def _preparer(events: Sequence[NewEvent], validate: bool) -> Callable[[int, int], list[_Prepared]]:
