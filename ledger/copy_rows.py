@@ -44,7 +44,7 @@ def copy_parts(p: _Prepared, cache: dict[Any, tuple[Any, ...]]) -> tuple[bytes, 
     Returns (row head up to the version's length word, row middle from type to the prev_hash
     length word, the hash header before and after the version (without the recorded time and
     the closing bracket), the hash tail over data and meta). ``cache`` holds the encodings shared by a batch (type names with their schema
-    version, effective times, meta payloads).
+    version, streams, effective times, meta payloads).
     """
     sv = p.schema_version
     typ = cache.get(p.type)
@@ -66,18 +66,25 @@ def copy_parts(p: _Prepared, cache: dict[Any, tuple[Any, ...]]) -> tuple[bytes, 
     if m is None:
         # jsonb: format version 1, then the JSON text; hash: length, then the bytes
         m = cache[meta] = (_pack_i(len(meta) + 1) + b"\x01" + meta, _pack_q(len(meta)) + meta)
+    stream = p.stream
+    st = cache.get((stream,))  # keyed by a 1-tuple: a stream name may equal a type name
+    if st is None:
+        stream_b = stream.encode()
+        # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at),
+        # iso(recorded_at)]) split around the version and cut before the recorded time; a uuid
+        # and an ISO time need no JSON escaping
+        st = cache[(stream,)] = (
+            _pack_row_head(11, len(stream_b)) + stream_b + _LEN4,
+            b"[%b," % canonical(stream),
+        )
     data = p.data
     n = len(data)
     id_b = p.event_id.int.to_bytes(16, "big")
     h = id_b.hex().encode()
-    stream_b = p.stream.encode()
     return (
-        _pack_row_head(11, len(stream_b)) + stream_b + _LEN4,
+        st[0],
         b"%b%b%b\x01%b%b%b" % (typ[0], id_b, _pack_i(n + 1), data, m[0], ts[0]),
-        # canonical([stream, version, type, schema_version, str(event_id), iso(effective_at),
-        # iso(recorded_at)]) split around the version and cut before the recorded time; a uuid
-        # and an ISO time need no JSON escaping
-        b"[%b," % canonical(p.stream),
+        st[1],
         b'%b"%b-%b-%b-%b-%b","%b"' % (typ[1], h[:8], h[8:12], h[12:16], h[16:20], h[20:], ts[1]),
         b"%b%b%b" % (_pack_q(n), data, m[1]),
     )

@@ -111,14 +111,32 @@ def _new_ids(n: int) -> list[uuid.UUID]:
     return out
 
 
-def _prepare(ev: NewEvent, now: datetime, validate: bool, fresh_id: uuid.UUID | None = None) -> _Prepared:
+_MetaCache = dict[int, tuple[Mapping[str, Any], bytes]]
+
+
+def _prepare(
+    ev: NewEvent,
+    now: datetime,
+    validate: bool,
+    fresh_id: uuid.UUID | None = None,
+    metas: _MetaCache | None = None,
+) -> _Prepared:
+    """``metas``: the canonical meta bytes of the meta objects seen so far in this batch, by
+    identity (the scheduler shares one meta mapping among the events of a cycle); each entry
+    holds its object, so an id cannot be reused by another object while the cache lives."""
     if not ev.stream:
         raise EventValidationError(f"{ev.type}: stream must not be empty")
     data = registry.validate_payload(ev.type, dict(ev.data)) if validate else dict(ev.data)
     meta = dict(ev.meta)
     try:
         data_bytes = canonical(data)
-        meta_bytes = canonical(meta) if meta else _EMPTY_META
+        if metas is None or type(ev.meta) is not dict:  # a plain dict only: no code of its own
+            meta_bytes = canonical(meta) if meta else _EMPTY_META
+        elif (seen := metas.get(id(ev.meta))) is not None and seen[0] is ev.meta:
+            meta_bytes = seen[1]
+        else:
+            meta_bytes = canonical(meta) if meta else _EMPTY_META
+            metas[id(ev.meta)] = (ev.meta, meta_bytes)
     except TypeError as exc:
         raise EventValidationError(
             f"{ev.type} on {ev.stream}: payload is not JSON-serialisable: {exc}"
@@ -273,7 +291,15 @@ def _prepare_all(events: Sequence[NewEvent], validate: bool, now: datetime | Non
     now = now or datetime.now(UTC)
     if len(events) == 1:
         return [_prepare(events[0], now, validate)]
-    return list(map(_prepare, events, repeat(now), repeat(validate), _new_ids(len(events))))
+    metas: _MetaCache = {}
+    # fresh ids only for the events without one (the scheduler chooses all of its ids)
+    missing = sum(1 for ev in events if ev.event_id is None)
+    if missing == len(events):
+        fresh: list[uuid.UUID | None] = list(_new_ids(missing))
+    else:
+        new_ids = iter(_new_ids(missing))
+        fresh = [next(new_ids) if ev.event_id is None else None for ev in events]
+    return list(map(_prepare, events, repeat(now), repeat(validate), fresh, repeat(metas)))
 
 
 def _preparer(events: Sequence[NewEvent], validate: bool) -> Callable[[int, int], list[_Prepared]]:
