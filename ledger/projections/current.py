@@ -300,7 +300,9 @@ class _Temporal:
     def __init__(self, usage: dict[str, Usage], analytics: bool = True) -> None:
         self.usage = usage
         self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
-        self.usage_rows: list[dict[str, Any]] = []  # _USAGE_WRITE's rows
+        # _USAGE_WRITE's rows, each encoded when recorded (a usage snapshot kept as lists was
+        # several containers per bound pod for the garbage collector to walk until the write)
+        self.usage_rows: list[bytes] = []
         # a pod object's effective requests, by object identity (a status change keeps the
         # object dict, so a pod's requests are computed once per batch, not per event)
         self._reqs: dict[int, tuple[dict[str, Any], dict[str, int]]] = {}
@@ -324,13 +326,15 @@ class _Temporal:
         key = _key(ev)
         if key is None:
             return
+        pod = key[0] == "Pod"
         prev = rows.get(key)
-        prev_req = self._requests(prev) if key[0] == "Pod" else None
+        prev_req = self._requests(prev) if pod else None
         before = Before(key[0], prev, prev_req)
         prev_obj, prev_status = (prev["object"], prev["status"]) if prev is not None else (None, None)
         _apply(rows, ev, dirty, self.analytics.iso)
         row = rows.get(key)
-        self.analytics.change(key, before, row, self._requests(row) if key[0] == "Pod" else None, ev)
+        req = self._requests(row) if pod else None
+        self.analytics.change(key, before, row, req, ev)
         if row is None:
             if prev is None:
                 return
@@ -347,14 +351,13 @@ class _Temporal:
             and row["status"].get("phase") == (prev_status or {}).get("phase")
         ):
             return  # same spec, same phase: same contribution
-        new_req = self._requests(row)
-        if new_req == prev_req:
+        if req == prev_req:
             return
         usage = self.usage.setdefault(key[1], {})
         _add_usage(usage, prev_req, -1)
-        _add_usage(usage, new_req, 1)
+        _add_usage(usage, req or {}, 1)
         self.usage_rows.append(
-            {"n": key[1], "p": ev.position, "u": [[r, t, n] for r, (t, n) in usage.items()]}
+            orjson.dumps({"n": key[1], "p": ev.position, "u": [[r, t, n] for r, (t, n) in usage.items()]})
         )
 
     def write(self, cur: Any, existed: set[Key], read: dict[Key, Any]) -> None:
@@ -398,7 +401,7 @@ class _Temporal:
                 cur.execute(_VERSION_WRITE, (orjson.dumps(doc).decode(),))
         self.analytics.write(cur)
         if self.usage_rows:
-            cur.execute(_USAGE_WRITE, (orjson.dumps(self.usage_rows).decode(),))
+            cur.execute(_USAGE_WRITE, ((b"[" + b",".join(self.usage_rows) + b"]").decode(),))
 
 
 _PROJECTION_READ = b"SELECT r_rows, r_usage FROM ledger_projection_read(%b, %b)"
