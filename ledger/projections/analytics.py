@@ -155,6 +155,22 @@ def _priority(row: Mapping[str, Any] | None) -> int:
         return 0
 
 
+class IsoTimes:
+    """ISO 8601 of event times, the last one kept: a batch's events share a few time objects
+    (kept by identity, not equality: equal times in other zones print differently)."""
+
+    __slots__ = ("_text", "_ts")
+
+    def __init__(self) -> None:
+        self._ts: datetime | None = None
+        self._text = ""
+
+    def __call__(self, ts: datetime) -> str:
+        if ts is not self._ts:
+            self._ts, self._text = ts, ts.isoformat()
+        return self._text
+
+
 class Before:
     """What the analytics need of a touched row before an event changes it (the fold mutates
     rows in place)."""
@@ -179,6 +195,7 @@ class Analytics:
         self.buckets: dict[Bucket, list[float]] = {}
         self.attempts: dict[tuple[str, str, str | None, int | None], int] = {}
         self.waits: list[dict[str, Any]] = []
+        self.iso = IsoTimes()
 
     def _count(self, metric: str, ts: datetime, k1: str, k2: str = "", k3: str = "") -> None:
         """A count in its hour and in its minute (``<metric>_minute``: the windows' edges)."""
@@ -276,7 +293,7 @@ class Analytics:
         self.waits.append(
             {
                 "p": ev.position,
-                "at": ts.isoformat(),
+                "at": self.iso(ts),
                 "k": kind,
                 "ns": ns,
                 "nm": name,

@@ -13,7 +13,8 @@ Status kept per kind (``objects.status``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -76,10 +77,14 @@ def _pod_status_from_object(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _set_condition(row: dict[str, Any], cond: dict[str, Any], when: str) -> None:
     """metav1 semantics: lastTransitionTime changes only when the status flips."""
-    conds = list(row["status"].get("conditions") or [])
-    old = next((c for c in conds if c.get("type") == cond["type"]), None)
+    conds: list[dict[str, Any]] = []  # the others, in order
+    old = None  # the first of cond's type
+    for c in row["status"].get("conditions") or ():
+        if c.get("type") != cond["type"]:
+            conds.append(c)
+        elif old is None:
+            old = c
     ltt = old.get("lastTransitionTime") if old is not None and old.get("status") == cond["status"] else when
-    conds = [c for c in conds if c.get("type") != cond["type"]]
     conds.append({**cond, "lastTransitionTime": ltt})
     row["status"] = {**row["status"], "conditions": conds}
 
@@ -102,32 +107,37 @@ def _gated(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _touch(ev: StoredEvent) -> Iterable[Key]:
-    """The objects an event changes (to prefetch them)."""
+def _key(ev: StoredEvent) -> Key | None:
+    """The object an event changes, if any (an event changes at most one)."""
     typ, data = ev.type, ev.data
     route = INPUT_ROUTES.get(typ)
     if route is not None:
         kind, action = route
         if action == "Deleted":
-            yield (kind, data.get("namespace", ""), data["name"])
-        else:
-            ns, name, _ = _ident(data["object"], kind)
-            yield (kind, ns, name)
-        return
+            return (kind, data.get("namespace", ""), data["name"])
+        ns, name, _ = _ident(data["object"], kind)
+        return (kind, ns, name)
     if typ in ("PodBound", "PodNominated", "PodUnschedulable", "PodGated"):
-        yield ("Pod", *split_key(data["pod"]))
-    elif typ == "PodPreempted":
-        yield ("Pod", *split_key(data["victim"]))
-    elif typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
+        return ("Pod", *split_key(data["pod"]))
+    if typ == "PodPreempted":
+        return ("Pod", *split_key(data["victim"]))
+    if typ in ("PodGroupConditionChanged", "CompositePodGroupConditionChanged"):
         kind = "PodGroup" if typ.startswith("PodGroup") else "CompositePodGroup"
-        yield (kind, *split_key(data["group"]))
-    elif typ == "PodGroupSatisfiedChanged":
-        yield ("PodGroup", *split_key(data["group"]))
+        return (kind, *split_key(data["group"]))
+    if typ == "PodGroupSatisfiedChanged":
+        return ("PodGroup", *split_key(data["group"]))
+    return None
 
 
-def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
+def _apply(
+    rows: dict[Key, dict[str, Any] | None],
+    ev: StoredEvent,
+    dirty: set[Key],
+    iso: Callable[[datetime], str] = datetime.isoformat,
+) -> None:
+    """Fold ``ev`` into ``rows``; ``iso`` prints the times a decision records (the batch's
+    ``IsoTimes``: its events share a few time objects)."""
     typ, data, pos, ts = ev.type, ev.data, ev.position, ev.effective_at
-    when = ts.isoformat()
     route = INPUT_ROUTES.get(typ)
     if route is not None:
         kind, action = route
@@ -159,13 +169,13 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
             }
         dirty.add(key)
         return
-    keys = list(_touch(ev))
-    if not keys:
+    target = _key(ev)
+    if target is None:
         return
-    key = keys[0]
-    row = rows.get(key)
+    row = rows.get(target)
     if row is None:  # a decision about an object that is gone: nothing to project
         return
+    when = iso(ts)
     if typ == "PodBound":
         row["status"] = {
             **row["status"],
@@ -224,7 +234,7 @@ def _apply(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[K
         if data["status"] == "True":
             row["status"] = {**row["status"], "scheduledAt": when}
     row["updated_position"], row["updated_at"] = pos, ts
-    dirty.add(key)
+    dirty.add(target)
 
 
 _VERSION_CLOSE = """
@@ -290,7 +300,9 @@ class _Temporal:
     def __init__(self, usage: dict[str, Usage], analytics: bool = True) -> None:
         self.usage = usage
         self.versions: list[tuple[Key, int, dict[str, Any] | None]] = []
-        self.usage_rows: list[dict[str, Any]] = []  # _USAGE_WRITE's rows
+        # _USAGE_WRITE's rows, each encoded when recorded (a usage snapshot kept as lists was
+        # several containers per bound pod for the garbage collector to walk until the write)
+        self.usage_rows: list[bytes] = []
         # a pod object's effective requests, by object identity (a status change keeps the
         # object dict, so a pod's requests are computed once per batch, not per event)
         self._reqs: dict[int, tuple[dict[str, Any], dict[str, int]]] = {}
@@ -311,16 +323,18 @@ class _Temporal:
 
     def step(self, rows: dict[Key, dict[str, Any] | None], ev: StoredEvent, dirty: set[Key]) -> None:
         self.analytics.event(ev, rows)
-        key = next(iter(_touch(ev)), None)
+        key = _key(ev)
         if key is None:
             return
+        pod = key[0] == "Pod"
         prev = rows.get(key)
-        prev_req = self._requests(prev) if key[0] == "Pod" else None
+        prev_req = self._requests(prev) if pod else None
         before = Before(key[0], prev, prev_req)
         prev_obj, prev_status = (prev["object"], prev["status"]) if prev is not None else (None, None)
-        _apply(rows, ev, dirty)
+        _apply(rows, ev, dirty, self.analytics.iso)
         row = rows.get(key)
-        self.analytics.change(key, before, row, self._requests(row) if key[0] == "Pod" else None, ev)
+        req = self._requests(row) if pod else None
+        self.analytics.change(key, before, row, req, ev)
         if row is None:
             if prev is None:
                 return
@@ -337,14 +351,13 @@ class _Temporal:
             and row["status"].get("phase") == (prev_status or {}).get("phase")
         ):
             return  # same spec, same phase: same contribution
-        new_req = self._requests(row)
-        if new_req == prev_req:
+        if req == prev_req:
             return
         usage = self.usage.setdefault(key[1], {})
         _add_usage(usage, prev_req, -1)
-        _add_usage(usage, new_req, 1)
+        _add_usage(usage, req or {}, 1)
         self.usage_rows.append(
-            {"n": key[1], "p": ev.position, "u": [[r, t, n] for r, (t, n) in usage.items()]}
+            orjson.dumps({"n": key[1], "p": ev.position, "u": [[r, t, n] for r, (t, n) in usage.items()]})
         )
 
     def write(self, cur: Any, existed: set[Key], read: dict[Key, Any]) -> None:
@@ -388,7 +401,7 @@ class _Temporal:
                 cur.execute(_VERSION_WRITE, (orjson.dumps(doc).decode(),))
         self.analytics.write(cur)
         if self.usage_rows:
-            cur.execute(_USAGE_WRITE, (orjson.dumps(self.usage_rows).decode(),))
+            cur.execute(_USAGE_WRITE, ((b"[" + b",".join(self.usage_rows) + b"]").decode(),))
 
 
 _PROJECTION_READ = b"SELECT r_rows, r_usage FROM ledger_projection_read(%b, %b)"
@@ -458,7 +471,9 @@ def project(
     """
     keys: set[Key] = set()
     for ev in events:
-        keys.update(_touch(ev))
+        key = _key(ev)
+        if key is not None:
+            keys.add(key)
     if not keys:
         # nothing to fold (retries, cycle markers): only the analytics' counts, if any
         counts = Analytics(enabled=temporal and analytics)
@@ -540,7 +555,8 @@ def _write_rows(
 
 def touched_keys(ev: StoredEvent) -> list[Key]:
     """The objects (kind, namespace, name) an event changes, by this projection's rule."""
-    return list(_touch(ev))
+    key = _key(ev)
+    return [] if key is None else [key]
 
 
 def fold_into(rows: dict[Key, dict[str, Any] | None], ev: StoredEvent) -> None:
