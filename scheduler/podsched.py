@@ -142,6 +142,7 @@ class PodScheduler:
         self._shapes.clear()
         w = self.config.plugin_weights
         self._gpu_policy = gpu.active(w)
+        self._gpu_tags = gpu.wants_tags(self._gpu_policy)
         self._weighted_pod_scores = tuple(
             sc for sc in self.pod_scores if int(w.get(sc.name, sc.default_weight)) > 0
         )
@@ -345,7 +346,9 @@ class PodScheduler:
 
     def feasible(self, pi: PodInfo, subset: BOOL | None) -> BOOL:
         st = self.static(pi)
-        ok: BOOL = self.dynamic(pi).fit & st.ok
+        ok: BOOL = self.dynamic(pi).fit
+        if not st.all_ok:
+            ok &= st.ok
         if subset is not None:
             ok &= subset
         for r in self.pod_results(pi):
@@ -469,7 +472,7 @@ class PodScheduler:
         ok = self.feasible(pi, subset)
         if not ok.any():
             return -1
-        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, gpu.wants_tags(policy))
+        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, self._gpu_tags)
         if len(v.idx) == 0:
             return -1
         if policy is None:
