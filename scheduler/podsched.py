@@ -365,7 +365,13 @@ class PodScheduler:
     def diagnose(self, pi: PodInfo, subset: BOOL | None) -> Diagnosis:
         if self.snap.n == 0:
             return Diagnosis(0, {}, {})
-        return diagnose(self.filter_results(pi), subset)
+        results = self.filter_results(pi)
+        st = self.static(pi)
+        if st.all_ok:
+            # the profile's filters (``filter_results`` starts with theirs) pass every node:
+            # they reject none, so ``diagnose`` would count nothing for them
+            results = results[len(st.results) :]
+        return diagnose(results, subset)
 
     def filter_results(self, pi: PodInfo) -> list[FilterResult]:
         st = self.static(pi)
@@ -470,7 +476,7 @@ class PodScheduler:
         """Device-aware placement (``scheduler.gpushare``): the nodes passing every filter whose
         devices hold the pod, ranked by the GPU policy (NodeResourcesFit & co. without one)."""
         ok = self.feasible(pi, subset)
-        if not ok.any():
+        if not np.count_nonzero(ok):  # (``ok.any()`` through NumPy's Python wrapper costs more)
             return -1
         ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, self._gpu_tags)
         if len(v.idx) == 0:
