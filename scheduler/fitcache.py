@@ -204,7 +204,12 @@ class DynamicInfo:
         if len(changed) <= 3:
             for i in changed:
                 f_i = free[:, i].tolist()
-                ms[i] = -1 if any(f_i[r] < a for r, a in need) else 0
+                for r, a in need:
+                    if f_i[r] < a:
+                        ms[i] = -1
+                        break
+                else:
+                    ms[i] = 0
             return
         idx = np.fromiter(changed, dtype=np.intp, count=len(changed))
         fit = (free[self.need_rows, idx] >= self.need_amt).all(axis=0)

@@ -179,8 +179,10 @@ def _view(snap: Snapshot, t: DeviceTable, idx: IDX, w: int, with_tags: bool) -> 
     if with_tags:
         for tag, row in t.tags:
             tags[tag] = -snap.free[row].take(idx)
-    cpu, mid = snap.free[R_CPU].take(idx), model_id_column(snap).take(idx)
-    return GpuView(idx, free, cpu, mid, tags, t.total.take(idx), t.whole.take(idx), t.ver.take(idx))
+    # the table's per-node rows (kept current with ``free``: ``cpu`` is the snapshot's free
+    # milli-CPU, ``mid`` its ``model_id_column``), one ``take`` for the five
+    c = t.per_node.take(idx, axis=1)
+    return GpuView(idx, free, c[0], c[1], tags, c[2], c[3], c[4])
 
 
 def model_id_column(snap: Snapshot) -> IDX:
@@ -232,6 +234,9 @@ class DeviceTable:
     cpu: I64
     mid: IDX
     widest: BOOL  # (n,) the nodes with the most devices (``cnt`` = the width of ``free``)
+    # ``cpu``, ``mid``, ``total``, ``whole`` and ``ver`` as the rows of one (5, n) array (the
+    # five fields are views of its rows): a view takes its nodes' columns of all five at once
+    per_node: I64
 
 
 _NEXT_VERSION = [0]
@@ -276,6 +281,7 @@ def device_table(snap: Snapshot) -> DeviceTable:
         if t is not None and t.free.shape == free.shape:
             same = (t.free == free).all(axis=1) & (t.cpu == cpu) & (t.mid == mid)
             ver[same] = t.ver[same]
+        per_node = np.stack([cpu, mid, total, whole, ver]).astype(np.int64, copy=False)
         t = DeviceTable(
             snap.epoch,
             len(log),
@@ -285,14 +291,15 @@ def device_table(snap: Snapshot) -> DeviceTable:
             rows,
             tags,
             top,
-            whole,
-            total,
+            per_node[3],
+            per_node[2],
             tuple(held),
             cnt.tolist(),
-            ver,
-            cpu,
-            mid,
+            per_node[4],
+            per_node[0],
+            per_node[1],
             cnt == w,
+            per_node,
         )
         snap.caches.gpu_devices = t
     elif t.pos < len(log):

@@ -142,6 +142,7 @@ class PodScheduler:
         self._shapes.clear()
         w = self.config.plugin_weights
         self._gpu_policy = gpu.active(w)
+        self._gpu_tags = gpu.wants_tags(self._gpu_policy)
         self._weighted_pod_scores = tuple(
             sc for sc in self.pod_scores if int(w.get(sc.name, sc.default_weight)) > 0
         )
@@ -345,7 +346,9 @@ class PodScheduler:
 
     def feasible(self, pi: PodInfo, subset: BOOL | None) -> BOOL:
         st = self.static(pi)
-        ok: BOOL = self.dynamic(pi).fit & st.ok
+        ok: BOOL = self.dynamic(pi).fit
+        if not st.all_ok:
+            ok &= st.ok
         if subset is not None:
             ok &= subset
         for r in self.pod_results(pi):
@@ -362,7 +365,13 @@ class PodScheduler:
     def diagnose(self, pi: PodInfo, subset: BOOL | None) -> Diagnosis:
         if self.snap.n == 0:
             return Diagnosis(0, {}, {})
-        return diagnose(self.filter_results(pi), subset)
+        results = self.filter_results(pi)
+        st = self.static(pi)
+        if st.all_ok:
+            # the profile's filters (``filter_results`` starts with theirs) pass every node:
+            # they reject none, so ``diagnose`` would count nothing for them
+            results = results[len(st.results) :]
+        return diagnose(results, subset)
 
     def filter_results(self, pi: PodInfo) -> list[FilterResult]:
         st = self.static(pi)
@@ -467,9 +476,9 @@ class PodScheduler:
         """Device-aware placement (``scheduler.gpushare``): the nodes passing every filter whose
         devices hold the pod, ranked by the GPU policy (NodeResourcesFit & co. without one)."""
         ok = self.feasible(pi, subset)
-        if not ok.any():
+        if not np.count_nonzero(ok):  # (``ok.any()`` through NumPy's Python wrapper costs more)
             return -1
-        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, gpu.wants_tags(policy))
+        ok, v = gpu.gpu_fit(self.snap, pi.pod, ok, self._gpu_tags)
         if len(v.idx) == 0:
             return -1
         if policy is None:

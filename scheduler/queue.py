@@ -70,7 +70,9 @@ class SchedulingQueue:
         self.entities: dict[str, Entity] = {}
         self.stamp = 0
         self.cluster_stamp = 0
-        self._active: list[tuple[tuple[int, float, int, str], int, str]] = []
+        # entries ``(*sort_key, version, key)``: flat, so a heap comparison walks one tuple
+        # (the same order as ``(sort_key, version, key)``)
+        self._active: list[tuple[int, float, int, str, int, str]] = []
         self._timers: list[tuple[float, int, str]] = []
         # the entries of _timers: an entry already queued is not pushed again (a parked entity
         # is re-examined on every cluster change; re-pushing its unchanged timer each time grew
@@ -166,7 +168,7 @@ class SchedulingQueue:
         e.version += 1
         e.state = ACTIVE
         self._unpark(e.key)
-        heapq.heappush(self._active, (e.sort_key(), e.version, e.key))
+        heapq.heappush(self._active, (*e.sort_key(), e.version, e.key))
 
     def _changed(self, e: Entity) -> bool:
         return max(self.cluster_stamp, e.changed_stamp) > e.attempt_stamp
@@ -278,7 +280,7 @@ class SchedulingQueue:
     def pop(self, now: float) -> Entity | None:
         h = self._active
         while h:
-            _, ver, key = heapq.heappop(h)
+            _, _, _, _, ver, key = heapq.heappop(h)
             e = self.entities.get(key)
             if e is None or e.version != ver or e.state != ACTIVE:
                 continue

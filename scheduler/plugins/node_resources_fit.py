@@ -47,17 +47,17 @@ def fit_mask(snap: Snapshot, rows: tuple[int, ...], amounts: tuple[int, ...], id
 
 def filter_nodes(d: Demand, snap: Snapshot) -> FilterResult:
     rows = snap.resource_rows(d)
-    free = snap.free
-    pods_bad = free[R_PODS] < 1
-    ok: BOOL = ~pods_bad
+    # one comparison over the pod-slot row and the requested rows (row k of ``bad``: the nodes
+    # short of it), instead of a few NumPy calls per row
+    bad: BOOL = snap.free[[R_PODS, *rows]] < np.array([1, *d.amounts], dtype=np.int64)[:, None]
+    hit: list[bool] = np.logical_or.reduce(bad, axis=1).tolist()
     reasons: list[tuple[str, BOOL]] = []
-    if pods_bad.any():
-        reasons.append((TOO_MANY_PODS, pods_bad))
-    for name, r, a in zip(d.names, rows, d.amounts, strict=True):
-        bad = free[r] < a
-        if bad.any():
-            reasons.append((insufficient(name), bad))
-            ok &= ~bad
+    if hit[0]:
+        reasons.append((TOO_MANY_PODS, bad[0]))
+    for k, name in enumerate(d.names, 1):
+        if hit[k]:
+            reasons.append((insufficient(name), bad[k]))
+    ok: BOOL = np.logical_not(np.logical_or.reduce(bad, axis=0))
     return FilterResult(NAME, ok, reasons, Code.UNSCHEDULABLE)
 
 

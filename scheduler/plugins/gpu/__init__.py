@@ -74,7 +74,7 @@ def place(policy: ModuleType, v: gs.GpuView, pod: Pod, workload: gs.Workload) ->
     g = gs.request_of(pod)
     ctx = Ctx(v, pod, g, int(pod.requests.get("cpu", 0)), pod.key, workload)
     scores, devs = policy.score(ctx)
-    r = int(np.argmax(scores))  # equal scores: the lowest node index, as everywhere in the core
+    r = int(scores.argmax())  # equal scores: the lowest node index, as everywhere in the core
     return int(v.idx[r]), choose_devices(policy.DEVICE, v.free[r], g, pod.key, devs, r)
 
 

@@ -19,6 +19,10 @@ DEVICE = "best"
 
 def score(ctx: Ctx) -> tuple[I64, I64 | None]:
     v, g = ctx.view, ctx.g
-    left = 0.5 * (v.cpu - ctx.cpu) / gs.MAX_SPEC_CPU + 0.5 * (v.total - g.milli * g.count) / gs.MAX_SPEC_GPU
-    out: I64 = np.trunc((1.0 - left) * gs.MAX_NODE_SCORE).astype(np.int64)
+    # ``0.5 * x / c`` is ``x / (2 c)`` to the last bit (halving an integer below 2**53 is
+    # exact, then one correctly rounded division either way), and the cast to int64 truncates
+    # like ``np.trunc``: three NumPy passes fewer over the nodes, the same scores
+    left = (v.cpu - ctx.cpu) / (2 * gs.MAX_SPEC_CPU)
+    left += (v.total - g.milli * g.count) / (2 * gs.MAX_SPEC_GPU)
+    out: I64 = ((1.0 - left) * gs.MAX_NODE_SCORE).astype(np.int64)
     return out, None
