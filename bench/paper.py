@@ -75,12 +75,12 @@ RANK_X = 100
 FRAG_X = (50, 80)
 FRAG_CURVE_TRACES = ("default",)
 FRAG_CURVE_STEP = 5
-EST_RUN_S = 8.5  # wall per run of ~10.8k pods, idle machine (ETA only; docs/paper.md "Cost of a run")
-EST_VERIFY_S = 3.0
+EST_RUN_S = 5.5  # wall per run of the default list, idle machine (ETA only; docs/paper.md "Cost of a run")
+EST_VERIFY_S = 1.5
 EST_PODS = 10_772  # the default list's pods once tuned: a run's cost grows with its pods
 # wall-clock speed-up of --jobs N over one process (whole runs side by side, the database's work
 # included), measured on the 2-core machine: docs/paper.md "Cost of a run"
-JOBS_SPEEDUP = {2: 1.75}
+JOBS_SPEEDUP = {2: 1.8}
 # published means / sd (n-1) of the simulator's expected results (bench/paper_published.py)
 PUBLISHED: dict[tuple[str, str, int], tuple[float, float]] = {
     (trace, policy, x): v for (trace, policy), xs in ALLOC.items() for x, v in xs.items()
