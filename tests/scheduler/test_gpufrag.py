@@ -5,6 +5,8 @@ any sequence of node changes (it changes the cost of a decision, never the decis
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -65,30 +67,23 @@ def test_fragmentation_equals_the_per_state_definition_exactly() -> None:
         assert got.tolist() == want  # exact: same terms, added in the same order
 
 
-def test_memo_returns_the_full_computation_after_any_changes() -> None:
-    rng = random.Random(11)
+SHAPES = [(1000, 500, 1), (4000, 1000, 2), (8000, 0, 0), (1000, 300, 1)]  # (cpu, milli, count)
+
+
+def _memo_steps(seed: int) -> Iterator[tuple[gpufrag.Memo, Any, Any, Any, Any, tuple[int, int, int], Any]]:
+    """60 steps of one workload's memo: (memo, node indexes, their free devices, CPU and model,
+    a pod shape, the typical pods); after each step a few nodes change (placements, deletions,
+    a relabelled model)."""
+    rng = random.Random(seed)
     typ = _typical(rng)
     w = gs.Workload()
     w._typical = (w.version, typ)  # the workload's typical pods, as if counted
     n, width = 40, 8
     free, cpu, mid = _states(rng, n, width)
-    shapes = [(1000, 500, 1), (4000, 1000, 2), (8000, 0, 0), (1000, 300, 1)]
     for step in range(60):
         memo = gpufrag.memo_for(w, n, width)
         idx = np.array(sorted(rng.sample(range(n), rng.randint(1, n))), dtype=np.intp)
-        f, c, m = free[idx], cpu[idx], mid[idx]
-        assert memo.before_of(idx, f, c, m).tolist() == gpufrag.fragmentation(f, c, m, typ).tolist()
-        shape = shapes[step % len(shapes)]
-        got = memo.after_of(idx, f, c, m, shape)
-        if shape[2] == 1 and shape[1] < gs.MILLI:
-            tried = np.where(np.eye(width, dtype=np.bool_)[None], f[:, None, :] - shape[1], f[:, None, :])
-            want = gpufrag.fragmentation(tried, (c - shape[0])[:, None], m, typ)
-        else:
-            full = f == gs.MILLI
-            after = np.where(full & (np.cumsum(full, axis=1) <= shape[2]), 0, f) if shape[1] else f
-            want = gpufrag.fragmentation(after, c - shape[0], m, typ)
-        assert got.tolist() == want.tolist()
-        # a few nodes change (placements, deletions, a relabelled model)
+        yield memo, idx, free[idx], cpu[idx], mid[idx], SHAPES[step % len(SHAPES)], typ
         for i in rng.sample(range(n), 3):
             free[i, rng.randrange(width)] = rng.choice((0, 200, 500, 1000))
             cpu[i] = rng.choice((1000, 8000, 64000))
@@ -96,21 +91,25 @@ def test_memo_returns_the_full_computation_after_any_changes() -> None:
                 mid[i] = gs.model_id(rng.choice(MODELS))
 
 
+def test_memo_returns_the_full_computation_after_any_changes() -> None:
+    for memo, idx, f, c, m, shape, typ in _memo_steps(11):
+        assert memo.before_of(idx, f, c, m).tolist() == gpufrag.fragmentation(f, c, m, typ).tolist()
+        got = memo.after_of(idx, f, c, m, shape)
+        if shape[2] == 1 and shape[1] < gs.MILLI:
+            width = f.shape[1]
+            tried = np.where(np.eye(width, dtype=np.bool_)[None], f[:, None, :] - shape[1], f[:, None, :])
+            want = gpufrag.fragmentation(tried, (c - shape[0])[:, None], m, typ)
+        else:
+            full = f == gs.MILLI
+            after = np.where(full & (np.cumsum(full, axis=1) <= shape[2]), 0, f) if shape[1] else f
+            want = gpufrag.fragmentation(after, c - shape[0], m, typ)
+        assert got.tolist() == want.tolist()
+
+
 def test_memo_scores_are_the_scores_of_the_full_computation() -> None:
-    rng = random.Random(12)
-    typ = _typical(rng)
-    w = gs.Workload()
-    w._typical = (w.version, typ)
-    n, width = 40, 8
-    free, cpu, mid = _states(rng, n, width)
-    shapes = [(1000, 500, 1), (4000, 1000, 2), (8000, 0, 0), (1000, 300, 1)]
-    for step in range(60):
-        memo = gpufrag.memo_for(w, n, width)
-        idx = np.array(sorted(rng.sample(range(n), rng.randint(1, n))), dtype=np.intp)
-        f, c, m = free[idx], cpu[idx], mid[idx]
-        shape = shapes[step % len(shapes)]
+    for memo, idx, f, c, m, shape, typ in _memo_steps(12):
         best, dev = memo.scores_of(idx, f, c, m, shape)
-        full = gpufrag.Memo(typ, n, width)  # nothing memoised
+        full = gpufrag.Memo(typ, memo.n, memo.w)  # nothing memoised
         s = gpufrag.gradient_score(full.before_of(idx, f, c, m), full.after_of(idx, f, c, m, shape).T).T
         if shape[2] == 1 and shape[1] < gs.MILLI:
             s = np.where(f >= shape[1], s, -1)
@@ -120,8 +119,3 @@ def test_memo_scores_are_the_scores_of_the_full_computation() -> None:
         else:
             assert dev is None
         assert best.tolist() == s.tolist()
-        for i in rng.sample(range(n), 3):
-            free[i, rng.randrange(width)] = rng.choice((0, 200, 500, 1000))
-            cpu[i] = rng.choice((1000, 8000, 64000))
-            if rng.random() < 0.2:
-                mid[i] = gs.model_id(rng.choice(MODELS))
