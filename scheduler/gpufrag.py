@@ -43,30 +43,19 @@ class TypicalArrays:
     # the device values ``device_table`` has a row for: 0..limit (a larger value holds every
     # type's share, as ``limit`` does)
     limit: int
-    _acc: dict[int, BOOL] = field(default_factory=dict)
     _elig: dict[int, BOOL] = field(default_factory=dict)
     _dev: I64 | None = None
-
-    def acc(self, mid: IDX) -> BOOL:
-        """(len(mid), T): may each type run on a node of model ``mid``?"""
-        n = len(gs._MODEL_NAMES)
-        table = self._acc.get(n)
-        if table is None:
-            cols = [gs.model_table(m) for m in self.models]
-            table = self._acc[n] = np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=np.bool_)
-        out: BOOL = table[mid]
-        return out
 
     def eligible(self, bucket: I64, mid: IDX) -> BOOL:
         """(S, T): is each type a GPU type whose CPU request fits a node of CPU ``bucket`` and
         whose models allow a node of model ``mid``? (all but the device test of class Q3)"""
-        n = len(gs._MODEL_NAMES)
+        n = len(gs._MODEL_NAMES)  # the table covers the models known when it was built
         table = self._elig.get(n)
         if table is None:
-            self.acc(np.zeros(0, dtype=np.intp))
+            cols = [gs.model_table(m) for m in self.models]
+            acc = np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=np.bool_)  # (model, T)
             b = np.arange(len(self.thr) + 1)[:, None, None]
-            table = (b > self.rank) & self._acc[n][None, :, :] & self.gpu
-            self._elig[n] = table
+            table = self._elig[n] = (b > self.rank) & acc[None, :, :] & self.gpu
         out: BOOL = table[bucket, mid]
         return out
 

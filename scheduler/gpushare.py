@@ -25,6 +25,7 @@ nodes its devices fit. Equal scores go to the lowest node index, as everywhere i
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -182,7 +183,8 @@ def _view(snap: Snapshot, t: DeviceTable, idx: IDX, w: int, with_tags: bool) -> 
     # the table's per-node rows (kept current with ``free``: ``cpu`` is the snapshot's free
     # milli-CPU, ``mid`` its ``model_id_column``), one ``take`` for the five
     c = t.per_node.take(idx, axis=1)
-    return GpuView(idx, free, c[0], c[1], tags, c[2], c[3], c[4])
+    d = DeviceTable
+    return GpuView(idx, free, c[d.CPU], c[d.MID], tags, c[d.TOTAL], c[d.WHOLE], c[d.VER])
 
 
 def model_id_column(snap: Snapshot) -> IDX:
@@ -223,30 +225,45 @@ class DeviceTable:
     rows: IDX  # ... and its row in the snapshot
     tags: tuple[tuple[str, int], ...]  # (affinity tag, row)
     top: I64  # (n,) the most free milli of one device of the node (-1: no device)
-    whole: I64  # (n,) the node's fully free devices
-    total: I64  # (n,) the free milli of the node's devices
     held: tuple[tuple[int, int], ...]  # (device, row) of ``cols`` and ``rows`` as Python ints
     counts: list[int]  # ``cnt`` as Python ints
-    # per node the version of its state: ``free``, ``cpu`` (free milli-CPU) and ``mid`` (GPU
-    # model id) as of ``pos``. A version (process-wide, ``_versions``) stands for one state: a
-    # node logged since gets a new one, a rebuilt table keeps the old one where the state is equal
-    ver: I64
-    cpu: I64
-    mid: IDX
     widest: BOOL  # (n,) the nodes with the most devices (``cnt`` = the width of ``free``)
-    # ``cpu``, ``mid``, ``total``, ``whole`` and ``ver`` as the rows of one (5, n) array (the
-    # five fields are views of its rows): a view takes its nodes' columns of all five at once
+    # (5, n): per node its free milli-CPU, GPU model id, free milli of its devices, fully free
+    # devices and the version of its state (rows ``CPU`` .. ``VER``; the properties below), one
+    # array so that a view takes its nodes' columns of all five at once. A version
+    # (process-wide, ``_VERSIONS``) stands for one state of ``free``, CPU and model: a node logged
+    # since gets a new one, a rebuilt table keeps the old one where the state is equal
     per_node: I64
 
+    CPU, MID, TOTAL, WHOLE, VER = range(5)
 
-_NEXT_VERSION = [0]
+    @property
+    def cpu(self) -> I64:
+        out: I64 = self.per_node[self.CPU]
+        return out
+
+    @property
+    def mid(self) -> I64:
+        out: I64 = self.per_node[self.MID]
+        return out
+
+    @property
+    def total(self) -> I64:
+        out: I64 = self.per_node[self.TOTAL]
+        return out
+
+    @property
+    def whole(self) -> I64:
+        out: I64 = self.per_node[self.WHOLE]
+        return out
+
+    @property
+    def ver(self) -> I64:
+        out: I64 = self.per_node[self.VER]
+        return out
 
 
-def _versions(k: int) -> I64:
-    """``k`` versions never handed out before (process-wide; never part of a decision)."""
-    v0 = _NEXT_VERSION[0]
-    _NEXT_VERSION[0] = v0 + k
-    return np.arange(v0, v0 + k, dtype=np.int64)
+_VERSIONS = itertools.count()  # node state versions (process-wide; never part of a decision)
 
 
 def device_table(snap: Snapshot) -> DeviceTable:
@@ -272,16 +289,19 @@ def device_table(snap: Snapshot) -> DeviceTable:
         if len(rows):
             free[:, cols] += snap.free[rows].T
         free[np.arange(w)[None, :] >= cnt[:, None]] = -1
-        top = free.max(axis=1)
-        whole = (free == MILLI).sum(axis=1)
-        total = np.maximum(free, 0).sum(axis=1)
-        cpu = snap.free[R_CPU].copy()
-        mid = model_id_column(snap).copy()
-        ver = _versions(n)
+        per_node = np.stack(
+            [
+                snap.free[R_CPU],
+                model_id_column(snap),
+                np.maximum(free, 0).sum(axis=1),
+                (free == MILLI).sum(axis=1),
+                np.fromiter(itertools.islice(_VERSIONS, n), dtype=np.int64, count=n),
+            ]
+        ).astype(np.int64, copy=False)
         if t is not None and t.free.shape == free.shape:
+            cpu, mid = per_node[DeviceTable.CPU], per_node[DeviceTable.MID]
             same = (t.free == free).all(axis=1) & (t.cpu == cpu) & (t.mid == mid)
-            ver[same] = t.ver[same]
-        per_node = np.stack([cpu, mid, total, whole, ver]).astype(np.int64, copy=False)
+            per_node[DeviceTable.VER, same] = t.ver[same]
         t = DeviceTable(
             snap.epoch,
             len(log),
@@ -290,14 +310,9 @@ def device_table(snap: Snapshot) -> DeviceTable:
             cols,
             rows,
             tags,
-            top,
-            per_node[3],
-            per_node[2],
+            free.max(axis=1),
             tuple(held),
             cnt.tolist(),
-            per_node[4],
-            per_node[0],
-            per_node[1],
             cnt == w,
             per_node,
         )
@@ -306,12 +321,15 @@ def device_table(snap: Snapshot) -> DeviceTable:
         # the few values of a node as Python ints: cheaper than NumPy calls on so short a row
         w = t.free.shape[1]
         pairs, counts = t.held, t.counts
-        version = _NEXT_VERSION[0]
+        pn = t.per_node
+        cpu_r, total_r, whole_r, ver_r = (
+            DeviceTable.CPU,
+            DeviceTable.TOTAL,
+            DeviceTable.WHOLE,
+            DeviceTable.VER,
+        )
         for i in {i if i >= 0 else ~i for i in log[t.pos :]}:
             col = snap.free[:, i].tolist()
-            t.cpu[i] = col[R_CPU]
-            t.ver[i] = version
-            version += 1
             vals = [MILLI] * w  # a device without a synthetic resource: nothing held on it
             for j, r in pairs:
                 vals[j] = MILLI + col[r]
@@ -320,9 +338,10 @@ def device_table(snap: Snapshot) -> DeviceTable:
                 vals[c:] = [-1] * (w - c)
             t.free[i] = vals
             t.top[i] = max(vals)
-            t.whole[i] = vals.count(MILLI)
-            t.total[i] = sum([v for v in vals if v > 0])
-        _NEXT_VERSION[0] = version
+            pn[cpu_r, i] = col[R_CPU]
+            pn[total_r, i] = sum([v for v in vals if v > 0])
+            pn[whole_r, i] = vals.count(MILLI)
+            pn[ver_r, i] = next(_VERSIONS)
         t.pos = len(log)
     return t
 

@@ -365,16 +365,14 @@ class PodScheduler:
     def diagnose(self, pi: PodInfo, subset: BOOL | None) -> Diagnosis:
         if self.snap.n == 0:
             return Diagnosis(0, {}, {})
-        results = self.filter_results(pi)
-        st = self.static(pi)
-        if st.all_ok:
-            # the profile's filters (``filter_results`` starts with theirs) pass every node:
-            # they reject none, so ``diagnose`` would count nothing for them
-            results = results[len(st.results) :]
-        return diagnose(results, subset)
+        # the profile's filters, when they pass every node, reject none: nothing to count
+        return diagnose(self.filter_results(pi, passing=False), subset)
 
-    def filter_results(self, pi: PodInfo) -> list[FilterResult]:
+    def filter_results(self, pi: PodInfo, passing: bool = True) -> list[FilterResult]:
+        """Every filter's result, in filter order (the profile's filters first); without
+        ``passing``, none of the profile's filters when they all pass every node."""
         st = self.static(pi)
+        head = st.results if passing or not st.all_ok else []
         fit = node_resources_fit.filter_nodes(pi.demand, self.snap)
         check = self._reserved_check(pi)
         if check is not None:
@@ -395,9 +393,9 @@ class PodScheduler:
         if pod_res:
             before = [r for r, f in zip(pod_res, self._active_filters(pi), strict=True) if f.before_fit]
             after = [r for r in pod_res if all(r is not b for b in before)]
-            out = [*st.results, *before, fit, *after]
+            out = [*head, *before, fit, *after]
         else:
-            out = [*st.results, fit]
+            out = [*head, fit]
         device = gpushare.device_filter(self.snap, pi.pod.gpu)
         return out if device is None else [*out, device]
 

@@ -280,7 +280,7 @@ class SchedulingQueue:
     def pop(self, now: float) -> Entity | None:
         h = self._active
         while h:
-            _, _, _, _, ver, key = heapq.heappop(h)
+            *_, ver, key = heapq.heappop(h)
             e = self.entities.get(key)
             if e is None or e.version != ver or e.state != ACTIVE:
                 continue
