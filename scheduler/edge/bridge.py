@@ -93,15 +93,13 @@ EARLIER_VERSIONS = frozenset({"podledger-scheduler/0.1"})
 CYCLES_STREAM = streams.CYCLES
 TAIL_PAGE = 1000  # catch_up: events read in one statement before switching to COPY
 EVENT_NS = uuid.UUID("0b8a53e2-43a5-4f0c-9d7e-2a4c1b7f5e61")
-_EVENT_NS_BYTES = EVENT_NS.bytes
 
 
 def _event_id(key: str, data: Mapping[str, Any]) -> uuid.UUID:
-    """``uuid.uuid5(EVENT_NS, f"{key}:{sha256 of data's sorted-key JSON}")`` (RFC 4122's name-based
-    SHA-1 UUID, built from the namespace's bytes taken once)."""
+    """The content-addressed id of a decision event: ``key`` (its cycle, index, type and stream)
+    and the sha256 of its payload's sorted-key JSON, as a name-based UUID of ``EVENT_NS``."""
     digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    name = f"{key}:{digest}".encode()
-    return uuid.UUID(bytes=hashlib.sha1(_EVENT_NS_BYTES + name).digest()[:16], version=5)
+    return uuid.uuid5(EVENT_NS, f"{key}:{digest}")
 
 
 # Decisions whose event names one pod: a recorded one makes the pod's last verdict stale
