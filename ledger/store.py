@@ -130,13 +130,15 @@ def _prepare(
     meta = dict(ev.meta)
     try:
         data_bytes = canonical(data)
-        if metas is None or type(ev.meta) is not dict:  # a plain dict only: no code of its own
-            meta_bytes = canonical(meta) if meta else _EMPTY_META
-        elif (seen := metas.get(id(ev.meta))) is not None and seen[0] is ev.meta:
+        # a plain dict only (no code of its own that could change what it holds)
+        cache = metas if metas is not None and type(ev.meta) is dict else None
+        seen = cache.get(id(ev.meta)) if cache is not None else None
+        if seen is not None and seen[0] is ev.meta:
             meta_bytes = seen[1]
         else:
             meta_bytes = canonical(meta) if meta else _EMPTY_META
-            metas[id(ev.meta)] = (ev.meta, meta_bytes)
+            if cache is not None:
+                cache[id(ev.meta)] = (ev.meta, meta_bytes)
     except TypeError as exc:
         raise EventValidationError(
             f"{ev.type} on {ev.stream}: payload is not JSON-serialisable: {exc}"
@@ -293,12 +295,8 @@ def _prepare_all(events: Sequence[NewEvent], validate: bool, now: datetime | Non
         return [_prepare(events[0], now, validate)]
     metas: _MetaCache = {}
     # fresh ids only for the events without one (the scheduler chooses all of its ids)
-    missing = sum(1 for ev in events if ev.event_id is None)
-    if missing == len(events):
-        fresh: list[uuid.UUID | None] = list(_new_ids(missing))
-    else:
-        new_ids = iter(_new_ids(missing))
-        fresh = [next(new_ids) if ev.event_id is None else None for ev in events]
+    new_ids = iter(_new_ids(sum(1 for ev in events if ev.event_id is None)))
+    fresh = [next(new_ids) if ev.event_id is None else None for ev in events]
     return list(map(_prepare, events, repeat(now), repeat(validate), fresh, repeat(metas)))
 
 
