@@ -368,10 +368,9 @@ def _group_cost(folder: Path, limit: int | None) -> Callable[[str, int, list[boo
     return cost
 
 
-def _eta_line(
-    combos: list[tuple[str, str, int]], verify: list[bool], jobs: int = 1, seconds: float | None = None
-) -> str:
-    runs_s = len(combos) * EST_RUN_S + sum(verify) * EST_VERIFY_S if seconds is None else seconds
+def _eta_line(combos: list[tuple[str, str, int]], verify: list[bool], jobs: int, runs_s: float) -> str:
+    """The first line a study prints: its runs, and ``runs_s`` (their estimated seconds in one
+    process, ``_group_cost``) over ``jobs`` processes."""
     per = JOBS_SPEEDUP.get(jobs, JOBS_SPEEDUP[max(JOBS_SPEEDUP)]) if jobs > 1 else 1.0
     return (
         f"paper: {len(combos)} run(s) ({sum(verify)} verified), {len({c[0] for c in combos})} pod list(s), "
@@ -473,10 +472,8 @@ def main(argv: list[str] | None = None) -> None:
     jobs = max(1, min(args.jobs, len({(tr, seed) for tr, _, seed in combos}) or 1))
     cost = _group_cost(folder, args.limit)
     plan = group_plan(combos, verify, cost)
-    print(
-        _eta_line(combos, verify, jobs, sum(cost(g[0][0], int(g[0][2]), [r[3] for r in g]) for g in plan)),
-        flush=True,
-    )
+    runs_s = sum(cost(g[0][0], int(g[0][2]), [bool(r[3]) for r in g]) for g in plan)
+    print(_eta_line(combos, verify, jobs, runs_s), flush=True)
     if jobs > 1:
         runs += run_shards(args, plan, jobs, Run, runs)
     else:
